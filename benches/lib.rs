@@ -1,0 +1,1 @@
+//! criterion benchmarks of bpf2ptx live in `benches/`; this library is empty.

@@ -1,0 +1,1 @@
+//! bpf2ptx library facade.

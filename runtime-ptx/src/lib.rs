@@ -1,0 +1,1 @@
+//! bpf2ptx device runtime.
