@@ -1,1 +1,48 @@
-//! Shared helpers of the bpf2ptx test suites.
+//! Shared helpers of the bpf2ptx test suites: where the corpus and the conformance suite
+//! are, and the snapshot comparison with `BLESS=1`.
+
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+}
+
+/// The bpf_conformance suite: `$BPF_CONFORMANCE_DIR`, else `../shared/conformance` next to
+/// the repository, else a copy under the repository's ignored `gpu-carry/conformance`.
+/// `None` when none is there (tests that need it then say so and pass).
+pub fn conformance_dir() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("BPF_CONFORMANCE_DIR").map(PathBuf::from),
+        Some(repo_root().join("../shared/conformance")),
+        Some(repo_root().join("tests/conformance")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.join("tests").is_dir())
+}
+
+/// The files with extension `ext` in `dir`, sorted by name.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compares `actual` with the snapshot file at `path`; with `BLESS=1` in the environment
+/// rewrites the snapshot instead.
+pub fn check_snapshot(path: &Path, actual: &str) {
+    if std::env::var_os("BLESS").is_some_and(|v| v == "1") {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("create snapshot dir");
+        }
+        std::fs::write(path, actual).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!("snapshot {} missing ({e}); run with BLESS=1 to create it", path.display())
+    });
+    pretty_assertions::assert_eq!(expected, actual, "snapshot {} drifted; BLESS=1 rewrites it", path.display());
+}

@@ -1,0 +1,12 @@
+//! The BPF instruction set: one opcode table ([`table`]) and everything derived from it —
+//! binary decoding and encoding ([`insn`]), the disassembler ([`disasm`]) and the text
+//! assembler ([`asm`]).
+
+pub mod asm;
+pub mod disasm;
+pub mod insn;
+pub mod table;
+
+pub use asm::{assemble, AsmError, AsmErrorKind, Assembly};
+pub use insn::{decode, encode, DecodeError, Insn, RawInsn};
+pub use table::{Kind, OpInfo, OPCODES};

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * bpf2ptx_helpers.h - GPU helpers and GPU map types for probe authors.
+ *
+ * Include this after <linux/bpf.h> (or vmlinux.h) and <bpf/bpf_helpers.h>
+ * in a probe that bpf2ptx lowers to PTX; like libbpf's bpf_helper_defs.h it
+ * expects __u64 to be defined already. The helper ids and map type ids are
+ * the ones bpftime uses, so a probe written for bpftime's CUDA attach builds
+ * unchanged.
+ *
+ * Each helper is declared the way libbpf's bpf_helper_defs.h declares the
+ * kernel helpers: a constant function pointer whose value is the helper id.
+ * clang turns a call through it into `call <id>`.
+ *
+ * The pointer arguments of the *_idx / *_dim helpers must point to
+ * writable memory (usually the probe's stack); all three are written.
+ */
+#ifndef BPF2PTX_HELPERS_H
+#define BPF2PTX_HELPERS_H
+
+/* ---- map types (values of __uint(type, ...)) ------------------------- */
+
+/* Hash map kept in GPU memory, shared by all threads. */
+#define BPF_MAP_TYPE_GPU_HASH_MAP 1501
+/* Array with one private copy of every entry per GPU thread. */
+#define BPF_MAP_TYPE_PERTHREAD_ARRAY_MAP 1502
+/* Array with a single copy shared by all GPU threads (host-visible). */
+#define BPF_MAP_TYPE_GPU_ARRAY_MAP 1503
+/* Per-thread ring buffers that stream records to the host; write to it with
+ * bpf_perf_event_output(ctx, &map, 0, data, size). */
+#define BPF_MAP_TYPE_GPU_RINGBUF_MAP 1527
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/*
+ * bpf_puts
+ *
+ * 	Print the NUL-terminated string *buf* to the host's output
+ * 	(like puts(3), from the GPU).
+ *
+ * Returns
+ * 	0 on success, a negative error otherwise.
+ */
+static long (* const bpf_puts)(const char *buf) = (void *) 501;
+
+/*
+ * bpf_get_globaltimer
+ *
+ * 	Read the GPU's global nanosecond timer (PTX %globaltimer). It is
+ * 	the same clock on every SM, so values from different blocks can be
+ * 	compared.
+ *
+ * Returns
+ * 	The current global timer value in nanoseconds.
+ */
+static __u64 (* const bpf_get_globaltimer)(void) = (void *) 502;
+
+/*
+ * bpf_get_block_idx
+ *
+ * 	Store the calling thread's block index (CUDA blockIdx.x, .y, .z)
+ * 	in *\*x*, *\*y* and *\*z*.
+ *
+ * Returns
+ * 	0.
+ */
+static long (* const bpf_get_block_idx)(__u64 *x, __u64 *y, __u64 *z) = (void *) 503;
+
+/*
+ * bpf_get_block_dim
+ *
+ * 	Store the block dimensions (CUDA blockDim.x, .y, .z) in *\*x*, *\*y*
+ * 	and *\*z*.
+ *
+ * Returns
+ * 	0.
+ */
+static long (* const bpf_get_block_dim)(__u64 *x, __u64 *y, __u64 *z) = (void *) 504;
+
+/*
+ * bpf_get_thread_idx
+ *
+ * 	Store the calling thread's index within its block (CUDA
+ * 	threadIdx.x, .y, .z) in *\*x*, *\*y* and *\*z*.
+ *
+ * Returns
+ * 	0.
+ */
+static long (* const bpf_get_thread_idx)(__u64 *x, __u64 *y, __u64 *z) = (void *) 505;
+
+/*
+ * bpf_gpu_membar
+ *
+ * 	Memory barrier at system scope (PTX membar.sys): writes made by
+ * 	this thread before the call are visible to the host and to other
+ * 	GPU threads before writes made after it.
+ *
+ * Returns
+ * 	0.
+ */
+static long (* const bpf_gpu_membar)(void) = (void *) 506;
+
+/*
+ * bpf_gpu_exit
+ *
+ * 	Terminate the calling GPU thread (PTX exit). The instrumented kernel
+ * 	does not continue in this thread. Does not return.
+ */
+static void (* const bpf_gpu_exit)(void) = (void *) 507;
+
+/*
+ * bpf_get_grid_dim
+ *
+ * 	Store the grid dimensions in blocks (CUDA gridDim.x, .y, .z) in
+ * 	*\*x*, *\*y* and *\*z*.
+ *
+ * Returns
+ * 	0.
+ */
+static long (* const bpf_get_grid_dim)(__u64 *x, __u64 *y, __u64 *z) = (void *) 508;
+
+/*
+ * bpf_get_sm_id
+ *
+ * 	Identify the streaming multiprocessor running the calling thread
+ * 	(PTX %smid). The value can change between calls if the block is
+ * 	preempted and migrated; use it for statistics, not as a key that
+ * 	must stay stable.
+ *
+ * Returns
+ * 	The SM id.
+ */
+static __u64 (* const bpf_get_sm_id)(void) = (void *) 509;
+
+/*
+ * bpf_get_warp_id
+ *
+ * 	Identify the warp of the calling thread within its SM (PTX %warpid).
+ *
+ * Returns
+ * 	The warp id.
+ */
+static __u64 (* const bpf_get_warp_id)(void) = (void *) 510;
+
+/*
+ * bpf_get_lane_id
+ *
+ * 	Identify the calling thread's lane within its warp (PTX %laneid).
+ *
+ * Returns
+ * 	The lane id, 0 to 31.
+ */
+static __u64 (* const bpf_get_lane_id)(void) = (void *) 511;
+
+#endif /* BPF2PTX_HELPERS_H */
