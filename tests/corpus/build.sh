@@ -51,7 +51,7 @@ objects=(
 	"hist_log2    v4 -"
 	"globals      v4 -"
 	"signed_ops   v4 -"
-	"big          v4 -DBIG_ROUNDS=2560"
+	"big          v4 -DBIG_GROUPS=40"
 )
 
 mkdir -p "$obj"
