@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 /// The bpf_conformance suite: `$BPF_CONFORMANCE_DIR`, else `../shared/conformance` next to
@@ -17,7 +20,10 @@ pub fn conformance_dir() -> Option<PathBuf> {
         Some(repo_root().join("../shared/conformance")),
         Some(repo_root().join("tests/conformance")),
     ];
-    candidates.into_iter().flatten().find(|p| p.join("tests").is_dir())
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("tests").is_dir())
 }
 
 /// The files with extension `ext` in `dir`, sorted by name.
@@ -42,7 +48,15 @@ pub fn check_snapshot(path: &Path, actual: &str) {
         return;
     }
     let expected = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("snapshot {} missing ({e}); run with BLESS=1 to create it", path.display())
+        panic!(
+            "snapshot {} missing ({e}); run with BLESS=1 to create it",
+            path.display()
+        )
     });
-    pretty_assertions::assert_eq!(expected, actual, "snapshot {} drifted; BLESS=1 rewrites it", path.display());
+    pretty_assertions::assert_eq!(
+        expected,
+        actual,
+        "snapshot {} drifted; BLESS=1 rewrites it",
+        path.display()
+    );
 }

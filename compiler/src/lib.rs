@@ -11,5 +11,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod isa;
 pub mod front;
+pub mod isa;
+pub mod program;

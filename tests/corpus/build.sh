@@ -59,7 +59,10 @@ rm -f "$obj"/*.o
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-cd "$src"
+# Compile from the repository root with a relative source path: clang reads each
+# source line for BTF line info through the remapped path (./tests/corpus/src/...),
+# which only resolves from here.
+cd "$repo"
 for line in "${objects[@]}"; do
 	read -r name cpu extra <<<"$line"
 	[ "$extra" = "-" ] && extra=""
@@ -69,7 +72,7 @@ for line in "${objects[@]}"; do
 	"$cc" -target bpf -O2 -g -mcpu="$cpu" \
 		-I/usr/include/x86_64-linux-gnu -I"$repo/runtime-ptx/include" \
 		-fdebug-prefix-map="$repo"=. $extra \
-		-c "$name.bpf.c" -o "$tmp/$name.$cpu.o" \
+		-c "tests/corpus/src/$name.bpf.c" -o "$tmp/$name.$cpu.o" \
 		|| die "$cc failed on $name.bpf.c (-mcpu=$cpu)"
 	if [ "$name" = dwarf_only ]; then
 		# Drop func/line info; DWARF (.debug_line) stays.

@@ -12,8 +12,13 @@ pub fn check_roundtrips(what: &str, insns: &[Insn]) -> usize {
     assert_eq!(back, insns, "{what}: decode(encode(x)) != x");
     for (i, insn) in insns.iter().enumerate() {
         let text = insn.to_string();
-        let a = isa::assemble(&text).unwrap_or_else(|e| panic!("{what}: insn {i} `{text}` does not assemble: {e}"));
-        assert_eq!(a.insns, vec![*insn], "{what}: insn {i}: assemble(`{text}`) differs");
+        let a = isa::assemble(&text)
+            .unwrap_or_else(|e| panic!("{what}: insn {i} `{text}` does not assemble: {e}"));
+        assert_eq!(
+            a.insns,
+            vec![*insn],
+            "{what}: insn {i}: assemble(`{text}`) differs"
+        );
     }
     insns.len()
 }

@@ -924,8 +924,10 @@ pub fn parse(data: &[u8]) -> Result<Btf, BtfError> {
         str_len: r.u32(20, len)?,
     };
     let base = u64::from(hdr_len);
-    let (type_start, type_end) = r.region("type section", 8, base, header.type_off, header.type_len)?;
-    let (str_start, str_end) = r.region("string table", 16, base, header.str_off, header.str_len)?;
+    let (type_start, type_end) =
+        r.region("type section", 8, base, header.type_off, header.type_len)?;
+    let (str_start, str_end) =
+        r.region("string table", 16, base, header.str_off, header.str_len)?;
     if header.type_off % 4 != 0 {
         return Err(BtfError::Misaligned {
             section: BTF_SECTION,
@@ -977,7 +979,12 @@ pub fn parse(data: &[u8]) -> Result<Btf, BtfError> {
 }
 
 /// Parses the type record at `pos` and returns it with the offset of the next one.
-fn parse_type(r: &Reader<'_>, pos: usize, end: usize, type_id: u32) -> Result<(BtfType, usize), BtfError> {
+fn parse_type(
+    r: &Reader<'_>,
+    pos: usize,
+    end: usize,
+    type_id: u32,
+) -> Result<(BtfType, usize), BtfError> {
     let name_off = r.u32(pos, end)?;
     let info = r.u32(pos + 4, end)?;
     let size_or_type = r.u32(pos + 8, end)?;
@@ -1027,7 +1034,9 @@ fn parse_type(r: &Reader<'_>, pos: usize, end: usize, type_id: u32) -> Result<(B
                 bits: bits as u8,
             }
         }
-        2 => BtfKind::Ptr { type_id: size_or_type },
+        2 => BtfKind::Ptr {
+            type_id: size_or_type,
+        },
         3 => BtfKind::Array {
             elem_type_id: r.u32(data, end)?,
             index_type_id: r.u32(data + 4, end)?,
@@ -1084,10 +1093,18 @@ fn parse_type(r: &Reader<'_>, pos: usize, end: usize, type_id: u32) -> Result<(B
             }
         }
         7 => BtfKind::Fwd { is_union: kflag },
-        8 => BtfKind::Typedef { type_id: size_or_type },
-        9 => BtfKind::Volatile { type_id: size_or_type },
-        10 => BtfKind::Const { type_id: size_or_type },
-        11 => BtfKind::Restrict { type_id: size_or_type },
+        8 => BtfKind::Typedef {
+            type_id: size_or_type,
+        },
+        9 => BtfKind::Volatile {
+            type_id: size_or_type,
+        },
+        10 => BtfKind::Const {
+            type_id: size_or_type,
+        },
+        11 => BtfKind::Restrict {
+            type_id: size_or_type,
+        },
         12 => BtfKind::Func {
             proto_type_id: size_or_type,
             linkage: BtfLinkage::from_raw(vlen as u32).ok_or_else(|| invalid("bad linkage"))?,
@@ -1108,7 +1125,8 @@ fn parse_type(r: &Reader<'_>, pos: usize, end: usize, type_id: u32) -> Result<(B
         }
         14 => BtfKind::Var {
             type_id: size_or_type,
-            linkage: BtfLinkage::from_raw(r.u32(data, end)?).ok_or_else(|| invalid("bad linkage"))?,
+            linkage: BtfLinkage::from_raw(r.u32(data, end)?)
+                .ok_or_else(|| invalid("bad linkage"))?,
         },
         15 => {
             let mut vars = Vec::with_capacity(vlen);
@@ -1130,7 +1148,9 @@ fn parse_type(r: &Reader<'_>, pos: usize, end: usize, type_id: u32) -> Result<(B
             type_id: size_or_type,
             component_idx: r.u32(data, end)? as i32,
         },
-        18 => BtfKind::TypeTag { type_id: size_or_type },
+        18 => BtfKind::TypeTag {
+            type_id: size_or_type,
+        },
         19 => {
             let mut values = Vec::with_capacity(vlen);
             for i in 0..vlen {
@@ -1171,9 +1191,26 @@ fn parse_type(r: &Reader<'_>, pos: usize, end: usize, type_id: u32) -> Result<(B
 /// Kind names by raw kind number, for errors raised before a [`BtfKind`] exists.
 fn kind_name(kind: u8) -> &'static str {
     const NAMES: [&str; 20] = [
-        "unknown", "int", "ptr", "array", "struct", "union", "enum", "fwd", "typedef", "volatile",
-        "const", "restrict", "func", "func_proto", "var", "datasec", "float", "decl_tag",
-        "type_tag", "enum64",
+        "unknown",
+        "int",
+        "ptr",
+        "array",
+        "struct",
+        "union",
+        "enum",
+        "fwd",
+        "typedef",
+        "volatile",
+        "const",
+        "restrict",
+        "func",
+        "func_proto",
+        "var",
+        "datasec",
+        "float",
+        "decl_tag",
+        "type_tag",
+        "enum64",
     ];
     NAMES.get(usize::from(kind)).copied().unwrap_or("unknown")
 }
@@ -1361,10 +1398,15 @@ impl Btf {
 
     /// The `DATASEC` named `name` (e.g. ".data", ".maps") with its type id.
     pub fn datasec(&self, name: &str) -> Option<(u32, &BtfDatasec)> {
-        self.types.iter().enumerate().find_map(|(i, t)| match &t.kind {
-            BtfKind::Datasec(d) if self.string_at(t.name_off) == Some(name) => Some((i as u32 + 1, d)),
-            _ => None,
-        })
+        self.types
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| match &t.kind {
+                BtfKind::Datasec(d) if self.string_at(t.name_off) == Some(name) => {
+                    Some((i as u32 + 1, d))
+                }
+                _ => None,
+            })
     }
 
     /// The variables of data section `name` (".data", ".rodata", ".bss",
@@ -1437,7 +1479,9 @@ impl Btf {
     pub fn map_def(&self, var_type_id: u32) -> Result<BtfMapDef, BtfError> {
         let var = self.get(var_type_id)?;
         let (map, def_type) = match var.kind {
-            BtfKind::Var { type_id, .. } => (self.name(var_type_id).unwrap_or("").to_string(), type_id),
+            BtfKind::Var { type_id, .. } => {
+                (self.name(var_type_id).unwrap_or("").to_string(), type_id)
+            }
             _ => (
                 self.name(var_type_id)
                     .map_or_else(|| format!("<type {var_type_id}>"), str::to_string),
@@ -1528,7 +1572,13 @@ impl Btf {
 
     /// Value of an integer map attribute: `int (*name)[N]` → N, or the single value
     /// of an enum (`__ulong`).
-    fn map_int_member(&self, type_id: u32, map: &str, member: &str, offset: usize) -> Result<u64, BtfError> {
+    fn map_int_member(
+        &self,
+        type_id: u32,
+        map: &str,
+        member: &str,
+        offset: usize,
+    ) -> Result<u64, BtfError> {
         let bad = || BtfError::BadMapMember {
             section: BTF_SECTION,
             offset,
@@ -1542,7 +1592,9 @@ impl Btf {
                 Some(BtfKind::Array { nelems, .. }) => Ok(u64::from(*nelems)),
                 _ => Err(bad()),
             },
-            Some(BtfKind::Enum { values, .. } | BtfKind::Enum64 { values, .. }) if values.len() == 1 => {
+            Some(BtfKind::Enum { values, .. } | BtfKind::Enum64 { values, .. })
+                if values.len() == 1 =>
+            {
                 Ok(values[0].value)
             }
             _ => Err(bad()),
@@ -1550,7 +1602,13 @@ impl Btf {
     }
 
     /// Target type of a `T *name` map attribute (`__type(name, T)`).
-    fn map_ptr_member(&self, type_id: u32, map: &str, member: &str, offset: usize) -> Result<u32, BtfError> {
+    fn map_ptr_member(
+        &self,
+        type_id: u32,
+        map: &str,
+        member: &str,
+        offset: usize,
+    ) -> Result<u32, BtfError> {
         let id = self.skip_modifiers(type_id)?;
         match self.type_by_id(id).map(|t| &t.kind) {
             Some(BtfKind::Ptr { type_id }) => Ok(*type_id),
@@ -1594,5 +1652,558 @@ impl fmt::Display for BtfLinkage {
             Self::Global => "global",
             Self::Extern => "extern",
         })
+    }
+}
+
+/// Reading the committed clang objects in tests (goblin), shared by the `btf_ext`
+/// and `dwarf` tests.
+#[cfg(test)]
+pub(crate) mod test_elf {
+    use goblin::elf::Elf;
+
+    /// `multi.bpf.c` built by clang 14 (DWARF 5).
+    pub(crate) const MULTI14: &[u8] = include_bytes!("../../tests/fixtures/btf/multi.clang14.o");
+    /// `multi.bpf.c` built by clang 19 (DWARF 5).
+    pub(crate) const MULTI19: &[u8] = include_bytes!("../../tests/fixtures/btf/multi.clang19.o");
+    /// `multi.bpf.c` built by clang 19 with `-gdwarf-4`.
+    pub(crate) const MULTI19_DWARF4: &[u8] =
+        include_bytes!("../../tests/fixtures/btf/multi.clang19.dwarf4.o");
+    /// `multi.bpf.c` built by clang 19 for big-endian BPF (`-target bpfeb`).
+    pub(crate) const MULTI19_BPFEB: &[u8] =
+        include_bytes!("../../tests/fixtures/btf/multi.clang19.bpfeb.o");
+    /// `maps.bpf.c` built by clang 19.
+    pub(crate) const MAPS19: &[u8] = include_bytes!("../../tests/fixtures/btf/maps.clang19.o");
+    /// Source of the multi fixtures.
+    pub(crate) const MULTI_SRC: &str = include_str!("../../tests/fixtures/btf/multi.bpf.c");
+
+    /// A relocation with its symbol resolved.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Rel {
+        pub(crate) offset: u64,
+        pub(crate) r_type: u32,
+        pub(crate) addend: Option<i64>,
+        pub(crate) sym_name: String,
+        pub(crate) sym_value: u64,
+        pub(crate) sym_section: String,
+    }
+
+    pub(crate) fn elf(bytes: &[u8]) -> Elf<'_> {
+        Elf::parse(bytes).expect("fixture is a valid ELF")
+    }
+
+    pub(crate) fn section_name<'a>(elf: &Elf<'a>, index: usize) -> String {
+        elf.section_headers
+            .get(index)
+            .and_then(|sh| elf.shdr_strtab.get_at(sh.sh_name))
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Bytes of section `name`.
+    pub(crate) fn section<'a>(bytes: &'a [u8], name: &str) -> Option<&'a [u8]> {
+        let elf = elf(bytes);
+        let sh = elf
+            .section_headers
+            .iter()
+            .find(|sh| elf.shdr_strtab.get_at(sh.sh_name) == Some(name))?;
+        let start = sh.sh_offset as usize;
+        bytes.get(start..start + sh.sh_size as usize)
+    }
+
+    /// Names of all sections.
+    pub(crate) fn section_names(bytes: &[u8]) -> Vec<String> {
+        let elf = elf(bytes);
+        (0..elf.section_headers.len())
+            .map(|i| section_name(&elf, i))
+            .collect()
+    }
+
+    /// Relocations that apply to section `name`.
+    pub(crate) fn relocs(bytes: &[u8], name: &str) -> Vec<Rel> {
+        let elf = elf(bytes);
+        let mut out = Vec::new();
+        for (shndx, rs) in &elf.shdr_relocs {
+            let target = elf.section_headers[*shndx].sh_info as usize;
+            if section_name(&elf, target) != name {
+                continue;
+            }
+            for r in rs.iter() {
+                let sym = elf.syms.get(r.r_sym).expect("symbol");
+                out.push(Rel {
+                    offset: r.r_offset,
+                    r_type: r.r_type,
+                    addend: r.r_addend,
+                    sym_name: elf.strtab.get_at(sym.st_name).unwrap_or("").to_string(),
+                    sym_value: sym.st_value,
+                    sym_section: section_name(&elf, sym.st_shndx),
+                });
+            }
+        }
+        out
+    }
+
+    /// `(name, section, value, size, is_func)` of every named symbol.
+    pub(crate) fn symbols(bytes: &[u8]) -> Vec<(String, String, u64, u64, bool)> {
+        let elf = elf(bytes);
+        elf.syms
+            .iter()
+            .filter_map(|s| {
+                let name = elf.strtab.get_at(s.st_name)?;
+                (!name.is_empty() && s.st_type() != goblin::elf::sym::STT_SECTION).then(|| {
+                    (
+                        name.to_string(),
+                        section_name(&elf, s.st_shndx),
+                        s.st_value,
+                        s.st_size,
+                        s.st_type() == goblin::elf::sym::STT_FUNC,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Deterministic xorshift PRNG for corruption tests.
+    pub(crate) struct Rng(pub(crate) u64);
+
+    impl Rng {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        pub(crate) fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_elf::*;
+    use super::*;
+
+    /// The `.BTF` of `obj` with `.rel.BTF` applied, as the loader should do it.
+    fn relocated_btf(obj: &[u8]) -> Vec<u8> {
+        let mut data = section(obj, ".BTF").unwrap().to_vec();
+        let relocs: Vec<_> = relocs(obj, ".BTF")
+            .iter()
+            .map(|r| BtfReloc {
+                offset: r.offset,
+                symbol_value: r.sym_value,
+            })
+            .collect();
+        apply_relocations(BTF_SECTION, &mut data, &relocs).unwrap();
+        data
+    }
+
+    fn btf(obj: &[u8]) -> Btf {
+        parse(&relocated_btf(obj)).unwrap()
+    }
+
+    fn map(btf: &Btf, name: &str) -> Result<BtfMapDef, BtfError> {
+        let var = btf
+            .datasec_vars(".maps")
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no map {name}"));
+        btf.map_def(var.var_type_id)
+    }
+
+    #[test]
+    fn multi_maps() {
+        for obj in [MULTI14, MULTI19, MULTI19_DWARF4] {
+            let btf = btf(obj);
+            let events = map(&btf, "events").unwrap();
+            assert_eq!(events.map_type, 1);
+            assert_eq!(events.max_entries, 1024);
+            assert_eq!(events.map_flags, 1);
+            assert_eq!(events.key_size, Some(4));
+            assert_eq!(events.value_size, Some(32));
+            assert_eq!(btf.name(events.key_type_id.unwrap()), Some("__u32"));
+            assert_eq!(btf.name(events.value_type_id.unwrap()), Some("event"));
+
+            let counters = map(&btf, "counters").unwrap();
+            assert_eq!(
+                counters,
+                BtfMapDef {
+                    map_type: 2,
+                    key_size: Some(4),
+                    value_size: Some(8),
+                    max_entries: 4,
+                    ..BtfMapDef::default()
+                }
+            );
+
+            let rb = map(&btf, "rb").unwrap();
+            assert_eq!(
+                rb,
+                BtfMapDef {
+                    map_type: 27,
+                    max_entries: 256 * 1024,
+                    ..BtfMapDef::default()
+                }
+            );
+
+            let pinned = map(&btf, "pinned").unwrap();
+            assert_eq!((pinned.map_type, pinned.max_entries), (6, 1));
+            assert_eq!((pinned.key_size, pinned.value_size), (Some(4), Some(8)));
+            assert_eq!((pinned.pinning, pinned.numa_node), (1, 0));
+            assert_eq!(btf.name(pinned.key_type_id.unwrap()), Some("int"));
+        }
+    }
+
+    #[test]
+    fn datasec_offsets_match_symbols_after_relocation() {
+        for obj in [MULTI14, MULTI19, MULTI19_DWARF4, MAPS19] {
+            let btf = btf(obj);
+            let syms = symbols(obj);
+            let mut seen = 0;
+            for sec in [".data", ".rodata", ".bss", ".maps", "license"] {
+                for v in btf.datasec_vars(sec).unwrap() {
+                    let sym = syms.iter().find(|s| s.0 == v.name).unwrap();
+                    assert_eq!(sym.1, sec, "{}", v.name);
+                    assert_eq!(u64::from(v.offset), sym.2, "offset of {}", v.name);
+                    assert_eq!(u64::from(v.size), sym.3, "size of {}", v.name);
+                    // `outer`'s flexible `values[]` array is sized by its initializer.
+                    if v.name != "outer" {
+                        assert_eq!(
+                            btf.resolve_size(v.var_type_id).unwrap(),
+                            v.size,
+                            "{}",
+                            v.name
+                        );
+                    }
+                    seen += 1;
+                }
+            }
+            assert!(seen >= 7);
+        }
+    }
+
+    #[test]
+    fn multi_global_data() {
+        let btf = btf(MULTI19);
+        let data = btf.datasec_vars(".data").unwrap();
+        let summary: Vec<_> = data
+            .iter()
+            .map(|v| (v.name, v.offset, v.size, v.linkage))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("global_counter", 0, 4, BtfLinkage::Global),
+                ("static_counter", 4, 4, BtfLinkage::Static),
+            ]
+        );
+        let rodata = btf.datasec_vars(".rodata").unwrap();
+        let summary: Vec<_> = rodata.iter().map(|v| (v.name, v.offset, v.size)).collect();
+        assert_eq!(summary, [("threshold", 0, 8), ("msg", 8, 10)]);
+        let threshold = &rodata[0];
+        let int = btf.skip_modifiers(threshold.type_id).unwrap();
+        assert_eq!(btf.name(int), Some("unsigned long long"));
+        assert!(matches!(
+            btf.type_by_id(threshold.type_id).unwrap().kind,
+            BtfKind::Const { .. }
+        ));
+        let bss = btf.datasec_vars(".bss").unwrap();
+        assert_eq!((bss[0].name, bss[0].size), ("zeroed", 32));
+        assert!(btf.datasec_vars(".rodata.str1.1").unwrap().is_empty());
+        assert!(btf.datasec(".nope").is_none());
+        // Without .rel.BTF the global's offset is still clang's placeholder 0.
+        let raw = parse(section(MULTI19, ".BTF").unwrap()).unwrap();
+        let msg = raw.datasec_vars(".rodata").unwrap()[1];
+        assert_eq!((msg.name, msg.offset), ("msg", 0));
+    }
+
+    #[test]
+    fn multi_funcs() {
+        let btf = btf(MULTI14);
+        let funcs: Vec<_> = (1..=btf.types().len() as u32)
+            .filter_map(|id| Some((btf.func_name(id)?, btf.func_proto(id)?)))
+            .map(|(n, (p, l))| (n, p.params.len(), l))
+            .collect();
+        for f in [
+            ("add_counter", 2, BtfLinkage::Static),
+            ("global_helper", 1, BtfLinkage::Global),
+            ("prog_first", 1, BtfLinkage::Global),
+            ("prog_second", 1, BtfLinkage::Global),
+            ("prog_third", 1, BtfLinkage::Global),
+        ] {
+            assert!(funcs.contains(&f), "{f:?} not in {funcs:?}");
+        }
+        let id = (1..=btf.types().len() as u32)
+            .find(|&id| btf.func_name(id) == Some("add_counter"))
+            .unwrap();
+        let (proto, _) = btf.func_proto(id).unwrap();
+        assert_eq!(btf.resolve_size(proto.ret_type_id).unwrap(), 8);
+        let names: Vec<_> = proto
+            .params
+            .iter()
+            .map(|p| btf.string_at(p.name_off).unwrap())
+            .collect();
+        assert_eq!(names, ["idx", "v"]);
+        assert!(btf.resolve_size(id).is_err(), "a func has no size");
+        assert_eq!(btf.func_name(proto.ret_type_id), None);
+    }
+
+    #[test]
+    fn map_edge_cases() {
+        let btf = btf(MAPS19);
+        let inner = map(&btf, "inner0").unwrap();
+        assert_eq!(
+            (inner.map_type, inner.key_size, inner.value_size),
+            (2, Some(4), Some(4))
+        );
+
+        let err = map(&btf, "outer").unwrap_err();
+        assert!(
+            matches!(&err, BtfError::Unsupported { map, .. } if map == "outer"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("map-in-map"), "{err}");
+
+        let err = map(&btf, "mismatch").unwrap_err();
+        assert!(
+            matches!(&err, BtfError::MapSizeMismatch { map, field: "key", declared: 8, actual: 4, .. } if map == "mismatch"),
+            "{err}"
+        );
+
+        let err = map(&btf, "unknown").unwrap_err();
+        assert!(
+            matches!(&err, BtfError::UnknownMapMember { member, .. } if member == "bogus"),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with(".BTF+0x"), "{err}");
+
+        let bloom = map(&btf, "bloom").unwrap();
+        assert_eq!(bloom.map_type, 30);
+        assert_eq!(bloom.map_extra, 0x5_0000_0003);
+        assert_eq!((bloom.key_size, bloom.value_size), (None, Some(4)));
+
+        let typed = map(&btf, "typed").unwrap();
+        assert_eq!((typed.map_type, typed.max_entries), (9, 16));
+        assert_eq!((typed.key_size, typed.value_size), (Some(16), Some(48)));
+        let key = btf.skip_modifiers(typed.key_type_id.unwrap()).unwrap();
+        assert!(matches!(
+            btf.type_by_id(key).unwrap().kind,
+            BtfKind::Struct { size: 16, .. }
+        ));
+
+        // A var that is not a map struct.
+        let license = btf.datasec_vars("license").unwrap()[0];
+        let err = btf.map_def(license.var_type_id).unwrap_err();
+        assert!(
+            matches!(&err, BtfError::MapNotStruct { kind: "array", .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn big_endian_is_rejected() {
+        let data = section(MULTI19_BPFEB, ".BTF").unwrap();
+        assert_eq!(
+            parse(data).unwrap_err(),
+            BtfError::BigEndian {
+                section: ".BTF",
+                offset: 0
+            }
+        );
+        let err = parse(&[0x12, 0x34, 1, 0]).unwrap_err();
+        assert!(
+            matches!(err, BtfError::BadMagic { magic: 0x3412, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_prefix_is_an_error() {
+        for obj in [MULTI14, MAPS19] {
+            let data = relocated_btf(obj);
+            for len in 0..data.len() {
+                let err = parse(&data[..len]).unwrap_err();
+                assert!(err.to_string().starts_with(".BTF"), "{err}");
+            }
+            assert!(parse(&data).is_ok());
+        }
+    }
+
+    /// Exercises every accessor on a parsed (possibly corrupted) section.
+    pub(crate) fn exercise(btf: &Btf) {
+        for id in 0..=btf.types().len() as u32 + 1 {
+            let _ = btf.resolve_size(id);
+            let _ = btf.skip_modifiers(id);
+            let _ = btf.name(id);
+            let _ = btf.func_name(id);
+            let _ = btf.func_proto(id);
+            let _ = btf.map_def(id);
+        }
+        for sec in [".maps", ".data", ".rodata", ".bss"] {
+            if let Ok(vars) = btf.datasec_vars(sec) {
+                for v in vars {
+                    let _ = btf.map_def(v.var_type_id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_corruption_never_panics() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for obj in [MULTI14, MULTI19, MAPS19] {
+            let clean = relocated_btf(obj);
+            for _ in 0..3000 {
+                let mut data = clean.clone();
+                for _ in 0..1 + rng.below(4) {
+                    let i = rng.below(data.len());
+                    data[i] ^= 1 << rng.below(8);
+                }
+                // Occasionally smash a whole word to reach big values.
+                if rng.below(4) == 0 {
+                    let i = rng.below(data.len() - 4);
+                    data[i..i + 4].copy_from_slice(&(rng.next() as u32).to_le_bytes());
+                }
+                if let Ok(btf) = parse(&data) {
+                    exercise(&btf);
+                }
+            }
+        }
+    }
+
+    /// Builds a `.BTF` section from raw type words and a string table.
+    fn build(types: &[u32], strings: &[u8]) -> Vec<u8> {
+        let type_len = types.len() as u32 * 4;
+        let mut out = Vec::new();
+        out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
+        out.extend_from_slice(&[1, 0]);
+        for v in [24, 0, type_len, type_len, strings.len() as u32] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        types
+            .iter()
+            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        out.extend_from_slice(strings);
+        out
+    }
+
+    const fn info(kind: u32, vlen: u32) -> u32 {
+        kind << 24 | vlen
+    }
+
+    #[test]
+    fn typedef_cycle_is_too_deep() {
+        // [1] typedef a -> [2], [2] typedef b -> [1]
+        let data = build(&[1, info(8, 0), 2, 3, info(8, 0), 1], b"\0a\0b\0");
+        let btf = parse(&data).unwrap();
+        assert!(matches!(
+            btf.resolve_size(1),
+            Err(BtfError::TooDeep { type_id: 1, .. })
+        ));
+        assert!(matches!(
+            btf.skip_modifiers(2),
+            Err(BtfError::TooDeep { type_id: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn array_size_overflow() {
+        // [1] int size 8, [2] array of [1] x 0x8000_0000
+        let data = build(
+            &[1, info(1, 0), 8, 64, 0, info(3, 0), 0, 1, 1, 0x8000_0000],
+            b"\0long\0",
+        );
+        let btf = parse(&data).unwrap();
+        assert!(matches!(
+            btf.resolve_size(2),
+            Err(BtfError::SizeOverflow { type_id: 2, .. })
+        ));
+        assert_eq!(btf.resolve_size(1), Ok(8));
+        assert!(matches!(
+            btf.resolve_size(0),
+            Err(BtfError::Unsized { kind: "void", .. })
+        ));
+    }
+
+    #[test]
+    fn structural_errors_name_the_offset() {
+        // Unknown kind 20 in the first type, at 24 + 0.
+        let data = build(&[0, info(20, 0), 0], b"\0");
+        assert_eq!(
+            parse(&data).unwrap_err(),
+            BtfError::UnknownKind {
+                section: ".BTF",
+                offset: 24,
+                type_id: 1,
+                kind: 20
+            }
+        );
+        // A pointer to type 7 when only 1 type exists.
+        let data = build(&[0, info(2, 0), 7], b"\0");
+        assert!(matches!(
+            parse(&data).unwrap_err(),
+            BtfError::BadTypeRef {
+                offset: 24,
+                target: 7,
+                ..
+            }
+        ));
+        // A name offset past the string table.
+        let data = build(&[40, info(2, 0), 0], b"\0");
+        assert!(matches!(
+            parse(&data).unwrap_err(),
+            BtfError::BadString {
+                offset: 24,
+                str_off: 40,
+                ..
+            }
+        ));
+        // A struct whose vlen runs past the type section.
+        let data = build(&[0, info(4, 1000), 8], b"\0");
+        let err = parse(&data).unwrap_err();
+        assert!(
+            matches!(err, BtfError::Truncated { offset: 36, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with(".BTF+0x24: truncated"), "{err}");
+        // A string table that does not end with NUL.
+        let data = build(&[], b"\0ab");
+        assert!(matches!(
+            parse(&data).unwrap_err(),
+            BtfError::BadStringTable { .. }
+        ));
+        // Version 2.
+        let mut data = build(&[], b"\0");
+        data[2] = 2;
+        assert!(matches!(
+            parse(&data).unwrap_err(),
+            BtfError::UnsupportedVersion { version: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn relocation_out_of_bounds() {
+        let mut data = vec![0u8; 8];
+        let err = apply_relocations(
+            BTF_SECTION,
+            &mut data,
+            &[BtfReloc {
+                offset: 6,
+                symbol_value: 1,
+            }],
+        )
+        .unwrap_err();
+        assert!(matches!(err, BtfError::BadRelocation { offset: 6, .. }));
+        let err = apply_relocations(
+            BTF_SECTION,
+            &mut data,
+            &[BtfReloc {
+                offset: 0,
+                symbol_value: u64::from(u32::MAX) + 1,
+            }],
+        )
+        .unwrap_err();
+        assert!(matches!(err, BtfError::BadRelocation { offset: 0, .. }));
     }
 }

@@ -130,7 +130,10 @@ pub fn parse(text: &str) -> Result<DataFile, DataError> {
                 "c" => Sec::C,
                 "no register offset" => Sec::Note,
                 other => {
-                    return Err(DataError::UnknownSection { line: line_no, name: other.to_string() })
+                    return Err(DataError::UnknownSection {
+                        line: line_no,
+                        name: other.to_string(),
+                    })
                 }
             };
             sections.push((sec, line_no, Vec::new()));
@@ -146,7 +149,11 @@ pub fn parse(text: &str) -> Result<DataFile, DataError> {
     let mut raw: Option<(usize, Vec<Insn>)> = None;
     let mut asm: Option<(usize, Vec<Insn>)> = None;
     for (sec, header, lines) in sections {
-        let content = || lines.iter().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+        let content = || {
+            lines
+                .iter()
+                .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        };
         match sec {
             Sec::Asm => {
                 // Keep file line numbers: pad with empty lines up to the section.
@@ -164,11 +171,17 @@ pub fn parse(text: &str) -> Result<DataFile, DataError> {
                 let mut slots = Vec::new();
                 for (line, l) in content() {
                     let l = l.split('#').next().unwrap_or("").trim();
-                    let bad = || DataError::RawSyntax { line: *line, text: l.to_string() };
+                    let bad = || DataError::RawSyntax {
+                        line: *line,
+                        text: l.to_string(),
+                    };
                     let toks: Vec<&str> = l.split_whitespace().collect();
                     let word = match toks.as_slice() {
                         [w] => {
-                            let h = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).ok_or_else(bad)?;
+                            let h = w
+                                .strip_prefix("0x")
+                                .or_else(|| w.strip_prefix("0X"))
+                                .ok_or_else(bad)?;
                             u64::from_str_radix(h, 16).map_err(|_| bad())?
                         }
                         bytes if bytes.len() == 8 => {
@@ -188,8 +201,10 @@ pub fn parse(text: &str) -> Result<DataFile, DataError> {
             Sec::Mem => {
                 for (line, l) in content() {
                     for t in l.split_whitespace() {
-                        let b = u8::from_str_radix(t, 16)
-                            .map_err(|_| DataError::MemSyntax { line: *line, text: t.to_string() })?;
+                        let b = u8::from_str_radix(t, 16).map_err(|_| DataError::MemSyntax {
+                            line: *line,
+                            text: t.to_string(),
+                        })?;
                         out.mem.push(b);
                     }
                 }
@@ -197,10 +212,17 @@ pub fn parse(text: &str) -> Result<DataFile, DataError> {
             Sec::Result => {
                 for (line, l) in content() {
                     let t = l.trim();
-                    let bad = || DataError::ResultSyntax { line: *line, text: t.to_string() };
+                    let bad = || DataError::ResultSyntax {
+                        line: *line,
+                        text: t.to_string(),
+                    };
                     let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
                         Some(h) => u64::from_str_radix(h, 16).map_err(|_| bad())?,
-                        None => t.parse::<i64>().map(|v| v as u64).or_else(|_| t.parse::<u64>()).map_err(|_| bad())?,
+                        None => t
+                            .parse::<i64>()
+                            .map(|v| v as u64)
+                            .or_else(|_| t.parse::<u64>())
+                            .map_err(|_| bad())?,
                     };
                     out.result = Some(v);
                 }
@@ -210,7 +232,9 @@ pub fn parse(text: &str) -> Result<DataFile, DataError> {
                 out.error = Some(text.join("\n"));
             }
             Sec::C => {}
-            Sec::Note => out.notes.extend(content().map(|(_, l)| l.trim().to_string())),
+            Sec::Note => out
+                .notes
+                .extend(content().map(|(_, l)| l.trim().to_string())),
         }
     }
     let (header, insns) = match (asm, raw) {

@@ -1,3 +1,262 @@
-//! Frontends: everything that turns a file into an [`crate::program::Object`].
+//! Frontends: everything that turns an input file into an [`Object`].
+//!
+//! Three formats, told apart by content, not by file name: an ELF object (the `\x7fELF`
+//! magic), a bpf_conformance test (a `-- asm`/`-- raw`/`-- result`/`-- mem` section line)
+//! and otherwise a text assembly file in either syntax [`crate::isa::asm`] reads.
 
+pub mod btf;
+pub mod btf_ext;
 pub mod data_file;
+pub mod dwarf;
+pub mod elf;
+
+use crate::isa::{self, insn, AsmError, DecodeError, Insn};
+use crate::program::{Func, LineRef, Object, Program, SourceKind, TestCase};
+use std::path::Path;
+use thiserror::Error;
+
+/// Why an input does not load. Every variant names the file; ELF errors name the section
+/// and byte offset, instruction errors the instruction. All map to exit code 2.
+#[derive(Debug, Error)]
+pub enum LoadError {
+    /// The file cannot be read.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A structural problem in an ELF object.
+    #[error("{file}: {}{what}", location(section, *offset))]
+    Elf {
+        /// The file.
+        file: String,
+        /// The section it is in ("" for the ELF header or the file as a whole).
+        section: String,
+        /// Byte offset within the section (or the file, for the header).
+        offset: Option<u64>,
+        /// What is wrong.
+        what: String,
+    },
+    /// An instruction of an ELF code section does not decode.
+    #[error("{file}: section {section}+0x{offset:x}: {source}")]
+    Decode {
+        /// The file.
+        file: String,
+        /// The code section.
+        section: String,
+        /// Byte offset of the instruction.
+        offset: u64,
+        /// The decoding error (its `insn N` counts slots from the section start).
+        source: DecodeError,
+    },
+    /// `.BTF` or `.BTF.ext` is malformed.
+    #[error("{file}: {source}")]
+    Btf {
+        /// The file.
+        file: String,
+        /// The BTF error (names the section and offset).
+        source: btf::BtfError,
+    },
+    /// DWARF line tables are malformed.
+    #[error("{file}: {source}")]
+    Dwarf {
+        /// The file.
+        file: String,
+        /// The DWARF error (names the section and offset).
+        source: dwarf::DwarfError,
+    },
+    /// A map has a type id bpf2ptx does not know.
+    #[error("{file}: section {section}: map `{map}` has unknown map type {map_type}")]
+    UnknownMapType {
+        /// The file.
+        file: String,
+        /// The section the map is defined in.
+        section: String,
+        /// The map.
+        map: String,
+        /// The type id.
+        map_type: u32,
+    },
+    /// A bpf_conformance file is malformed.
+    #[error("{file}: {source}")]
+    Data {
+        /// The file.
+        file: String,
+        /// The error (names the line).
+        source: data_file::DataError,
+    },
+    /// A text assembly file does not assemble.
+    #[error("{file}: {source}")]
+    Asm {
+        /// The file.
+        file: String,
+        /// The error (names the line).
+        source: AsmError,
+    },
+    /// A text program is malformed beyond single instructions.
+    #[error("{file}: {what}")]
+    Program {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+fn location(section: &str, offset: Option<u64>) -> String {
+    match (section.is_empty(), offset) {
+        (true, None) => String::new(),
+        (true, Some(o)) => format!("offset 0x{o:x}: "),
+        (false, None) => format!("section {section}: "),
+        (false, Some(o)) => format!("section {section}+0x{o:x}: "),
+    }
+}
+
+/// Loads a file of any supported format.
+pub fn load_path(path: &Path) -> Result<Object, LoadError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    load_bytes(&file, &bytes)
+}
+
+/// Loads the bytes of a file of any supported format; `file` names it in errors.
+pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
+    if bytes.starts_with(b"\x7fELF") {
+        return elf::load(file, bytes);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| LoadError::Program {
+        file: file.to_string(),
+        what: format!(
+            "neither an ELF object nor text (invalid UTF-8 at byte {})",
+            e.valid_up_to()
+        ),
+    })?;
+    let stem = Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("prog")
+        .to_string();
+    if data_file::looks_like(text) {
+        let d = data_file::parse(text).map_err(|source| LoadError::Data {
+            file: file.to_string(),
+            source,
+        })?;
+        let lines = d.lines.iter().map(|&l| (file, l)).collect::<Vec<_>>();
+        let prog = text_program(file, &stem, d.insns, &d.labels, &lines)?;
+        let test = TestCase {
+            mem: d.mem,
+            result: d.result,
+            error: d.error,
+        };
+        return Ok(Object {
+            file: file.to_string(),
+            kind: SourceKind::Conformance,
+            license: None,
+            sections: vec![],
+            maps: vec![],
+            programs: vec![prog],
+            test: Some(test),
+        });
+    }
+    let a = isa::assemble(text).map_err(|source| LoadError::Asm {
+        file: file.to_string(),
+        source,
+    })?;
+    if a.insns.is_empty() {
+        return Err(LoadError::Program {
+            file: file.to_string(),
+            what: "no instructions".into(),
+        });
+    }
+    let labels: Vec<(String, usize)> = a.labels.into_iter().collect();
+    let lines = a.lines.iter().map(|&l| (file, l)).collect::<Vec<_>>();
+    let prog = text_program(file, &stem, a.insns, &labels, &lines)?;
+    Ok(Object {
+        file: file.to_string(),
+        kind: SourceKind::Assembly,
+        license: None,
+        sections: vec![],
+        maps: vec![],
+        programs: vec![prog],
+        test: None,
+    })
+}
+
+/// Builds the one program of a text input: the entry function plus one function per
+/// distinct local-call target, named by the label there.
+fn text_program(
+    file: &str,
+    name: &str,
+    insns: Vec<Insn>,
+    labels: &[(String, usize)],
+    lines: &[(&str, usize)],
+) -> Result<Program, LoadError> {
+    let pcs = insn::pcs(&insns);
+    let mut starts = vec![0usize];
+    for (i, ins) in insns.iter().enumerate() {
+        let rel = match ins.kind() {
+            isa::Kind::Call(isa::table::CallKind::Local) => ins.imm,
+            isa::Kind::LdImm64(isa::table::Pseudo::Func) => i64::from(ins.imm as i32),
+            _ => continue,
+        };
+        let target = pcs[i] as i64 + 1 + rel;
+        let idx = pcs
+            .iter()
+            .take(insns.len())
+            .position(|&p| p as i64 == target)
+            .ok_or_else(|| LoadError::Program {
+                file: file.to_string(),
+                what: format!(
+                    "insn {}: `{ins}` does not target the start of an instruction",
+                    pcs[i]
+                ),
+            })?;
+        starts.push(idx);
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    let funcs = starts
+        .iter()
+        .map(|&s| Func {
+            name: if s == 0 {
+                name.to_string()
+            } else {
+                labels
+                    .iter()
+                    .find(|(_, i)| *i == s)
+                    .map_or_else(|| format!("func_{}", pcs[s]), |(l, _)| l.clone())
+            },
+            start: s,
+            section: String::new(),
+            section_offset: (pcs[s] * insn::SLOT) as u64,
+        })
+        .collect();
+    let lines = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (f, l))| {
+            (
+                i,
+                LineRef {
+                    file: f.to_string(),
+                    line: *l as u32,
+                    col: 0,
+                    text: String::new(),
+                },
+            )
+        })
+        .collect();
+    Ok(Program {
+        name: name.to_string(),
+        section: String::new(),
+        insns,
+        funcs,
+        relocs: vec![],
+        lines,
+    })
+}

@@ -12,9 +12,7 @@
 //! accept exactly the ISA, and an error names the line and what was wrong with it.
 
 use super::insn::Insn;
-use super::table::{
-    self, AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width,
-};
+use super::table::{self, AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width};
 use indexmap::IndexMap;
 use thiserror::Error;
 
@@ -119,7 +117,14 @@ struct Stmt {
 
 impl Stmt {
     fn new(kind: Kind) -> Stmt {
-        Stmt { kind, dst: 0, src: 0, off: 0, imm: 0, target: None }
+        Stmt {
+            kind,
+            dst: 0,
+            src: 0,
+            off: 0,
+            imm: 0,
+            target: None,
+        }
     }
 }
 
@@ -132,7 +137,11 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
     for (n, raw_line) in text.lines().enumerate() {
         let line = n + 1;
         let mut rest = strip_comment(raw_line).trim();
-        let err = |kind, rest: &str| AsmError { line, text: rest.to_string(), kind };
+        let err = |kind, rest: &str| AsmError {
+            line,
+            text: rest.to_string(),
+            kind,
+        };
         // Leading labels.
         while let Some((name, after)) = split_label(rest) {
             if labels.insert(name.to_string(), stmts.len()).is_some() {
@@ -151,7 +160,11 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
     let mut pc: i64 = 0;
     for (_, _, s) in &stmts {
         pcs.push(pc);
-        pc += if matches!(s.kind, Kind::LdImm64(_)) { 2 } else { 1 };
+        pc += if matches!(s.kind, Kind::LdImm64(_)) {
+            2
+        } else {
+            1
+        };
     }
     pcs.push(pc);
     let out_labels = labels.clone();
@@ -160,15 +173,24 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
     if !labels.contains_key("exit") && stmts.last().is_some_and(|(_, _, s)| s.kind == Kind::Exit) {
         labels.insert("exit".to_string(), stmts.len() - 1);
     }
-    let mut out = Assembly { labels: out_labels, ..Assembly::default() };
+    let mut out = Assembly {
+        labels: out_labels,
+        ..Assembly::default()
+    };
     for (i, (line, text, s)) in stmts.into_iter().enumerate() {
-        let err = |kind| AsmError { line, text: text.clone(), kind };
+        let err = |kind| AsmError {
+            line,
+            text: text.clone(),
+            kind,
+        };
         let mut s = s;
         if let Some(t) = s.target.take() {
             let rel = match t {
                 Target::Rel(r) => r,
                 Target::Label(l) => {
-                    let idx = *labels.get(&l).ok_or_else(|| err(AsmErrorKind::UndefinedLabel(l)))?;
+                    let idx = *labels
+                        .get(&l)
+                        .ok_or_else(|| err(AsmErrorKind::UndefinedLabel(l)))?;
                     pcs[idx] - pcs[i] - 1
                 }
             };
@@ -176,7 +198,10 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
                 s.off = i16::try_from(rel).map_err(|_| err(AsmErrorKind::OffRange(rel.into())))?;
             } else {
                 s.imm = i64::from(i32::try_from(rel).map_err(|_| {
-                    err(AsmErrorKind::ImmRange { value: rel.into(), bits: 32 })
+                    err(AsmErrorKind::ImmRange {
+                        value: rel.into(),
+                        bits: 32,
+                    })
                 })?);
                 if let Kind::LdImm64(_) = s.kind {
                     s.imm &= 0xffff_ffff;
@@ -309,12 +334,17 @@ fn conf_operand(s: &str) -> R<COp> {
         let inner = inner.trim();
         let split = inner.find(['+', '-']).unwrap_or(inner.len());
         let reg = inner[..split].trim();
-        let r = reg.strip_prefix("%r").ok_or_else(|| AsmErrorKind::Register(reg.to_string()))?;
+        let r = reg
+            .strip_prefix("%r")
+            .ok_or_else(|| AsmErrorKind::Register(reg.to_string()))?;
         let r = reg_number(r, reg)?;
         let off = if split == inner.len() {
             0
         } else {
-            let t: String = inner[split..].chars().filter(|c| !c.is_whitespace()).collect();
+            let t: String = inner[split..]
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
             off16(parse_number(&t)?)?
         };
         return Ok(COp::Mem(r, off));
@@ -347,13 +377,21 @@ fn parse_conformance(s: &str) -> R<Stmt> {
         rest = &t[end..];
     }
     let mnemonic = words.join(" ");
-    let ops: Vec<&str> = if rest.trim().is_empty() { Vec::new() } else { rest.split(',').collect() };
+    let ops: Vec<&str> = if rest.trim().is_empty() {
+        Vec::new()
+    } else {
+        rest.split(',').collect()
+    };
     let ops = ops.iter().map(|o| conf_operand(o)).collect::<R<Vec<_>>>()?;
     let count = |n: usize| -> R<()> {
         if ops.len() == n {
             Ok(())
         } else {
-            Err(AsmErrorKind::OperandCount { mnemonic: mnemonic.clone(), expected: n, got: ops.len() })
+            Err(AsmErrorKind::OperandCount {
+                mnemonic: mnemonic.clone(),
+                expected: n,
+                got: ops.len(),
+            })
         }
     };
     let bad = |index: usize, expected: &'static str| AsmErrorKind::Operand {
@@ -366,15 +404,27 @@ fn parse_conformance(s: &str) -> R<Stmt> {
         "swap16" => "bswap16",
         "swap32" => "bswap32",
         "swap64" => "bswap64",
-        "lock" => return Err(AsmErrorKind::OperandCount { mnemonic, expected: 2, got: ops.len() }),
+        "lock" => {
+            return Err(AsmErrorKind::OperandCount {
+                mnemonic,
+                expected: 2,
+                got: ops.len(),
+            })
+        }
         m => m,
     };
     // `call` forms.
     if name == "call" {
         count(1)?;
         return match &ops[0] {
-            COp::Reg(r) => Ok(Stmt { dst: *r, ..Stmt::new(Kind::Callx) }),
-            COp::Num(v, t) => Ok(Stmt { imm: imm32(*v, is_hex(t))?, ..Stmt::new(Kind::Call(CallKind::Helper)) }),
+            COp::Reg(r) => Ok(Stmt {
+                dst: *r,
+                ..Stmt::new(Kind::Callx)
+            }),
+            COp::Num(v, t) => Ok(Stmt {
+                imm: imm32(*v, is_hex(t))?,
+                ..Stmt::new(Kind::Call(CallKind::Helper))
+            }),
             _ => Err(bad(1, "a helper id or register")),
         };
     }
@@ -385,7 +435,10 @@ fn parse_conformance(s: &str) -> R<Stmt> {
             COp::Num(v, _) => Target::Rel(imm32(*v, false)?),
             _ => return Err(bad(1, "a label")),
         };
-        return Ok(Stmt { target: Some(target), ..Stmt::new(Kind::Call(CallKind::Local)) });
+        return Ok(Stmt {
+            target: Some(target),
+            ..Stmt::new(Kind::Call(CallKind::Local))
+        });
     }
     let rows: Vec<_> = table::rows_of_conf(name).collect();
     if rows.is_empty() {
@@ -420,34 +473,60 @@ fn parse_conformance(s: &str) -> R<Stmt> {
             count(2)?;
             let dst = reg(0)?;
             match &ops[1] {
-                COp::Reg(r) => Ok(Stmt { dst, src: *r, ..Stmt::new(pick(true)?) }),
-                COp::Num(v, t) => {
-                    Ok(Stmt { dst, imm: imm32(*v, is_hex(t))?, ..Stmt::new(pick(false)?) })
-                }
+                COp::Reg(r) => Ok(Stmt {
+                    dst,
+                    src: *r,
+                    ..Stmt::new(pick(true)?)
+                }),
+                COp::Num(v, t) => Ok(Stmt {
+                    dst,
+                    imm: imm32(*v, is_hex(t))?,
+                    ..Stmt::new(pick(false)?)
+                }),
                 _ => Err(bad(2, "a register or immediate")),
             }
         }
         Kind::Movsx(..) => {
             count(2)?;
-            Ok(Stmt { dst: reg(0)?, src: reg(1)?, ..Stmt::new(kind) })
+            Ok(Stmt {
+                dst: reg(0)?,
+                src: reg(1)?,
+                ..Stmt::new(kind)
+            })
         }
         Kind::Neg(_) | Kind::Endian(..) | Kind::Callx => {
             count(1)?;
-            Ok(Stmt { dst: reg(0)?, ..Stmt::new(kind) })
+            Ok(Stmt {
+                dst: reg(0)?,
+                ..Stmt::new(kind)
+            })
         }
         Kind::Jmp(..) => {
             count(3)?;
             let dst = reg(0)?;
             let t = Some(target(2)?);
             match &ops[1] {
-                COp::Reg(r) => Ok(Stmt { dst, src: *r, target: t, ..Stmt::new(pick(true)?) }),
-                COp::Num(v, text) => Ok(Stmt { dst, imm: imm32(*v, is_hex(text))?, target: t, ..Stmt::new(pick(false)?) }),
+                COp::Reg(r) => Ok(Stmt {
+                    dst,
+                    src: *r,
+                    target: t,
+                    ..Stmt::new(pick(true)?)
+                }),
+                COp::Num(v, text) => Ok(Stmt {
+                    dst,
+                    imm: imm32(*v, is_hex(text))?,
+                    target: t,
+                    ..Stmt::new(pick(false)?)
+                }),
                 _ => Err(bad(2, "a register or immediate")),
             }
         }
         Kind::Ja | Kind::Gotol => {
             count(1)?;
-            Ok(Stmt { target: Some(target(0)?), ..Stmt::new(kind) })
+            Ok(Stmt {
+                target: Some(target(0)?),
+                ..Stmt::new(kind)
+            })
         }
         Kind::Exit => {
             count(0)?;
@@ -457,41 +536,67 @@ fn parse_conformance(s: &str) -> R<Stmt> {
             count(2)?;
             let dst = reg(0)?;
             match &ops[1] {
-                COp::Num(v, _) => Ok(Stmt { dst, imm: imm64(*v)?, ..Stmt::new(kind) }),
+                COp::Num(v, _) => Ok(Stmt {
+                    dst,
+                    imm: imm64(*v)?,
+                    ..Stmt::new(kind)
+                }),
                 _ => Err(bad(2, "an immediate")),
             }
         }
         Kind::LdAbs(_) => {
             count(1)?;
             match &ops[0] {
-                COp::Num(v, t) => Ok(Stmt { imm: imm32(*v, is_hex(t))?, ..Stmt::new(kind) }),
+                COp::Num(v, t) => Ok(Stmt {
+                    imm: imm32(*v, is_hex(t))?,
+                    ..Stmt::new(kind)
+                }),
                 _ => Err(bad(1, "an immediate")),
             }
         }
         Kind::LdInd(_) => {
             count(2)?;
             match &ops[1] {
-                COp::Num(v, t) => Ok(Stmt { src: reg(0)?, imm: imm32(*v, is_hex(t))?, ..Stmt::new(kind) }),
+                COp::Num(v, t) => Ok(Stmt {
+                    src: reg(0)?,
+                    imm: imm32(*v, is_hex(t))?,
+                    ..Stmt::new(kind)
+                }),
                 _ => Err(bad(2, "an immediate")),
             }
         }
         Kind::Ldx(..) => {
             count(2)?;
             let (src, off) = mem(1)?;
-            Ok(Stmt { dst: reg(0)?, src, off, ..Stmt::new(kind) })
+            Ok(Stmt {
+                dst: reg(0)?,
+                src,
+                off,
+                ..Stmt::new(kind)
+            })
         }
         Kind::St(_) => {
             count(2)?;
             let (dst, off) = mem(0)?;
             match &ops[1] {
-                COp::Num(v, t) => Ok(Stmt { dst, off, imm: imm32(*v, is_hex(t))?, ..Stmt::new(kind) }),
+                COp::Num(v, t) => Ok(Stmt {
+                    dst,
+                    off,
+                    imm: imm32(*v, is_hex(t))?,
+                    ..Stmt::new(kind)
+                }),
                 _ => Err(bad(2, "an immediate")),
             }
         }
         Kind::Stx(_) | Kind::Atomic(..) => {
             count(2)?;
             let (dst, off) = mem(0)?;
-            Ok(Stmt { dst, off, src: reg(1)?, ..Stmt::new(kind) })
+            Ok(Stmt {
+                dst,
+                off,
+                src: reg(1)?,
+                ..Stmt::new(kind)
+            })
         }
         Kind::Call(_) => Err(AsmErrorKind::Unknown(mnemonic)),
     }
@@ -509,8 +614,9 @@ enum Tok {
 }
 
 const PUNCT: &[&str] = &[
-    "s>>=", "<<=", ">>=", "s/=", "s%=", "s>=", "s<=", "+=", "-=", "*=", "/=", "%=", "|=", "&=", "^=",
-    "==", "!=", ">=", "<=", "s>", "s<", ">", "<", "=", "&", "(", ")", "[", "]", "*", "+", "-", ",",
+    "s>>=", "<<=", ">>=", "s/=", "s%=", "s>=", "s<=", "+=", "-=", "*=", "/=", "%=", "|=", "&=",
+    "^=", "==", "!=", ">=", "<=", "s>", "s<", ">", "<", "=", "&", "(", ")", "[", "]", "*", "+",
+    "-", ",",
 ];
 
 fn tokenize(s: &str) -> R<Vec<Tok>> {
@@ -555,7 +661,10 @@ fn tokenize(s: &str) -> R<Vec<Tok>> {
                 i += 1;
             }
             let w = &s[start..i];
-            let reg = |p: &str| w.strip_prefix(p).filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+            let reg = |p: &str| {
+                w.strip_prefix(p)
+                    .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+            };
             if let Some(d) = reg("r") {
                 out.push(Tok::Reg(reg_number(d, w)?, Width::W64));
             } else if let Some(d) = reg("w") {
@@ -647,9 +756,16 @@ fn target_tok(t: &Tok) -> Option<Target> {
 }
 
 fn pseudo_by_name(name: &str) -> Option<Pseudo> {
-    [Pseudo::MapFd, Pseudo::MapValue, Pseudo::BtfId, Pseudo::Func, Pseudo::MapIdx, Pseudo::MapIdxValue]
-        .into_iter()
-        .find(|p| super::disasm::pseudo_name(*p) == name)
+    [
+        Pseudo::MapFd,
+        Pseudo::MapValue,
+        Pseudo::BtfId,
+        Pseudo::Func,
+        Pseudo::MapIdx,
+        Pseudo::MapIdxValue,
+    ]
+    .into_iter()
+    .find(|p| super::disasm::pseudo_name(*p) == name)
 }
 
 fn parse_kernel(s: &str) -> R<Stmt> {
@@ -660,26 +776,53 @@ fn parse_kernel(s: &str) -> R<Stmt> {
     let st = Stmt::new;
     match toks.as_slice() {
         [I(e)] if id(e, "exit") => Ok(st(Kind::Exit)),
-        [I(g), t] if id(g, "goto") => Ok(Stmt { target: Some(target_tok(t).ok_or_else(unknown)?), ..st(Kind::Ja) }),
-        [I(g), t] if id(g, "gotol") => Ok(Stmt { target: Some(target_tok(t).ok_or_else(unknown)?), ..st(Kind::Gotol) }),
-        [I(c), N(v, h)] if id(c, "call") => Ok(Stmt { imm: imm32(*v, *h)?, ..st(Kind::Call(CallKind::Helper)) }),
-        [I(c), I(pc), N(v, _)] if id(c, "call") && id(pc, "pc") => {
-            Ok(Stmt { target: Some(Target::Rel(*v as i64)), ..st(Kind::Call(CallKind::Local)) })
-        }
-        [I(c), I(l)] if id(c, "call") => Ok(Stmt { target: Some(Target::Label(l.clone())), ..st(Kind::Call(CallKind::Local)) }),
-        [I(c), I(k), P("("), N(v, h), P(")")] if id(c, "call") && id(k, "kfunc") => {
-            Ok(Stmt { imm: imm32(*v, *h)?, ..st(Kind::Call(CallKind::Kfunc)) })
-        }
-        [I(c), Rg(r, Width::W64)] if id(c, "callx") => Ok(Stmt { dst: *r, ..st(Kind::Callx) }),
+        [I(g), t] if id(g, "goto") => Ok(Stmt {
+            target: Some(target_tok(t).ok_or_else(unknown)?),
+            ..st(Kind::Ja)
+        }),
+        [I(g), t] if id(g, "gotol") => Ok(Stmt {
+            target: Some(target_tok(t).ok_or_else(unknown)?),
+            ..st(Kind::Gotol)
+        }),
+        [I(c), N(v, h)] if id(c, "call") => Ok(Stmt {
+            imm: imm32(*v, *h)?,
+            ..st(Kind::Call(CallKind::Helper))
+        }),
+        [I(c), I(pc), N(v, _)] if id(c, "call") && id(pc, "pc") => Ok(Stmt {
+            target: Some(Target::Rel(*v as i64)),
+            ..st(Kind::Call(CallKind::Local))
+        }),
+        [I(c), I(l)] if id(c, "call") => Ok(Stmt {
+            target: Some(Target::Label(l.clone())),
+            ..st(Kind::Call(CallKind::Local))
+        }),
+        [I(c), I(k), P("("), N(v, h), P(")")] if id(c, "call") && id(k, "kfunc") => Ok(Stmt {
+            imm: imm32(*v, *h)?,
+            ..st(Kind::Call(CallKind::Kfunc))
+        }),
+        [I(c), Rg(r, Width::W64)] if id(c, "callx") => Ok(Stmt {
+            dst: *r,
+            ..st(Kind::Callx)
+        }),
         [I(i), Rg(a, wa), P(op), rhs, I(g), t] if id(i, "if") && id(g, "goto") => {
             let c = cond(op).ok_or_else(unknown)?;
             let target = Some(target_tok(t).ok_or_else(unknown)?);
             match rhs {
                 Rg(b, wb) => {
                     same_width(*wa, *wb)?;
-                    Ok(Stmt { dst: *a, src: *b, target, ..st(Kind::Jmp(c, *wa, Src::X)) })
+                    Ok(Stmt {
+                        dst: *a,
+                        src: *b,
+                        target,
+                        ..st(Kind::Jmp(c, *wa, Src::X))
+                    })
                 }
-                N(v, h) => Ok(Stmt { dst: *a, imm: imm32(*v, *h)?, target, ..st(Kind::Jmp(c, *wa, Src::K)) }),
+                N(v, h) => Ok(Stmt {
+                    dst: *a,
+                    imm: imm32(*v, *h)?,
+                    target,
+                    ..st(Kind::Jmp(c, *wa, Src::K))
+                }),
                 _ => Err(unknown()),
             }
         }
@@ -687,15 +830,27 @@ fn parse_kernel(s: &str) -> R<Stmt> {
         [lock @ .., P("*"), P("("), I(ty), P("*"), P(")"), P("("), Rg(d, Width::W64), N(off, _), P(")"), P(op), rhs]
             if lock.is_empty() || matches!(lock, [I(l)] if l == "lock") =>
         {
-            let (size, false) = size_of(ty).ok_or_else(unknown)? else { return Err(unknown()) };
+            let (size, false) = size_of(ty).ok_or_else(unknown)? else {
+                return Err(unknown());
+            };
             let off = off16(*off)?;
             if lock.is_empty() {
                 if *op != "=" {
                     return Err(unknown());
                 }
                 return match rhs {
-                    Rg(r, _) => Ok(Stmt { dst: *d, src: *r, off, ..st(Kind::Stx(size)) }),
-                    N(v, h) => Ok(Stmt { dst: *d, off, imm: imm32(*v, *h)?, ..st(Kind::St(size)) }),
+                    Rg(r, _) => Ok(Stmt {
+                        dst: *d,
+                        src: *r,
+                        off,
+                        ..st(Kind::Stx(size))
+                    }),
+                    N(v, h) => Ok(Stmt {
+                        dst: *d,
+                        off,
+                        imm: imm32(*v, *h)?,
+                        ..st(Kind::St(size))
+                    }),
                     _ => Err(unknown()),
                 };
             }
@@ -707,7 +862,12 @@ fn parse_kernel(s: &str) -> R<Stmt> {
                 _ => return Err(unknown()),
             };
             let Rg(r, _) = rhs else { return Err(unknown()) };
-            Ok(Stmt { dst: *d, src: *r, off, ..st(Kind::Atomic(size, aop, false)) })
+            Ok(Stmt {
+                dst: *d,
+                src: *r,
+                off,
+                ..st(Kind::Atomic(size, aop, false))
+            })
         }
         [Rg(d, wd), P("="), rest @ ..] => parse_assign(*d, *wd, rest, s),
         [Rg(d, wd), P(op), rhs] => {
@@ -715,9 +875,17 @@ fn parse_kernel(s: &str) -> R<Stmt> {
             match rhs {
                 Rg(r, wr) => {
                     same_width(*wd, *wr)?;
-                    Ok(Stmt { dst: *d, src: *r, ..st(Kind::Alu(aop, *wd, Src::X)) })
+                    Ok(Stmt {
+                        dst: *d,
+                        src: *r,
+                        ..st(Kind::Alu(aop, *wd, Src::X))
+                    })
                 }
-                N(v, h) => Ok(Stmt { dst: *d, imm: imm32(*v, *h)?, ..st(Kind::Alu(aop, *wd, Src::K)) }),
+                N(v, h) => Ok(Stmt {
+                    dst: *d,
+                    imm: imm32(*v, *h)?,
+                    ..st(Kind::Alu(aop, *wd, Src::K))
+                }),
                 _ => Err(unknown()),
             }
         }
@@ -730,18 +898,33 @@ fn parse_assign(d: u8, wd: Width, rest: &[Tok], s: &str) -> R<Stmt> {
     use Tok::{Ident as I, Num as N, Reg as Rg, P};
     let unknown = || AsmErrorKind::Unknown(s.to_string());
     let st = Stmt::new;
-    let w64 = |w: Width| if w == Width::W64 { Ok(()) } else { Err(unknown()) };
+    let w64 = |w: Width| {
+        if w == Width::W64 {
+            Ok(())
+        } else {
+            Err(unknown())
+        }
+    };
     match rest {
         [N(v, _), I(ll)] if ll == "ll" => {
             w64(wd)?;
-            Ok(Stmt { dst: d, imm: imm64(*v)?, ..st(Kind::LdImm64(Pseudo::Imm64)) })
+            Ok(Stmt {
+                dst: d,
+                imm: imm64(*v)?,
+                ..st(Kind::LdImm64(Pseudo::Imm64))
+            })
         }
         [I(name), P("("), args @ .., P(")"), I(ll)] if ll == "ll" => {
             w64(wd)?;
             let p = pseudo_by_name(name).ok_or_else(unknown)?;
-            let mut stmt = Stmt { dst: d, ..st(Kind::LdImm64(p)) };
+            let mut stmt = Stmt {
+                dst: d,
+                ..st(Kind::LdImm64(p))
+            };
             match (p, args) {
-                (Pseudo::Func, [I(pc), N(v, _)]) if pc == "pc" => stmt.target = Some(Target::Rel(*v as i64)),
+                (Pseudo::Func, [I(pc), N(v, _)]) if pc == "pc" => {
+                    stmt.target = Some(Target::Rel(*v as i64))
+                }
                 (Pseudo::Func, [I(label)]) => stmt.target = Some(Target::Label(label.clone())),
                 (_, [N(lo, h)]) if !p.uses_high_imm() && p != Pseudo::Func => {
                     stmt.imm = imm32(*lo, *h)? & 0xffff_ffff
@@ -757,21 +940,42 @@ fn parse_assign(d: u8, wd: Width, rest: &[Tok], s: &str) -> R<Stmt> {
         }
         // Loads: `r0 = *(u32 *)(r1 + 4)`, `r0 = *(u8 *)skb[4]`, `r0 = *(u8 *)skb[r1 + 4]`.
         [P("*"), P("("), I(ty), P("*"), P(")"), mem @ ..] => {
-            let (size, signed) = size_of(ty).or(if ty == "u64" { Some((Size::DW, false)) } else { None }).ok_or_else(unknown)?;
+            let (size, signed) = size_of(ty)
+                .or(if ty == "u64" {
+                    Some((Size::DW, false))
+                } else {
+                    None
+                })
+                .ok_or_else(unknown)?;
             match mem {
-                [P("("), Rg(r, Width::W64), N(off, _), P(")")] => {
-                    Ok(Stmt { dst: d, src: *r, off: off16(*off)?, ..st(Kind::Ldx(size, signed)) })
-                }
+                [P("("), Rg(r, Width::W64), N(off, _), P(")")] => Ok(Stmt {
+                    dst: d,
+                    src: *r,
+                    off: off16(*off)?,
+                    ..st(Kind::Ldx(size, signed))
+                }),
                 [I(skb), P("["), N(v, h), P("]")] if skb == "skb" && d == 0 && !signed => {
-                    Ok(Stmt { imm: imm32(*v, *h)?, ..st(Kind::LdAbs(size)) })
+                    Ok(Stmt {
+                        imm: imm32(*v, *h)?,
+                        ..st(Kind::LdAbs(size))
+                    })
                 }
-                [I(skb), P("["), Rg(r, Width::W64), N(v, h), P("]")] if skb == "skb" && d == 0 && !signed => {
-                    Ok(Stmt { src: *r, imm: imm32(*v, *h)?, ..st(Kind::LdInd(size)) })
+                [I(skb), P("["), Rg(r, Width::W64), N(v, h), P("]")]
+                    if skb == "skb" && d == 0 && !signed =>
+                {
+                    Ok(Stmt {
+                        src: *r,
+                        imm: imm32(*v, *h)?,
+                        ..st(Kind::LdInd(size))
+                    })
                 }
                 _ => Err(unknown()),
             }
         }
-        [P("-"), Rg(r, wr)] if *r == d && *wr == wd => Ok(Stmt { dst: d, ..st(Kind::Neg(wd)) }),
+        [P("-"), Rg(r, wr)] if *r == d && *wr == wd => Ok(Stmt {
+            dst: d,
+            ..st(Kind::Neg(wd))
+        }),
         [P("("), I(ty), P(")"), Rg(r, wr)] => {
             same_width(wd, *wr)?;
             let bits = match ty.as_str() {
@@ -780,7 +984,11 @@ fn parse_assign(d: u8, wd: Width, rest: &[Tok], s: &str) -> R<Stmt> {
                 "s32" => 32,
                 _ => return Err(unknown()),
             };
-            Ok(Stmt { dst: d, src: *r, ..st(Kind::Movsx(wd, bits)) })
+            Ok(Stmt {
+                dst: d,
+                src: *r,
+                ..st(Kind::Movsx(wd, bits))
+            })
         }
         [I(name), Rg(r, Width::W64)] if *r == d && wd == Width::W64 => {
             let (order, bits) = [Order::Le, Order::Be, Order::Swap]
@@ -790,18 +998,35 @@ fn parse_assign(d: u8, wd: Width, rest: &[Tok], s: &str) -> R<Stmt> {
                     Some((o, b.parse::<u8>().ok()?))
                 })
                 .ok_or_else(unknown)?;
-            Ok(Stmt { dst: d, ..st(Kind::Endian(order, bits)) })
+            Ok(Stmt {
+                dst: d,
+                ..st(Kind::Endian(order, bits))
+            })
         }
         // `rS = atomic_fetch_add((u64 *)(rD + off), rS)`
         [I(name), P("("), P("("), I(ty), P("*"), P(")"), P("("), Rg(m, Width::W64), N(off, _), P(")"), P(","), Rg(r, wr), P(")")]
             if name.starts_with("atomic_fetch_") =>
         {
             let aop = atomic_op(&name["atomic_fetch_".len()..]).ok_or_else(unknown)?;
-            let (size, false) = size_of(ty).or(if ty == "u64" { Some((Size::DW, false)) } else { None }).ok_or_else(unknown)? else { return Err(unknown()) };
+            let (size, false) = size_of(ty)
+                .or(if ty == "u64" {
+                    Some((Size::DW, false))
+                } else {
+                    None
+                })
+                .ok_or_else(unknown)?
+            else {
+                return Err(unknown());
+            };
             if *r != d || *wr != wd {
                 return Err(unknown());
             }
-            Ok(Stmt { dst: *m, src: d, off: off16(*off)?, ..st(Kind::Atomic(size, aop, true)) })
+            Ok(Stmt {
+                dst: *m,
+                src: d,
+                off: off16(*off)?,
+                ..st(Kind::Atomic(size, aop, true))
+            })
         }
         // `rS = xchg_64(rD + off, rS)`, `w0 = cmpxchg32_32(rD + off, w0, wS)`
         [I(name), P("("), Rg(m, Width::W64), N(off, _), P(","), args @ .., P(")")] => {
@@ -813,18 +1038,30 @@ fn parse_assign(d: u8, wd: Width, rest: &[Tok], s: &str) -> R<Stmt> {
             };
             same_width(wd, want)?;
             match (name.starts_with("cmpxchg"), args) {
-                (false, [Rg(r, wr)]) if *r == d && *wr == wd => {
-                    Ok(Stmt { dst: *m, src: d, off, ..st(Kind::Atomic(size, AtomicOp::Xchg, true)) })
-                }
+                (false, [Rg(r, wr)]) if *r == d && *wr == wd => Ok(Stmt {
+                    dst: *m,
+                    src: d,
+                    off,
+                    ..st(Kind::Atomic(size, AtomicOp::Xchg, true))
+                }),
                 (true, [Rg(0, w0), P(","), Rg(r, wr)]) if d == 0 && *w0 == wd && *wr == wd => {
-                    Ok(Stmt { dst: *m, src: *r, off, ..st(Kind::Atomic(size, AtomicOp::Cmpxchg, true)) })
+                    Ok(Stmt {
+                        dst: *m,
+                        src: *r,
+                        off,
+                        ..st(Kind::Atomic(size, AtomicOp::Cmpxchg, true))
+                    })
                 }
                 _ => Err(unknown()),
             }
         }
         [Rg(r, wr)] => {
             same_width(wd, *wr)?;
-            Ok(Stmt { dst: d, src: *r, ..st(Kind::Alu(AluOp::Mov, wd, Src::X)) })
+            Ok(Stmt {
+                dst: d,
+                src: *r,
+                ..st(Kind::Alu(AluOp::Mov, wd, Src::X))
+            })
         }
         [N(v, h)] => Ok(Stmt {
             dst: d,

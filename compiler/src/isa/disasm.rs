@@ -157,7 +157,14 @@ impl fmt::Display for Insn {
             Kind::Movsx(w, bits) => write!(f, "{} = (s{bits}){}", RegName(d, w), RegName(s, w)),
             Kind::Endian(o, bits) => write!(f, "r{d} = {}{bits} r{d}", order_str(o)),
             Kind::Jmp(c, w, Src::K) => {
-                write!(f, "if {} {} {} goto {}", RegName(d, w), cond_str(c), imm, Rel(off.into()))
+                write!(
+                    f,
+                    "if {} {} {} goto {}",
+                    RegName(d, w),
+                    cond_str(c),
+                    imm,
+                    Rel(off.into())
+                )
             }
             Kind::Jmp(c, w, Src::X) => write!(
                 f,
@@ -209,17 +216,33 @@ impl fmt::Display for Insn {
                 let src = RegName(s, w);
                 match op {
                     AtomicOp::Xchg => {
-                        let name = if w == Width::W64 { "xchg_64" } else { "xchg32_32" };
+                        let name = if w == Width::W64 {
+                            "xchg_64"
+                        } else {
+                            "xchg32_32"
+                        };
                         let m = MemRef(d, off).to_string();
-                        write!(f, "{src} = {name}{m_inner}, {src})", m_inner = &m[..m.len() - 1])
+                        write!(
+                            f,
+                            "{src} = {name}{m_inner}, {src})",
+                            m_inner = &m[..m.len() - 1]
+                        )
                     }
                     AtomicOp::Cmpxchg => {
-                        let name = if w == Width::W64 { "cmpxchg_64" } else { "cmpxchg32_32" };
+                        let name = if w == Width::W64 {
+                            "cmpxchg_64"
+                        } else {
+                            "cmpxchg32_32"
+                        };
                         let m = MemRef(d, off).to_string();
                         let r0 = RegName(0, w);
                         write!(f, "{r0} = {name}{}, {r0}, {src})", &m[..m.len() - 1])
                     }
-                    _ if fetch => write!(f, "{src} = atomic_fetch_{}(({ty} *){m}, {src})", atomic_name(op)),
+                    _ if fetch => write!(
+                        f,
+                        "{src} = atomic_fetch_{}(({ty} *){m}, {src})",
+                        atomic_name(op)
+                    ),
                     _ => {
                         let sym = match op {
                             AtomicOp::Add => "+=",

@@ -42,7 +42,16 @@ impl RawInsn {
     pub fn to_bytes(self) -> [u8; 8] {
         let o = self.off.to_le_bytes();
         let i = self.imm.to_le_bytes();
-        [self.code, (self.src << 4) | (self.dst & 0x0f), o[0], o[1], i[0], i[1], i[2], i[3]]
+        [
+            self.code,
+            (self.src << 4) | (self.dst & 0x0f),
+            o[0],
+            o[1],
+            i[0],
+            i[1],
+            i[2],
+            i[3],
+        ]
     }
 
     /// The slot as one little-endian 64-bit word (the `-- raw` form of bpf_conformance).
@@ -107,7 +116,13 @@ impl Insn {
     /// Encodes the instruction into its one or two slots.
     pub fn encode(&self) -> [Option<RawInsn>; 2] {
         let info = self.info();
-        let mut raw = RawInsn { code: info.code, dst: self.dst, src: self.src, off: self.off, imm: 0 };
+        let mut raw = RawInsn {
+            code: info.code,
+            dst: self.dst,
+            src: self.src,
+            off: self.off,
+            imm: 0,
+        };
         match info.key {
             Key::None => {}
             Key::Off(v) => raw.off = v,
@@ -118,7 +133,10 @@ impl Insn {
             raw.imm = self.imm as i32;
         }
         if matches!(info.kind, Kind::LdImm64(_)) {
-            let hi = RawInsn { imm: (self.imm as u64 >> 32) as u32 as i32, ..RawInsn::default() };
+            let hi = RawInsn {
+                imm: (self.imm as u64 >> 32) as u32 as i32,
+                ..RawInsn::default()
+            };
             [Some(raw), Some(hi)]
         } else {
             [Some(raw), None]
@@ -247,7 +265,12 @@ fn key_matches(key: Key, raw: &RawInsn) -> bool {
 }
 
 fn check_fields(pc: usize, raw: &RawInsn, form: Form, key: Key) -> Result<(), DecodeError> {
-    let reserved = |field, value: i64| DecodeError::Reserved { pc, code: raw.code, field, value };
+    let reserved = |field, value: i64| DecodeError::Reserved {
+        pc,
+        code: raw.code,
+        field,
+        value,
+    };
     if !form.dst && raw.dst != 0 {
         return Err(reserved(Field::Dst, raw.dst.into()));
     }
@@ -260,7 +283,10 @@ fn check_fields(pc: usize, raw: &RawInsn, form: Form, key: Key) -> Result<(), De
     if !form.imm && !matches!(key, Key::Imm(_)) && raw.imm != 0 {
         return Err(reserved(Field::Imm, raw.imm.into()));
     }
-    for (field, reg, used) in [(Field::Dst, raw.dst, form.dst), (Field::Src, raw.src, form.src)] {
+    for (field, reg, used) in [
+        (Field::Dst, raw.dst, form.dst),
+        (Field::Src, raw.src, form.src),
+    ] {
         if used && reg > 10 {
             return Err(DecodeError::BadRegister { pc, field, reg });
         }
@@ -281,18 +307,30 @@ pub fn decode_at(slots: &[RawInsn], pc: usize) -> Result<Insn, DecodeError> {
             Key::Imm(_) => (Field::Imm, raw.imm.into()),
             _ => (Field::Src, raw.src.into()),
         };
-        return Err(DecodeError::UnknownVariant { pc, code: raw.code, field, value });
+        return Err(DecodeError::UnknownVariant {
+            pc,
+            code: raw.code,
+            field,
+            value,
+        });
     };
     let info = table::info(op);
     check_fields(pc, &raw, info.form, info.key)?;
     let mut imm = if info.form.imm { i64::from(raw.imm) } else { 0 };
     if let Kind::LdImm64(pseudo) = info.kind {
-        let hi = *slots.get(pc + 1).ok_or(DecodeError::TruncatedLdImm64 { pc })?;
+        let hi = *slots
+            .get(pc + 1)
+            .ok_or(DecodeError::TruncatedLdImm64 { pc })?;
         if hi.code != 0 || hi.dst != 0 || hi.src != 0 || hi.off != 0 {
             return Err(DecodeError::BadLdImm64Tail { pc });
         }
         if !pseudo.uses_high_imm() && hi.imm != 0 {
-            return Err(DecodeError::Reserved { pc: pc + 1, code: 0, field: Field::Imm, value: hi.imm.into() });
+            return Err(DecodeError::Reserved {
+                pc: pc + 1,
+                code: 0,
+                field: Field::Imm,
+                value: hi.imm.into(),
+            });
         }
         imm = (u64::from(raw.imm as u32) | (u64::from(hi.imm as u32) << 32)) as i64;
     }

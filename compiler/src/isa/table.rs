@@ -172,7 +172,10 @@ impl Pseudo {
 
     /// Whether the second slot's `imm` is an operand (otherwise it must be zero).
     pub const fn uses_high_imm(self) -> bool {
-        matches!(self, Pseudo::Imm64 | Pseudo::MapValue | Pseudo::MapIdxValue | Pseudo::BtfId)
+        matches!(
+            self,
+            Pseudo::Imm64 | Pseudo::MapValue | Pseudo::MapIdxValue | Pseudo::BtfId
+        )
     }
 }
 
@@ -513,7 +516,10 @@ pub fn rows_for_code(code: u8) -> impl Iterator<Item = OpId> {
 
 /// The row of a given meaning, if the ISA has one.
 pub fn row_of_kind(kind: Kind) -> Option<OpId> {
-    OPCODES.iter().position(|r| r.kind == kind).map(|i| i as OpId)
+    OPCODES
+        .iter()
+        .position(|r| r.kind == kind)
+        .map(|i| i as OpId)
 }
 
 /// The row with a bpf_conformance mnemonic and operand source kind.
@@ -549,7 +555,11 @@ mod tests {
                     );
                 }
             }
-            assert_eq!(row_of_kind(a.kind), Some(i as OpId), "kind of {a:?} repeats");
+            assert_eq!(
+                row_of_kind(a.kind),
+                Some(i as OpId),
+                "kind of {a:?} repeats"
+            );
         }
     }
 

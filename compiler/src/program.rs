@@ -1,0 +1,285 @@
+//! The program model every frontend produces and every later stage reads.
+//!
+//! An [`Object`] is what one input file holds: its programs, each already linked with the
+//! subprograms it calls (the way libbpf appends `.text` functions to each program), its maps
+//! (BTF-defined, legacy and global data, in libbpf's order, so a map index means the same
+//! here as in a libbpf loader) and, for a bpf_conformance file, the test's expectations.
+//! After loading, every map reference in the code is an `ld_imm64` with `src` 5
+//! (`map_idx`) or 6 (`map_idx_value`) and every local call is pc-relative within the
+//! linked program, so the code is self-contained and the relocations are kept only to
+//! explain where each reference came from.
+
+use crate::isa::Insn;
+use serde::Serialize;
+
+/// What kind of file an object was loaded from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A clang-built BPF ELF object.
+    Elf,
+    /// A bpf_conformance `.data` file.
+    Conformance,
+    /// A text assembly file.
+    Assembly,
+}
+
+/// One input file, loaded.
+#[derive(Clone, Debug, Serialize)]
+pub struct Object {
+    /// The file name as the user gave it.
+    pub file: String,
+    /// The input format.
+    pub kind: SourceKind,
+    /// The license string of an ELF object's `license` section.
+    pub license: Option<String>,
+    /// The ELF sections (empty for text inputs).
+    pub sections: Vec<Section>,
+    /// The maps, in map-index order.
+    pub maps: Vec<Map>,
+    /// The programs.
+    pub programs: Vec<Program>,
+    /// The expectations of a bpf_conformance test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<TestCase>,
+}
+
+/// What a bpf_conformance file expects.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TestCase {
+    /// The memory passed in r1 (length in r2).
+    pub mem: Vec<u8>,
+    /// The expected r0.
+    pub result: Option<u64>,
+    /// The expected error text.
+    pub error: Option<String>,
+}
+
+/// The role of an ELF section for bpf2ptx.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionKind {
+    /// Code of one or more programs.
+    Program,
+    /// `.text`: subprograms.
+    Text,
+    /// `.maps`: BTF-defined maps.
+    Maps,
+    /// `maps`: legacy map definitions.
+    LegacyMaps,
+    /// `.data`, `.rodata`, `.bss` and their `.name` variants.
+    Data,
+    /// `license`.
+    License,
+    /// `.BTF`.
+    Btf,
+    /// `.BTF.ext`.
+    BtfExt,
+    /// Relocations for another section.
+    Rel,
+    /// DWARF debug information.
+    Debug,
+    /// Symbol and string tables and anything else.
+    Other,
+}
+
+/// An ELF section.
+#[derive(Clone, Debug, Serialize)]
+pub struct Section {
+    /// Index in the section header table.
+    pub index: usize,
+    /// Name.
+    pub name: String,
+    /// Role.
+    pub kind: SectionKind,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// Where a map definition came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MapOrigin {
+    /// A BTF-defined map in `.maps`.
+    Btf,
+    /// A `struct bpf_map_def` in the legacy `maps` section.
+    Legacy,
+    /// A global data section, as a one-element array map.
+    GlobalData,
+}
+
+/// A map.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Map {
+    /// The map's name: the variable name, or the section name for global data.
+    pub name: String,
+    /// Where the definition came from.
+    pub origin: MapOrigin,
+    /// The section the definition (or data) is in.
+    pub section: String,
+    /// The map type id (see [`map_type_name`]).
+    pub map_type: u32,
+    /// Key size in bytes (0 where the type has no key, e.g. ringbuf).
+    pub key_size: u32,
+    /// Value size in bytes (0 where the type has no value).
+    pub value_size: u32,
+    /// Maximum number of entries (bytes for a ringbuf).
+    pub max_entries: u32,
+    /// `BPF_F_*` flags.
+    pub flags: u32,
+    /// BTF type id of the key, where BTF gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub btf_key_type: Option<u32>,
+    /// BTF type id of the value, where BTF gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub btf_value_type: Option<u32>,
+    /// Initial contents of a `.data`/`.rodata` map (`None` for `.bss` and other maps).
+    #[serde(skip)]
+    pub init: Option<Vec<u8>>,
+}
+
+/// A function within a linked program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Func {
+    /// Symbol name.
+    pub name: String,
+    /// Index of its first instruction in [`Program::insns`].
+    pub start: usize,
+    /// Section it was defined in.
+    pub section: String,
+    /// Byte offset of its first instruction in that section.
+    pub section_offset: u64,
+}
+
+/// What a relocated instruction refers to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RelocTarget {
+    /// A map (the `ld_imm64` is now `map_idx`).
+    Map {
+        /// Map index.
+        map: usize,
+    },
+    /// An address inside a map's value (the `ld_imm64` is now `map_idx_value`).
+    MapValue {
+        /// Map index.
+        map: usize,
+        /// Byte offset in the value.
+        offset: u32,
+    },
+    /// A bpf-to-bpf call.
+    Call {
+        /// Function index in [`Program::funcs`].
+        func: usize,
+    },
+    /// The address of a function (an `ld_imm64` with `src` 4, for callbacks).
+    FuncAddr {
+        /// Function index in [`Program::funcs`].
+        func: usize,
+    },
+}
+
+/// A relocation applied while loading, kept to explain references.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Reloc {
+    /// Instruction index in [`Program::insns`].
+    pub insn: usize,
+    /// The ELF symbol the relocation named.
+    pub symbol: String,
+    /// The ELF relocation type name (`R_BPF_64_64`, `R_BPF_64_32`), or `pc-relative`.
+    pub elf_type: String,
+    /// What it resolved to.
+    pub target: RelocTarget,
+}
+
+/// A source position.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LineRef {
+    /// Source file path.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column (0 when unknown).
+    pub col: u32,
+    /// The source text of the line, where BTF.ext carries it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub text: String,
+}
+
+/// A program: an entry function plus the subprograms it reaches, linked into one code array.
+#[derive(Clone, Debug, Serialize)]
+pub struct Program {
+    /// The entry function's name.
+    pub name: String,
+    /// The section it is in (for ELF: `kprobe/vec_add`, ...).
+    pub section: String,
+    /// Linked code; `funcs[0]` starts at 0.
+    #[serde(skip)]
+    pub insns: Vec<Insn>,
+    /// The functions in code order.
+    pub funcs: Vec<Func>,
+    /// Relocations applied, in instruction order.
+    pub relocs: Vec<Reloc>,
+    /// Source lines where the line information starts a new line, by instruction index.
+    #[serde(skip)]
+    pub lines: Vec<(usize, LineRef)>,
+}
+
+impl Program {
+    /// The slot index of each instruction (plus one past the end).
+    pub fn pcs(&self) -> Vec<usize> {
+        crate::isa::insn::pcs(&self.insns)
+    }
+
+    /// The function that contains instruction `i`.
+    pub fn func_of(&self, i: usize) -> Option<&Func> {
+        self.funcs.iter().rev().find(|f| f.start <= i)
+    }
+}
+
+/// Map type ids bpf2ptx knows: the Linux ids and bpftime's GPU ids. Loading a map of
+/// any other type is an error, because nothing downstream could lay it out.
+pub const MAP_TYPES: &[(u32, &str)] = &[
+    (1, "hash"),
+    (2, "array"),
+    (3, "prog_array"),
+    (4, "perf_event_array"),
+    (5, "percpu_hash"),
+    (6, "percpu_array"),
+    (7, "stack_trace"),
+    (8, "cgroup_array"),
+    (9, "lru_hash"),
+    (10, "lru_percpu_hash"),
+    (11, "lpm_trie"),
+    (12, "array_of_maps"),
+    (13, "hash_of_maps"),
+    (14, "devmap"),
+    (15, "sockmap"),
+    (16, "cpumap"),
+    (17, "xskmap"),
+    (18, "sockhash"),
+    (19, "cgroup_storage"),
+    (20, "reuseport_sockarray"),
+    (21, "percpu_cgroup_storage"),
+    (22, "queue"),
+    (23, "stack"),
+    (24, "sk_storage"),
+    (25, "devmap_hash"),
+    (26, "struct_ops"),
+    (27, "ringbuf"),
+    (28, "inode_storage"),
+    (29, "task_storage"),
+    (30, "bloom_filter"),
+    (31, "user_ringbuf"),
+    (32, "cgrp_storage"),
+    (33, "arena"),
+    (1501, "gpu_hash"),
+    (1502, "perthread_array"),
+    (1503, "gpu_array"),
+    (1527, "gpu_ringbuf"),
+];
+
+/// The name of a map type id, if bpf2ptx knows it.
+pub fn map_type_name(id: u32) -> Option<&'static str> {
+    MAP_TYPES.iter().find(|(i, _)| *i == id).map(|(_, n)| *n)
+}
