@@ -1682,7 +1682,6 @@ pub(crate) mod test_elf {
         pub(crate) offset: u64,
         pub(crate) r_type: u32,
         pub(crate) addend: Option<i64>,
-        pub(crate) sym_name: String,
         pub(crate) sym_value: u64,
         pub(crate) sym_section: String,
     }
@@ -1710,14 +1709,6 @@ pub(crate) mod test_elf {
         bytes.get(start..start + sh.sh_size as usize)
     }
 
-    /// Names of all sections.
-    pub(crate) fn section_names(bytes: &[u8]) -> Vec<String> {
-        let elf = elf(bytes);
-        (0..elf.section_headers.len())
-            .map(|i| section_name(&elf, i))
-            .collect()
-    }
-
     /// Relocations that apply to section `name`.
     pub(crate) fn relocs(bytes: &[u8], name: &str) -> Vec<Rel> {
         let elf = elf(bytes);
@@ -1733,7 +1724,6 @@ pub(crate) mod test_elf {
                     offset: r.r_offset,
                     r_type: r.r_type,
                     addend: r.r_addend,
-                    sym_name: elf.strtab.get_at(sym.st_name).unwrap_or("").to_string(),
                     sym_value: sym.st_value,
                     sym_section: section_name(&elf, sym.st_shndx),
                 });

@@ -38,6 +38,8 @@ const R_BPF_64_32: u32 = 10;
 const BPF_F_RDONLY_PROG: u32 = 0x80;
 /// `BPF_F_MMAPABLE`: libbpf sets it on global-data maps.
 const BPF_F_MMAPABLE: u32 = 0x400;
+/// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`.
+const BPF_MAP_TYPE_PERF_EVENT_ARRAY: u32 = 4;
 /// Size of the legacy `struct bpf_map_def` fields bpf2ptx reads (5 × u32).
 const LEGACY_MAP_DEF: usize = 20;
 
@@ -332,13 +334,20 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
                 .map(|s| s.st_value)
                 .unwrap_or(u64::from(v.offset));
             map_by_sym.insert((mi, offset), maps.len());
+            // libbpf gives a perf event array 4-byte keys and values (cpu index → perf fd)
+            // when the definition leaves them out.
+            let default_size = if def.map_type == BPF_MAP_TYPE_PERF_EVENT_ARRAY {
+                4
+            } else {
+                0
+            };
             maps.push(Map {
                 name,
                 origin: MapOrigin::Btf,
                 section: ".maps".into(),
                 map_type: def.map_type,
-                key_size: def.key_size.unwrap_or(0),
-                value_size: def.value_size.unwrap_or(0),
+                key_size: def.key_size.unwrap_or(default_size),
+                value_size: def.value_size.unwrap_or(default_size),
                 max_entries: def.max_entries,
                 flags: def.map_flags,
                 btf_key_type: def.key_type_id,
@@ -362,6 +371,13 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         } else {
             Some(sec_data(di)?.to_vec())
         };
+        // libbpf makes a global-data map mmapable only when BTF describes the section
+        // (`.rodata.str1.1` has no DATASEC, so it stays read-only but not mmapable).
+        let mmapable = if btf.as_ref().is_some_and(|b| b.datasec(&name).is_some()) {
+            BPF_F_MMAPABLE
+        } else {
+            0
+        };
         data_map.insert(di, maps.len());
         maps.push(Map {
             name: name.clone(),
@@ -371,7 +387,7 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             key_size: 4,
             value_size: size,
             max_entries: 1,
-            flags: BPF_F_MMAPABLE | if rodata { BPF_F_RDONLY_PROG } else { 0 },
+            flags: mmapable | if rodata { BPF_F_RDONLY_PROG } else { 0 },
             btf_key_type: None,
             btf_value_type: None,
             init,

@@ -398,7 +398,9 @@ fn parse_conformance(s: &str) -> R<Stmt> {
         mnemonic: mnemonic.clone(),
         index,
         expected,
-        got: format!("{:?}", ops.get(index - 1)),
+        got: texts
+            .get(index - 1)
+            .map_or_else(String::new, |t| t.to_string()),
     };
     let name = match mnemonic.as_str() {
         "swap16" => "bswap16",
