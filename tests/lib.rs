@@ -11,13 +11,12 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The bpf_conformance suite: `$BPF_CONFORMANCE_DIR`, else `../shared/conformance` next to
-/// the repository, else a copy under the repository's ignored `gpu-carry/conformance`.
-/// `None` when none is there (tests that need it then say so and pass).
+/// The bpf_conformance suite: `$BPF_CONFORMANCE_DIR`, else the vendored copy in
+/// `tests/conformance`. `None` when neither is there; the suite is vendored, so tests
+/// treat that as a failure.
 pub fn conformance_dir() -> Option<PathBuf> {
     let candidates = [
         std::env::var_os("BPF_CONFORMANCE_DIR").map(PathBuf::from),
-        Some(repo_root().join("../shared/conformance")),
         Some(repo_root().join("tests/conformance")),
     ];
     candidates

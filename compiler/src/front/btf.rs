@@ -928,7 +928,7 @@ pub fn parse(data: &[u8]) -> Result<Btf, BtfError> {
         r.region("type section", 8, base, header.type_off, header.type_len)?;
     let (str_start, str_end) =
         r.region("string table", 16, base, header.str_off, header.str_len)?;
-    if header.type_off % 4 != 0 {
+    if header.type_off & 3 != 0 {
         return Err(BtfError::Misaligned {
             section: BTF_SECTION,
             offset: 8,

@@ -243,7 +243,7 @@ fn for_each_block(
     if start == end {
         return Ok(());
     }
-    if start % 4 != 0 {
+    if start & 3 != 0 {
         return Err(BtfError::Misaligned {
             section: r.section,
             offset: field,
@@ -261,7 +261,7 @@ fn for_each_block(
             min: min_rec,
         });
     }
-    if rec_size % 4 != 0 {
+    if rec_size & 3 != 0 {
         return Err(BtfError::Misaligned {
             section: r.section,
             offset: start,
@@ -277,7 +277,7 @@ fn for_each_block(
         let section = string(btf, r, pos)?;
         let records = pos + 8;
         // Checked before `f` allocates anything: the records must fit in the block.
-        let total = count.checked_mul(rec_size).unwrap_or(usize::MAX);
+        let total = count.saturating_mul(rec_size);
         r.bytes(records, total, end)?;
         f(section, records, count, rec_size)?;
         pos = records + total;
@@ -346,7 +346,7 @@ mod tests {
                 let size = section(obj, &sec.section).unwrap().len() as u32;
                 let mut last = 0;
                 for r in &sec.records {
-                    assert!(r.insn_off % 8 == 0 && r.insn_off < size, "{r:?}");
+                    assert!(r.insn_off & 7 == 0 && r.insn_off < size, "{r:?}");
                     assert!(r.insn_off >= last, "records are sorted");
                     last = r.insn_off;
                     // clang emits line 0 (no text) for compiler-made code.

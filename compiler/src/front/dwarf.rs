@@ -485,7 +485,7 @@ mod tests {
             let size = |s| section(obj, s).unwrap().len() as u64;
             assert!(rows
                 .iter()
-                .all(|r| r.offset < size(&r.section) && r.offset % 8 == 0));
+                .all(|r| r.offset < size(&r.section) && r.offset & 7 == 0));
             // The two .text functions are two sequences; add_counter starts at 0x78.
             let add = rows
                 .iter()
@@ -618,6 +618,22 @@ mod tests {
                     s.add_section(name, &data[..len]);
                     let _ = line_table(&s);
                 }
+            }
+            // Relocations at random places with random (often huge) values.
+            for _ in 0..1000 {
+                let (name, clean) = present[rng.below(present.len())];
+                let mut s = base.clone();
+                let shift = rng.below(64) as u32;
+                s.add_relocation(
+                    name,
+                    DwarfReloc {
+                        offset: rng.below(clean.len() + 2) as u64,
+                        target_section: ["xdp", ".text", ".debug_str"][rng.below(3)].into(),
+                        symbol_value: rng.next() >> shift,
+                        addend: [None, Some(rng.next() as i64)][rng.below(2)],
+                    },
+                );
+                let _ = line_table(&s);
             }
             // Random bit flips, one section at a time.
             for _ in 0..3000 {

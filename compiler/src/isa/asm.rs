@@ -377,12 +377,12 @@ fn parse_conformance(s: &str) -> R<Stmt> {
         rest = &t[end..];
     }
     let mnemonic = words.join(" ");
-    let ops: Vec<&str> = if rest.trim().is_empty() {
+    let texts: Vec<&str> = if rest.trim().is_empty() {
         Vec::new()
     } else {
-        rest.split(',').collect()
+        rest.split(',').map(str::trim).collect()
     };
-    let ops = ops.iter().map(|o| conf_operand(o)).collect::<R<Vec<_>>>()?;
+    let ops = texts.iter().map(|o| conf_operand(o)).collect::<R<Vec<_>>>()?;
     let count = |n: usize| -> R<()> {
         if ops.len() == n {
             Ok(())

@@ -14,7 +14,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 objdir="$(cd "$here/../obj" && pwd)"
-out="$here/kernel-maps.tsv"
+# Optional first argument: where to write the table (CI writes a fresh one elsewhere).
+out="${1:-$here/kernel-maps.tsv}"
 bin="${TMPDIR:-/tmp}/bpf2ptx-maps"
 
 die() { echo "run.sh: error: $*" >&2; exit 1; }
