@@ -117,7 +117,9 @@ pub fn looks_like(text: &str) -> bool {
 
 /// Parses a `.data` file.
 pub fn parse(text: &str) -> Result<DataFile, DataError> {
-    let mut sections: Vec<(Sec, usize, Vec<(usize, &str)>)> = Vec::new();
+    // (section, header line, its lines with their numbers)
+    type Lines<'t> = Vec<(usize, &'t str)>;
+    let mut sections: Vec<(Sec, usize, Lines)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line_no = n + 1;
         if let Some(name) = line.strip_prefix("-- ") {

@@ -234,12 +234,12 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             btf::apply_relocations(btf::BTF_SECTION, &mut data, &relocs).map_err(|e| {
                 LoadError::Btf {
                     file: file.to_string(),
-                    source: e,
+                    source: Box::new(e),
                 }
             })?;
             Some(btf::parse(&data).map_err(|e| LoadError::Btf {
                 file: file.to_string(),
-                source: e,
+                source: Box::new(e),
             })?)
         }
     };
@@ -317,12 +317,12 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             .ok_or_else(|| err(file, ".maps", None, "BTF-defined maps need a .BTF section"))?;
         let vars = btf.datasec_vars(".maps").map_err(|e| LoadError::Btf {
             file: file.to_string(),
-            source: e,
+            source: Box::new(e),
         })?;
         for v in vars {
             let def = btf.map_def(v.var_type_id).map_err(|e| LoadError::Btf {
                 file: file.to_string(),
-                source: e,
+                source: Box::new(e),
             })?;
             let name = v.name.to_string();
             // The map's symbol gives its offset; libbpf matches them by name.
@@ -422,13 +422,13 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
                 file: file.to_string(),
                 section: name.clone(),
                 offset: (pc * SLOT) as u64,
-                source: e,
+                source: Box::new(e),
             },
             None => LoadError::Decode {
                 file: file.to_string(),
                 section: name.clone(),
                 offset: 0,
-                source: e,
+                source: Box::new(e),
             },
         };
         let insns = insn::decode(data).map_err(decode_err)?;
@@ -687,7 +687,7 @@ fn source_lines<'a>(
     if let (Some(ei), Some(btf)) = (btf_ext_sec, btf) {
         let ext = btf_ext::parse(sec_data(ei)?, btf).map_err(|e| LoadError::Btf {
             file: file.to_string(),
-            source: e,
+            source: Box::new(e),
         })?;
         for s in ext.line_info {
             let Some(si) = sec_index(&s.section) else {
@@ -737,7 +737,7 @@ fn source_lines<'a>(
     }
     let rows = dwarf::line_table(&ds).map_err(|e| LoadError::Dwarf {
         file: file.to_string(),
-        source: e,
+        source: Box::new(e),
     })?;
     for r in rows {
         if r.line == 0 {

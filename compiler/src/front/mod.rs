@@ -49,7 +49,7 @@ pub enum LoadError {
         /// Byte offset of the instruction.
         offset: u64,
         /// The decoding error (its `insn N` counts slots from the section start).
-        source: DecodeError,
+        source: Box<DecodeError>,
     },
     /// `.BTF` or `.BTF.ext` is malformed.
     #[error("{file}: {source}")]
@@ -57,7 +57,7 @@ pub enum LoadError {
         /// The file.
         file: String,
         /// The BTF error (names the section and offset).
-        source: btf::BtfError,
+        source: Box<btf::BtfError>,
     },
     /// DWARF line tables are malformed.
     #[error("{file}: {source}")]
@@ -65,7 +65,7 @@ pub enum LoadError {
         /// The file.
         file: String,
         /// The DWARF error (names the section and offset).
-        source: dwarf::DwarfError,
+        source: Box<dwarf::DwarfError>,
     },
     /// A map has a type id bpf2ptx does not know.
     #[error("{file}: section {section}: map `{map}` has unknown map type {map_type}")]
@@ -85,7 +85,7 @@ pub enum LoadError {
         /// The file.
         file: String,
         /// The error (names the line).
-        source: data_file::DataError,
+        source: Box<data_file::DataError>,
     },
     /// A text assembly file does not assemble.
     #[error("{file}: {source}")]
@@ -93,7 +93,7 @@ pub enum LoadError {
         /// The file.
         file: String,
         /// The error (names the line).
-        source: AsmError,
+        source: Box<AsmError>,
     },
     /// A text program is malformed beyond single instructions.
     #[error("{file}: {what}")]
@@ -144,7 +144,7 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     if data_file::looks_like(text) {
         let d = data_file::parse(text).map_err(|source| LoadError::Data {
             file: file.to_string(),
-            source,
+            source: Box::new(source),
         })?;
         let lines = d.lines.iter().map(|&l| (file, l)).collect::<Vec<_>>();
         let prog = text_program(file, &stem, d.insns, &d.labels, &lines)?;
@@ -165,7 +165,7 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     }
     let a = isa::assemble(text).map_err(|source| LoadError::Asm {
         file: file.to_string(),
-        source,
+        source: Box::new(source),
     })?;
     if a.insns.is_empty() {
         return Err(LoadError::Program {

@@ -345,7 +345,7 @@ pub fn decode_at(slots: &[RawInsn], pc: usize) -> Result<Insn, DecodeError> {
 
 /// Splits bytes into slots.
 pub fn slots(bytes: &[u8]) -> Result<Vec<RawInsn>, DecodeError> {
-    if bytes.len() % SLOT != 0 {
+    if !bytes.len().is_multiple_of(SLOT) {
         return Err(DecodeError::BadLength { len: bytes.len() });
     }
     Ok(bytes
