@@ -29,7 +29,9 @@
 //! **Relocations.** In an unlinked object clang leaves the offsets of *global*
 //! variables in `DATASEC` entries as 0 and records their real value as a relocation
 //! (`R_BPF_64_NODYLD32`, or `R_BPF_64_ABS32` for `const` data, against the variable's
-//! symbol) in `.rel.BTF`; `DATASEC` sizes are 0 as well. The caller must run
+//! symbol) in `.rel.BTF`; `static` variables are relocated against the section symbol
+//! with their offset already in the field (clang 14 and 19 alike). `DATASEC` sizes
+//! are 0 as well. The caller must run
 //! [`apply_relocations`] on the section bytes before [`parse`] (or patch the offsets
 //! from the symbol table the way libbpf does) and take each data section's size from
 //! the ELF section header, not from [`BtfDatasec::size`].
