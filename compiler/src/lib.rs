@@ -12,5 +12,6 @@
 #![deny(missing_docs)]
 
 pub mod front;
+pub mod interp;
 pub mod isa;
 pub mod program;

@@ -1,0 +1,1122 @@
+//! A reference interpreter of BPF with exact semantics: the oracle for the PTX backend (the
+//! GPU must compute exactly what this computes) and the engine behind `bpf2ptx run --cpu`.
+//!
+//! # What is modelled
+//!
+//! Every instruction of [`crate::isa::table::OPCODES`] that needs no kernel runtime, with the
+//! meaning RFC 9669 and Linux give it:
+//!
+//! * 32-bit ALU operations compute on the low halves and zero-extend the result; shift
+//!   amounts are masked (`& 31`, `& 63`) for register and immediate sources alike;
+//!   immediates are sign-extended `i32`s.
+//! * Division by zero gives 0; modulo by zero leaves `dst` unchanged (the 32-bit form leaves
+//!   its low half, zero-extended); signed division truncates, `MIN / -1 = MIN` and
+//!   `MIN % -1 = 0`, and a signed remainder has the sign of the dividend.
+//! * `le16`/`le32` truncate (this is a little-endian machine), `le64` is a no-op, `be*` and
+//!   `bswap*` swap bytes; both zero-extend.
+//! * Loads zero-extend, `ldxs*` sign-extend; memory is little endian; unaligned accesses are
+//!   allowed because the GPU backend handles alignment itself.
+//! * Atomics run as plain read-modify-write (there is one thread); fetching forms put the
+//!   old value (zero-extended for 32 bits) into `src`, `cmpxchg` into `r0`.
+//! * Local calls push a frame: the callee sees `r1`-`r5` as they are, gets a fresh zeroed
+//!   512-byte stack and its own `r10`; on `exit` the caller's `r6`-`r10` come back and `r0`
+//!   carries the result. At most [`MAX_FRAMES`] frames exist at once, the entry function's
+//!   included, as in Linux (`MAX_CALL_FRAMES`).
+//! * Helpers: only what the bpf_conformance suite needs. Helper 5 is Linux's
+//!   `ktime_get_ns`, made deterministic: it returns the number of instructions executed so
+//!   far in this run, so it never decreases and two runs agree. `callx rX` takes the
+//!   register's value as a helper id, which is what bpf_conformance's `callx` test expects.
+//!   Any other helper, kfunc calls, legacy packet loads and map handles are errors
+//!   ([`InterpError::UnknownHelper`], [`InterpError::Unsupported`]), never a guess.
+//!
+//! Registers start at zero apart from `r1` (the input memory), `r2` (its length, the
+//! bpf_conformance convention) and `r10`, so a run is deterministic even for a program that
+//! reads a register the verifier would call uninitialised.
+//!
+//! # Address map
+//!
+//! Pointers are plain `u64`s into a small virtual address space of regions, each
+//! [`REGION_SIZE`] (`0x1000_0000_0000`) bytes apart, so pointer arithmetic that strays from
+//! one object can never reach another and a wrong pointer is an
+//! [`InterpError::OutOfBounds`], never undefined behaviour:
+//!
+//! | region `k` | base                | contents                                          |
+//! |------------|---------------------|---------------------------------------------------|
+//! | 0          | `0`                 | nothing: null and small integers are never valid  |
+//! | 1          | `0x1000_0000_0000`  | the input memory (`r1`; its length is in `r2`)    |
+//! | 2 + d      | `(2 + d) << 44`     | the stack of call frame `d`; `r10` = base + 512   |
+//! | 16 + i     | `(16 + i) << 44`    | the value of global-data map `i` (`.data`, ...)   |
+//!
+//! An access (load, store or atomic) must lie wholly inside one region's bytes. A frame's
+//! region disappears when the frame returns, so a dangling stack pointer is an error until
+//! a new call at that depth reuses the region. Global data is a copy of the map's `init`
+//! (zeros for `.bss`) that lives in the [`Interp`], so it persists from one run to the next
+//! as it would in a loaded program; `.rodata` is not write-protected here (the verifier
+//! rejects such writes before the backend sees them).
+//!
+//! An instruction budget ([`Options::budget`]) bounds every run, so an unverified program
+//! that loops forever ends with [`InterpError::Budget`].
+
+use crate::isa::table::{
+    AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width, OPCODES,
+};
+use crate::isa::Insn;
+use crate::program::{MapOrigin, Object, Program};
+use thiserror::Error;
+
+/// Distance between the bases of two regions of the address space (`1 << 44`).
+pub const REGION_SIZE: u64 = 1 << REGION_SHIFT;
+const REGION_SHIFT: u32 = 44;
+/// The region of the input memory.
+const MEM_REGION: u64 = 1;
+/// The region of the entry function's stack; frame `d` uses `STACK_REGION + d`.
+const STACK_REGION: u64 = 2;
+/// The region of map 0's value; map `i` uses `MAP_REGION + i`.
+const MAP_REGION: u64 = 16;
+
+/// The base address of the input memory (what `r1` holds at entry).
+pub const MEM_BASE: u64 = MEM_REGION << REGION_SHIFT;
+
+/// Bytes of stack per call frame, as in Linux.
+pub const STACK_SIZE: usize = 512;
+
+/// The most call frames that may exist at once, the entry function's included (Linux's
+/// `MAX_CALL_FRAMES`).
+pub const MAX_FRAMES: usize = 8;
+
+/// The default instruction budget of a run.
+pub const DEFAULT_BUDGET: u64 = 1 << 24;
+
+/// How a run is bounded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The most instructions one run may execute before it fails with
+    /// [`InterpError::Budget`].
+    pub budget: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            budget: DEFAULT_BUDGET,
+        }
+    }
+}
+
+/// The kind of memory access an out-of-bounds error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A load (`ldx`).
+    Load,
+    /// A store (`st`, `stx`).
+    Store,
+    /// An atomic read-modify-write.
+    Atomic,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Load => "load",
+            Access::Store => "store",
+            Access::Atomic => "atomic access",
+        })
+    }
+}
+
+/// Why a run did not end with a value. `pc` is the slot index of the instruction at fault.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum InterpError {
+    /// The object has no program of that index (the one error that is about no
+    /// instruction).
+    #[error("program {prog} does not exist (the object has {count})")]
+    NoSuchProgram {
+        /// The requested program index.
+        prog: usize,
+        /// How many programs the object has.
+        count: usize,
+    },
+    /// An instruction is malformed in a way decoding rules out (an opcode id outside the
+    /// table, a register above r10): possible only for a hand-built [`Program`].
+    #[error("insn {pc}: malformed instruction ({what})")]
+    Malformed {
+        /// Slot index.
+        pc: usize,
+        /// What is wrong.
+        what: String,
+    },
+    /// A memory access is not wholly inside one region.
+    #[error("insn {pc}: {access} of {size} bytes at 0x{addr:x} is outside every memory region")]
+    OutOfBounds {
+        /// Slot index.
+        pc: usize,
+        /// The kind of access.
+        access: Access,
+        /// The first byte's address.
+        addr: u64,
+        /// The access size in bytes.
+        size: u32,
+    },
+    /// The run executed its whole instruction budget; `pc` is the next instruction.
+    #[error("insn {pc}: instruction budget of {budget} exhausted")]
+    Budget {
+        /// Slot index.
+        pc: usize,
+        /// The budget.
+        budget: u64,
+    },
+    /// A local call would create more than [`MAX_FRAMES`] frames.
+    #[error("insn {pc}: call would make {frames} frames, more than the limit of {limit}")]
+    CallDepth {
+        /// Slot index of the call.
+        pc: usize,
+        /// The number of frames the call would make.
+        frames: usize,
+        /// [`MAX_FRAMES`].
+        limit: usize,
+    },
+    /// A helper the interpreter does not have.
+    #[error(
+        "insn {pc}: helper {helper} is not available in the interpreter (it has 5, ktime_get_ns)"
+    )]
+    UnknownHelper {
+        /// Slot index of the call.
+        pc: usize,
+        /// The helper id (`imm`, or the register's value for `callx`).
+        helper: i64,
+    },
+    /// A jump or call targets a slot that does not start an instruction of the program.
+    #[error("insn {pc}: target slot {target} is not the start of an instruction")]
+    BadTarget {
+        /// Slot index of the jump or call.
+        pc: usize,
+        /// The slot it targets.
+        target: i64,
+    },
+    /// Execution continues past the last instruction.
+    #[error("insn {pc}: execution continues past the end of the program")]
+    FellOff {
+        /// Slot index of the last instruction executed.
+        pc: usize,
+    },
+    /// An `ld_imm64` names a map the object does not have.
+    #[error("insn {pc}: map {map} does not exist (the object has {count})")]
+    NoSuchMap {
+        /// Slot index.
+        pc: usize,
+        /// The map index.
+        map: u64,
+        /// How many maps the object has.
+        count: usize,
+    },
+    /// The instruction needs a runtime the interpreter does not model.
+    #[error("insn {pc}: `{insn}` {what}")]
+    Unsupported {
+        /// Slot index.
+        pc: usize,
+        /// The instruction, disassembled.
+        insn: String,
+        /// Why it cannot run.
+        what: String,
+    },
+}
+
+impl InterpError {
+    /// The slot index the error is about, if it is about an instruction.
+    pub fn pc(&self) -> Option<usize> {
+        match *self {
+            InterpError::NoSuchProgram { .. } => None,
+            InterpError::Malformed { pc, .. }
+            | InterpError::OutOfBounds { pc, .. }
+            | InterpError::Budget { pc, .. }
+            | InterpError::CallDepth { pc, .. }
+            | InterpError::UnknownHelper { pc, .. }
+            | InterpError::BadTarget { pc, .. }
+            | InterpError::FellOff { pc }
+            | InterpError::NoSuchMap { pc, .. }
+            | InterpError::Unsupported { pc, .. } => Some(pc),
+        }
+    }
+}
+
+/// Runs program `prog` of `obj` once on `mem` with fresh global data; returns `r0`.
+pub fn run(obj: &Object, prog: usize, mem: &mut [u8], opts: &Options) -> Result<u64, InterpError> {
+    Interp::new(obj, opts.clone()).run(prog, mem)
+}
+
+/// An interpreter for the programs of one object. It owns the object's global data, so
+/// several runs see each other's writes, as runs of a loaded program do.
+#[derive(Clone, Debug)]
+pub struct Interp<'o> {
+    obj: &'o Object,
+    opts: Options,
+    /// The value of each global-data map (`None` for other maps).
+    globals: Vec<Option<Vec<u8>>>,
+}
+
+impl<'o> Interp<'o> {
+    /// An interpreter with the global data of `obj` at its initial contents.
+    pub fn new(obj: &'o Object, opts: Options) -> Interp<'o> {
+        let globals = obj
+            .maps
+            .iter()
+            .map(|m| {
+                (m.origin == MapOrigin::GlobalData).then(|| {
+                    let mut v = m.init.clone().unwrap_or_default();
+                    v.resize(m.value_size as usize, 0);
+                    v
+                })
+            })
+            .collect();
+        Interp { obj, opts, globals }
+    }
+
+    /// The current value of global-data map `map` (`None` for other maps).
+    pub fn global_data(&self, map: usize) -> Option<&[u8]> {
+        self.globals.get(map)?.as_deref()
+    }
+
+    /// Runs program `prog` on `mem` (passed as `r1`, its length as `r2`); returns `r0`.
+    pub fn run(&mut self, prog: usize, mem: &mut [u8]) -> Result<u64, InterpError> {
+        let program = self
+            .obj
+            .programs
+            .get(prog)
+            .ok_or(InterpError::NoSuchProgram {
+                prog,
+                count: self.obj.programs.len(),
+            })?;
+        let pcs = checked_pcs(program)?;
+        let mut m = Machine {
+            obj: self.obj,
+            insns: &program.insns,
+            pcs: &pcs,
+            mem: Memory {
+                input: mem,
+                stacks: vec![[0; STACK_SIZE]],
+                globals: &mut self.globals,
+            },
+            regs: [0; 11],
+            frames: Vec::new(),
+            executed: 0,
+            budget: self.opts.budget,
+        };
+        m.regs[1] = MEM_BASE;
+        m.regs[2] = m.mem.input.len() as u64;
+        m.regs[10] = frame_pointer(0);
+        m.execute()
+    }
+}
+
+/// The slot indices of the program's instructions, after checking every instruction is one
+/// the table knows with registers r0-r10, so nothing below can index out of bounds.
+fn checked_pcs(program: &Program) -> Result<Vec<usize>, InterpError> {
+    let mut pc = 0;
+    for insn in &program.insns {
+        if usize::from(insn.op) >= OPCODES.len() {
+            return Err(InterpError::Malformed {
+                pc,
+                what: format!("opcode id {} is not in the table", insn.op),
+            });
+        }
+        if insn.dst > 10 || insn.src > 10 {
+            return Err(InterpError::Malformed {
+                pc,
+                what: format!("register r{} above r10", insn.dst.max(insn.src)),
+            });
+        }
+        pc += insn.slots();
+    }
+    Ok(program.pcs())
+}
+
+/// `r10` of call frame `depth`: the end of its stack region's bytes.
+fn frame_pointer(depth: usize) -> u64 {
+    ((STACK_REGION + depth as u64) << REGION_SHIFT) + STACK_SIZE as u64
+}
+
+/// The regions of the address space that have bytes.
+struct Memory<'a> {
+    input: &'a mut [u8],
+    /// One stack per live frame, the entry function's first.
+    stacks: Vec<[u8; STACK_SIZE]>,
+    globals: &'a mut Vec<Option<Vec<u8>>>,
+}
+
+impl Memory<'_> {
+    /// The `size` bytes at `addr`, if they lie wholly inside one region.
+    fn bytes(&mut self, addr: u64, size: usize) -> Option<&mut [u8]> {
+        let region = addr >> REGION_SHIFT;
+        let off = usize::try_from(addr & (REGION_SIZE - 1)).ok()?;
+        let buf: &mut [u8] = match region {
+            MEM_REGION => self.input,
+            r if (STACK_REGION..MAP_REGION).contains(&r) => {
+                let d = usize::try_from(r - STACK_REGION).ok()?;
+                self.stacks.get_mut(d)?.as_mut_slice()
+            }
+            r if r >= MAP_REGION => {
+                let i = usize::try_from(r - MAP_REGION).ok()?;
+                self.globals.get_mut(i)?.as_mut()?.as_mut_slice()
+            }
+            _ => return None,
+        };
+        buf.get_mut(off..off.checked_add(size)?)
+    }
+}
+
+/// A caller's state saved by a local call.
+struct Frame {
+    /// Index of the instruction to continue at.
+    ret: usize,
+    /// The caller's r6-r10.
+    saved: [u64; 5],
+}
+
+/// The state of one run.
+struct Machine<'a> {
+    obj: &'a Object,
+    insns: &'a [Insn],
+    pcs: &'a [usize],
+    mem: Memory<'a>,
+    regs: [u64; 11],
+    frames: Vec<Frame>,
+    executed: u64,
+    budget: u64,
+}
+
+impl Machine<'_> {
+    fn execute(&mut self) -> Result<u64, InterpError> {
+        let mut i = 0usize;
+        loop {
+            let (Some(&insn), Some(&pc)) = (self.insns.get(i), self.pcs.get(i)) else {
+                // Only reachable with an empty program: every other step checks its target.
+                return Err(InterpError::FellOff { pc: 0 });
+            };
+            if self.executed >= self.budget {
+                return Err(InterpError::Budget {
+                    pc,
+                    budget: self.budget,
+                });
+            }
+            self.executed += 1;
+            let next = match self.step(insn, i, pc)? {
+                // An `Insn` is one entry whatever its slot count.
+                Step::Next => i + 1,
+                Step::Jump(j) => j,
+                Step::Exit(r0) => return Ok(r0),
+            };
+            if next >= self.insns.len() {
+                return Err(InterpError::FellOff { pc });
+            }
+            i = next;
+        }
+    }
+
+    /// The instruction index at `pc + 1 + rel` slots (jumps and calls count from the next
+    /// slot; they are all one slot long).
+    fn target(&self, pc: usize, rel: i64) -> Result<usize, InterpError> {
+        let target = (pc as i64).saturating_add(1).saturating_add(rel);
+        usize::try_from(target)
+            .ok()
+            .and_then(|t| self.pcs.binary_search(&t).ok())
+            .filter(|&j| j < self.insns.len())
+            .ok_or(InterpError::BadTarget { pc, target })
+    }
+
+    fn unsupported(&self, pc: usize, insn: Insn, what: impl Into<String>) -> InterpError {
+        InterpError::Unsupported {
+            pc,
+            insn: insn.to_string(),
+            what: what.into(),
+        }
+    }
+
+    fn load(
+        &mut self,
+        pc: usize,
+        access: Access,
+        addr: u64,
+        size: Size,
+    ) -> Result<u64, InterpError> {
+        let n = size.bytes() as usize;
+        let b = self.mem.bytes(addr, n).ok_or(InterpError::OutOfBounds {
+            pc,
+            access,
+            addr,
+            size: size.bytes(),
+        })?;
+        let mut word = [0u8; 8];
+        word[..n].copy_from_slice(b);
+        Ok(u64::from_le_bytes(word))
+    }
+
+    fn store(
+        &mut self,
+        pc: usize,
+        access: Access,
+        addr: u64,
+        size: Size,
+        value: u64,
+    ) -> Result<(), InterpError> {
+        let n = size.bytes() as usize;
+        let b = self.mem.bytes(addr, n).ok_or(InterpError::OutOfBounds {
+            pc,
+            access,
+            addr,
+            size: size.bytes(),
+        })?;
+        b.copy_from_slice(&value.to_le_bytes()[..n]);
+        Ok(())
+    }
+
+    fn helper(&mut self, pc: usize, id: i64) -> Result<u64, InterpError> {
+        match id {
+            // ktime_get_ns, deterministic: instructions executed so far in this run.
+            5 => Ok(self.executed),
+            helper => Err(InterpError::UnknownHelper { pc, helper }),
+        }
+    }
+
+    fn step(&mut self, insn: Insn, i: usize, pc: usize) -> Result<Step, InterpError> {
+        let d = usize::from(insn.dst);
+        let s = usize::from(insn.src);
+        let imm = insn.imm as u64;
+        match insn.kind() {
+            Kind::Alu(op, w, src) => {
+                let b = match src {
+                    Src::K => imm,
+                    Src::X => self.regs[s],
+                };
+                let a = self.regs[d];
+                self.regs[d] = match w {
+                    Width::W64 => alu64(op, a, b),
+                    Width::W32 => u64::from(alu32(op, a as u32, b as u32)),
+                };
+            }
+            Kind::Neg(Width::W64) => self.regs[d] = self.regs[d].wrapping_neg(),
+            Kind::Neg(Width::W32) => self.regs[d] = u64::from((self.regs[d] as u32).wrapping_neg()),
+            Kind::Movsx(w, bits) => {
+                let v = sign_extend(self.regs[s], bits);
+                self.regs[d] = match w {
+                    Width::W64 => v,
+                    Width::W32 => v & 0xffff_ffff,
+                };
+            }
+            Kind::Endian(order, bits) => self.regs[d] = endian(order, bits, self.regs[d]),
+            Kind::Jmp(cond, w, src) => {
+                let b = match src {
+                    Src::K => imm,
+                    Src::X => self.regs[s],
+                };
+                if compare(cond, w, self.regs[d], b) {
+                    return self.target(pc, insn.off.into()).map(Step::Jump);
+                }
+            }
+            Kind::Ja => return self.target(pc, insn.off.into()).map(Step::Jump),
+            Kind::Gotol => return self.target(pc, insn.imm).map(Step::Jump),
+            Kind::Call(CallKind::Helper) => self.regs[0] = self.helper(pc, insn.imm)?,
+            Kind::Callx => self.regs[0] = self.helper(pc, self.regs[d] as i64)?,
+            Kind::Call(CallKind::Local) => {
+                let target = self.target(pc, insn.imm)?;
+                let frames = self.frames.len() + 2;
+                if frames > MAX_FRAMES {
+                    return Err(InterpError::CallDepth {
+                        pc,
+                        frames,
+                        limit: MAX_FRAMES,
+                    });
+                }
+                let mut saved = [0; 5];
+                saved.copy_from_slice(&self.regs[6..11]);
+                self.frames.push(Frame { ret: i + 1, saved });
+                self.mem.stacks.push([0; STACK_SIZE]);
+                self.regs[10] = frame_pointer(self.frames.len());
+                return Ok(Step::Jump(target));
+            }
+            Kind::Call(CallKind::Kfunc) => {
+                return Err(self.unsupported(
+                    pc,
+                    insn,
+                    "calls a kernel function, which the interpreter does not model",
+                ));
+            }
+            Kind::Exit => {
+                let Some(frame) = self.frames.pop() else {
+                    return Ok(Step::Exit(self.regs[0]));
+                };
+                self.mem.stacks.pop();
+                self.regs[6..11].copy_from_slice(&frame.saved);
+                return Ok(Step::Jump(frame.ret));
+            }
+            Kind::LdImm64(pseudo) => self.regs[d] = self.ld_imm64(pc, insn, pseudo)?,
+            Kind::LdAbs(_) | Kind::LdInd(_) => {
+                return Err(self.unsupported(
+                    pc,
+                    insn,
+                    "is a legacy packet load, which needs a socket buffer the interpreter does not model",
+                ));
+            }
+            Kind::Ldx(size, signed) => {
+                let addr = self.regs[s].wrapping_add(insn.off as u64);
+                let v = self.load(pc, Access::Load, addr, size)?;
+                self.regs[d] = if signed {
+                    sign_extend(v, (size.bytes() * 8) as u8)
+                } else {
+                    v
+                };
+            }
+            Kind::St(size) => {
+                let addr = self.regs[d].wrapping_add(insn.off as u64);
+                self.store(pc, Access::Store, addr, size, imm)?;
+            }
+            Kind::Stx(size) => {
+                let addr = self.regs[d].wrapping_add(insn.off as u64);
+                self.store(pc, Access::Store, addr, size, self.regs[s])?;
+            }
+            Kind::Atomic(size, op, fetch) => self.atomic(pc, insn, size, op, fetch)?,
+        }
+        Ok(Step::Next)
+    }
+
+    fn ld_imm64(&self, pc: usize, insn: Insn, pseudo: Pseudo) -> Result<u64, InterpError> {
+        let what = match pseudo {
+            Pseudo::Imm64 => return Ok(insn.imm as u64),
+            Pseudo::MapIdxValue => {
+                let map = insn.imm as u64 & 0xffff_ffff;
+                let off = insn.imm as u64 >> 32;
+                let count = self.obj.maps.len();
+                let m = usize::try_from(map)
+                    .ok()
+                    .and_then(|i| self.obj.maps.get(i))
+                    .ok_or(InterpError::NoSuchMap { pc, map, count })?;
+                if m.origin != MapOrigin::GlobalData {
+                    return Err(self.unsupported(
+                        pc,
+                        insn,
+                        format!(
+                            "points into map {map} (`{}`), which is not global data; its values need the map runtime",
+                            m.name
+                        ),
+                    ));
+                }
+                // Region numbers must fit the top 20 bits of an address.
+                let region = MAP_REGION + map;
+                if region >= 1 << (64 - REGION_SHIFT) {
+                    return Err(self.unsupported(
+                        pc,
+                        insn,
+                        "names a map index beyond the address map",
+                    ));
+                }
+                return Ok((region << REGION_SHIFT) + off);
+            }
+            Pseudo::MapIdx => "loads a map handle, which needs the map runtime",
+            Pseudo::MapFd | Pseudo::MapValue => {
+                "refers to a map by file descriptor, which only a kernel loader resolves"
+            }
+            Pseudo::BtfId => "refers to a kernel variable, which the interpreter does not model",
+            Pseudo::Func => {
+                "takes a function's address for a callback, which needs a helper the interpreter does not have"
+            }
+        };
+        Err(self.unsupported(pc, insn, what))
+    }
+
+    fn atomic(
+        &mut self,
+        pc: usize,
+        insn: Insn,
+        size: Size,
+        op: AtomicOp,
+        fetch: bool,
+    ) -> Result<(), InterpError> {
+        let d = usize::from(insn.dst);
+        let s = usize::from(insn.src);
+        let addr = self.regs[d].wrapping_add(insn.off as u64);
+        let mask = match size {
+            Size::W => 0xffff_ffff,
+            _ => u64::MAX,
+        };
+        let old = self.load(pc, Access::Atomic, addr, size)?;
+        let src = self.regs[s] & mask;
+        let new = match op {
+            AtomicOp::Add => old.wrapping_add(src),
+            AtomicOp::Or => old | src,
+            AtomicOp::And => old & src,
+            AtomicOp::Xor => old ^ src,
+            AtomicOp::Xchg => src,
+            AtomicOp::Cmpxchg => {
+                if old == self.regs[0] & mask {
+                    src
+                } else {
+                    old
+                }
+            }
+        };
+        self.store(pc, Access::Atomic, addr, size, new)?;
+        match op {
+            AtomicOp::Cmpxchg => self.regs[0] = old,
+            _ if fetch => self.regs[s] = old,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// What the run does after an instruction.
+enum Step {
+    /// Continue with the next instruction.
+    Next,
+    /// Continue at this instruction index.
+    Jump(usize),
+    /// The entry function returned this `r0`.
+    Exit(u64),
+}
+
+/// Sign-extends the low `bits` bits of `v` to 64 bits.
+fn sign_extend(v: u64, bits: u8) -> u64 {
+    match bits {
+        8 => v as u8 as i8 as i64 as u64,
+        16 => v as u16 as i16 as i64 as u64,
+        32 => v as u32 as i32 as i64 as u64,
+        _ => v,
+    }
+}
+
+fn alu64(op: AluOp, a: u64, b: u64) -> u64 {
+    let (sa, sb) = (a as i64, b as i64);
+    match op {
+        AluOp::Add => a.wrapping_add(b),
+        AluOp::Sub => a.wrapping_sub(b),
+        AluOp::Mul => a.wrapping_mul(b),
+        AluOp::Div => a.checked_div(b).unwrap_or(0),
+        AluOp::SDiv if sb == 0 => 0,
+        AluOp::SDiv => sa.wrapping_div(sb) as u64,
+        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
+        AluOp::SMod if sb == 0 => a,
+        AluOp::SMod => sa.wrapping_rem(sb) as u64,
+        AluOp::Or => a | b,
+        AluOp::And => a & b,
+        AluOp::Xor => a ^ b,
+        AluOp::Lsh => a << (b & 63),
+        AluOp::Rsh => a >> (b & 63),
+        AluOp::Arsh => (sa >> (b & 63)) as u64,
+        AluOp::Mov => b,
+    }
+}
+
+fn alu32(op: AluOp, a: u32, b: u32) -> u32 {
+    let (sa, sb) = (a as i32, b as i32);
+    match op {
+        AluOp::Add => a.wrapping_add(b),
+        AluOp::Sub => a.wrapping_sub(b),
+        AluOp::Mul => a.wrapping_mul(b),
+        AluOp::Div => a.checked_div(b).unwrap_or(0),
+        AluOp::SDiv if sb == 0 => 0,
+        AluOp::SDiv => sa.wrapping_div(sb) as u32,
+        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
+        AluOp::SMod if sb == 0 => a,
+        AluOp::SMod => sa.wrapping_rem(sb) as u32,
+        AluOp::Or => a | b,
+        AluOp::And => a & b,
+        AluOp::Xor => a ^ b,
+        AluOp::Lsh => a << (b & 31),
+        AluOp::Rsh => a >> (b & 31),
+        AluOp::Arsh => (sa >> (b & 31)) as u32,
+        AluOp::Mov => b,
+    }
+}
+
+fn endian(order: Order, bits: u8, v: u64) -> u64 {
+    match (order, bits) {
+        (Order::Le, 16) => u64::from(v as u16),
+        (Order::Le, 32) => u64::from(v as u32),
+        (Order::Le, _) => v,
+        (Order::Be | Order::Swap, 16) => u64::from((v as u16).swap_bytes()),
+        (Order::Be | Order::Swap, 32) => u64::from((v as u32).swap_bytes()),
+        (Order::Be | Order::Swap, _) => v.swap_bytes(),
+    }
+}
+
+fn compare(cond: Cond, w: Width, a: u64, b: u64) -> bool {
+    let (a, b, sa, sb) = match w {
+        Width::W64 => (a, b, a as i64, b as i64),
+        Width::W32 => (
+            u64::from(a as u32),
+            u64::from(b as u32),
+            i64::from(a as u32 as i32),
+            i64::from(b as u32 as i32),
+        ),
+    };
+    match cond {
+        Cond::Eq => a == b,
+        Cond::Ne => a != b,
+        Cond::Gt => a > b,
+        Cond::Ge => a >= b,
+        Cond::Lt => a < b,
+        Cond::Le => a <= b,
+        Cond::Set => a & b != 0,
+        Cond::Sgt => sa > sb,
+        Cond::Sge => sa >= sb,
+        Cond::Slt => sa < sb,
+        Cond::Sle => sa <= sb,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::Map;
+
+    fn load(text: &str) -> Object {
+        crate::front::load_bytes("t.s", text.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn run_asm(text: &str, mem: &mut [u8], budget: u64) -> Result<u64, InterpError> {
+        run(&load(text), 0, mem, &Options { budget })
+    }
+
+    /// Programs and the r0 they must return (no input memory).
+    const RESULTS: &[(&str, &str, u64)] = &[
+        // Division and modulo by zero, both widths, register and immediate.
+        ("div64 by reg 0", "mov %r0, 7\nmov %r1, 0\ndiv %r0, %r1\nexit", 0),
+        ("div32 by imm 0", "mov %r0, 7\ndiv32 %r0, 0\nexit", 0),
+        ("mod64 by 0 keeps dst", "lddw %r0, 0x100000007\nmod %r0, %r1\nexit", 0x1_0000_0007),
+        ("mod32 by 0 keeps low half", "lddw %r0, 0x100000007\nmod32 %r0, 0\nexit", 7),
+        ("sdiv64 by 0", "mov %r0, -7\nsdiv %r0, %r1\nexit", 0),
+        ("sdiv32 by 0", "mov %r0, -7\nsdiv32 %r0, 0\nexit", 0),
+        ("smod64 by 0 keeps dst", "mov %r0, -7\nsmod %r0, 0\nexit", -7i64 as u64),
+        ("smod32 by 0 keeps low half", "mov %r0, -7\nsmod32 %r0, %r1\nexit", 0xffff_fff9),
+        // INT_MIN / -1 and INT_MIN % -1.
+        ("sdiv64 min/-1", "lddw %r0, 0x8000000000000000\nsdiv %r0, -1\nexit", 1 << 63),
+        ("smod64 min%-1", "lddw %r0, 0x8000000000000000\nsmod %r0, -1\nexit", 0),
+        ("sdiv32 min/-1", "mov32 %r0, 0x80000000\nmov %r1, -1\nsdiv32 %r0, %r1\nexit", 0x8000_0000),
+        ("smod32 min%-1", "mov32 %r0, 0x80000000\nsmod32 %r0, -1\nexit", 0),
+        // A signed remainder has the sign of the dividend.
+        ("smod64 -7%2", "mov %r0, -7\nsmod %r0, 2\nexit", -1i64 as u64),
+        ("smod64 7%-2", "mov %r0, 7\nsmod %r0, -2\nexit", 1),
+        ("smod32 -7%2", "mov %r0, -7\nsmod32 %r0, 2\nexit", 0xffff_ffff),
+        ("sdiv64 -7/2", "mov %r0, -7\nsdiv %r0, 2\nexit", -3i64 as u64),
+        // Shift amounts are masked, for immediates and registers.
+        ("lsh64 imm 65", "mov %r0, 1\nlsh %r0, 65\nexit", 2),
+        ("lsh64 reg 65", "mov %r0, 1\nmov %r1, 65\nlsh %r0, %r1\nexit", 2),
+        ("lsh32 imm 33", "mov %r0, 1\nlsh32 %r0, 33\nexit", 2),
+        ("lsh32 drops high half", "lddw %r0, 0x180000000\nlsh32 %r0, 1\nexit", 0),
+        ("rsh32 reg 33", "mov32 %r0, 0x80000000\nmov %r1, 33\nrsh32 %r0, %r1\nexit", 0x4000_0000),
+        ("arsh32 imm 33", "mov32 %r0, 0x80000000\narsh32 %r0, 33\nexit", 0xc000_0000),
+        ("arsh64 reg 68", "lddw %r0, 0x8000000000000000\nmov %r1, 68\narsh %r0, %r1\nexit", 0xf800_0000_0000_0000),
+        // Immediates are sign-extended; 32-bit results zero-extended.
+        ("add64 imm -1", "mov %r0, 0\nadd %r0, -1\nexit", u64::MAX),
+        ("add32 imm -1", "mov %r0, 0\nadd32 %r0, -1\nexit", 0xffff_ffff),
+        ("neg32", "mov %r0, 1\nneg32 %r0\nexit", 0xffff_ffff),
+        ("neg64", "mov %r0, 1\nneg %r0\nexit", u64::MAX),
+        // Sign-extending moves.
+        ("movsx864", "mov %r1, 0x180\nmovsx864 %r0, %r1\nexit", 0xffff_ffff_ffff_ff80),
+        ("movsx832", "mov %r1, 0x180\nmovsx832 %r0, %r1\nexit", 0xffff_ff80),
+        ("movsx1632", "mov %r1, 0x8000\nmovsx1632 %r0, %r1\nexit", 0xffff_8000),
+        ("movsx3264", "mov32 %r1, 0x80000000\nmovsx3264 %r0, %r1\nexit", 0xffff_ffff_8000_0000),
+        // Byte order.
+        ("le16", "lddw %r0, 0x1122334455667788\nle16 %r0\nexit", 0x7788),
+        ("le32", "lddw %r0, 0x1122334455667788\nle32 %r0\nexit", 0x5566_7788),
+        ("le64", "lddw %r0, 0x1122334455667788\nle64 %r0\nexit", 0x1122_3344_5566_7788),
+        ("be16", "lddw %r0, 0x1122334455667788\nbe16 %r0\nexit", 0x8877),
+        ("be32", "lddw %r0, 0x1122334455667788\nbe32 %r0\nexit", 0x8877_6655),
+        ("bswap64", "lddw %r0, 0x1122334455667788\nbswap64 %r0\nexit", 0x8877_6655_4433_2211),
+        // Jumps: JMP32 compares low halves, signed as i32; JSET is a & b != 0.
+        ("jslt32", "lddw %r1, 0x1ffffffff\nmov %r0, 0\njslt32 %r1, 0, +1\nexit\nmov %r0, 1\nexit", 1),
+        ("jslt64", "lddw %r1, 0x1ffffffff\nmov %r0, 0\njslt %r1, 0, +1\nexit\nmov %r0, 1\nexit", 0),
+        ("jset", "mov %r1, 6\nmov %r0, 0\njset %r1, 4, +1\nexit\nmov %r0, 1\nexit", 1),
+        ("jset32 high bits", "lddw %r1, 0x100000000\nmov %r0, 0\njset32 %r1, %r1, +1\nexit\nmov %r0, 1\nexit", 0),
+        // Memory: stores, zero- and sign-extending loads, unaligned accesses.
+        ("ldxsb", "stb [%r10-1], 0x80\nldxsb %r0, [%r10-1]\nexit", 0xffff_ffff_ffff_ff80),
+        ("ldxb", "stb [%r10-1], 0x80\nldxb %r0, [%r10-1]\nexit", 0x80),
+        ("ldxsw", "stw [%r10-4], -2\nldxsw %r0, [%r10-4]\nexit", -2i64 as u64),
+        ("unaligned", "stdw [%r10-16], -1\nstw [%r10-11], 0\nldxdw %r0, [%r10-16]\nexit", 0xff_ffff_ffff),
+        // Atomics.
+        (
+            "cmpxchg32 equal",
+            "stdw [%r10-8], 5\nlddw %r0, 0xffffffff00000005\nmov %r1, 9\n\
+             lock cmpxchg32 [%r10-8], %r1\nldxdw %r2, [%r10-8]\nlsh %r2, 32\nor %r0, %r2\nexit",
+            0x9_0000_0005,
+        ),
+        (
+            "cmpxchg32 different",
+            "stdw [%r10-8], 5\nmov %r0, 6\nmov %r1, 9\n\
+             lock cmpxchg32 [%r10-8], %r1\nldxdw %r2, [%r10-8]\nlsh %r2, 32\nor %r0, %r2\nexit",
+            0x5_0000_0005,
+        ),
+        (
+            "cmpxchg64 compares all bits",
+            "stdw [%r10-8], 5\nlddw %r0, 0x100000005\nmov %r1, 9\n\
+             lock cmpxchg [%r10-8], %r1\nldxdw %r2, [%r10-8]\nexit",
+            5,
+        ),
+        (
+            "fetch add32 zero-extends the old value",
+            "stw [%r10-4], -1\nlddw %r1, 0x100000001\nlock fetch add32 [%r10-4], %r1\n\
+             ldxw %r0, [%r10-4]\nlsh %r0, 32\nor %r0, %r1\nexit",
+            0xffff_ffff,
+        ),
+        (
+            "xchg",
+            "stdw [%r10-8], 3\nmov %r1, 4\nlock xchg [%r10-8], %r1\nldxdw %r0, [%r10-8]\n\
+             lsh %r0, 8\nor %r0, %r1\nexit",
+            0x403,
+        ),
+        // Local calls: callee-saved r6-r10, a fresh stack per frame.
+        (
+            "callee saved",
+            "mov %r6, 6\nstdw [%r10-8], 11\ncall local f\nldxdw %r1, [%r10-8]\nadd %r0, %r1\n\
+             add %r0, %r6\nexit\nf:\nldxdw %r0, [%r10-8]\nstdw [%r10-8], 99\nmov %r6, 0\nadd %r0, 100\nexit",
+            117,
+        ),
+        // Seven nested calls make eight frames: allowed.
+        (
+            "eight frames",
+            "mov %r1, 6\ncall local f\nexit\n\
+             f:\njeq %r1, 0, leaf\nsub %r1, 1\ncall local f\nadd %r0, 1\nexit\nleaf:\nmov %r0, 0\nexit",
+            6,
+        ),
+        // Helper 5 (ktime_get_ns) counts executed instructions; callx takes a helper id.
+        ("ktime", "mov %r0, 0\nmov %r0, 0\ncall 5\nexit", 3),
+        ("callx", "mov %r2, 5\ncall %r2\nexit", 2),
+        ("mem len and pointer", "mov %r0, %r1\nexit", MEM_BASE),
+    ];
+
+    #[test]
+    fn results() {
+        let mut bad = Vec::new();
+        for (name, text, want) in RESULTS {
+            match run_asm(text, &mut [], DEFAULT_BUDGET) {
+                Ok(r0) if r0 == *want => {}
+                got => bad.push(format!("{name}: got {got:x?}, expected {want:#x}")),
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    /// Programs that must fail, with the error they fail with.
+    #[test]
+    fn errors() {
+        let stack_end = frame_pointer(0);
+        let cases: &[(&str, &str, usize, InterpError)] = &[
+            (
+                "store at r10",
+                "stw [%r10], 1\nexit",
+                0,
+                InterpError::OutOfBounds {
+                    pc: 0,
+                    access: Access::Store,
+                    addr: stack_end,
+                    size: 4,
+                },
+            ),
+            (
+                "store below the stack",
+                "mov %r0, 0\nstdw [%r10-513], 1\nexit",
+                0,
+                InterpError::OutOfBounds {
+                    pc: 1,
+                    access: Access::Store,
+                    addr: stack_end - 513,
+                    size: 8,
+                },
+            ),
+            (
+                "load straddling the end of mem",
+                "ldxw %r0, [%r1+2]\nexit",
+                4,
+                InterpError::OutOfBounds {
+                    pc: 0,
+                    access: Access::Load,
+                    addr: MEM_BASE + 2,
+                    size: 4,
+                },
+            ),
+            (
+                "null",
+                "mov %r1, 0\nldxb %r0, [%r1]\nexit",
+                4,
+                InterpError::OutOfBounds {
+                    pc: 1,
+                    access: Access::Load,
+                    addr: 0,
+                    size: 1,
+                },
+            ),
+            (
+                "atomic on mem of length 0",
+                "lock add [%r1], %r2\nexit",
+                0,
+                InterpError::OutOfBounds {
+                    pc: 0,
+                    access: Access::Atomic,
+                    addr: MEM_BASE,
+                    size: 8,
+                },
+            ),
+            (
+                "dangling stack pointer",
+                "call local f\nldxdw %r0, [%r0]\nexit\nf:\nmov %r0, %r10\nsub %r0, 8\nexit",
+                0,
+                InterpError::OutOfBounds {
+                    pc: 1,
+                    access: Access::Load,
+                    addr: frame_pointer(1) - 8,
+                    size: 8,
+                },
+            ),
+            (
+                "call depth",
+                "mov %r1, 7\ncall local f\nexit\n\
+                 f:\njeq %r1, 0, leaf\nsub %r1, 1\ncall local f\nexit\nleaf:\nmov %r0, 0\nexit",
+                0,
+                InterpError::CallDepth {
+                    pc: 5,
+                    frames: 9,
+                    limit: MAX_FRAMES,
+                },
+            ),
+            (
+                "budget",
+                "mov %r0, 0\nloop:\nadd %r0, 1\nja loop",
+                0,
+                InterpError::Budget {
+                    pc: 2,
+                    budget: 1000,
+                },
+            ),
+            (
+                "unknown helper",
+                "call 1\nexit",
+                0,
+                InterpError::UnknownHelper { pc: 0, helper: 1 },
+            ),
+            (
+                "callx unknown",
+                "mov %r2, 6\ncall %r2\nexit",
+                0,
+                InterpError::UnknownHelper { pc: 1, helper: 6 },
+            ),
+            ("fall off", "mov %r0, 0", 0, InterpError::FellOff { pc: 0 }),
+            (
+                "no such map",
+                "r1 = map_idx_value(3, 0) ll\nexit",
+                0,
+                InterpError::NoSuchMap {
+                    pc: 0,
+                    map: 3,
+                    count: 0,
+                },
+            ),
+        ];
+        let mut bad = Vec::new();
+        for (name, text, len, want) in cases {
+            let mut mem = vec![0u8; *len];
+            let got = run_asm(text, &mut mem, 1000);
+            if got.as_ref() != Err(want) {
+                bad.push(format!("{name}: got {got:x?}, expected {want:x?}"));
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn unsupported_instructions_say_why() {
+        for (text, needle) in [
+            ("ldabsw 4\nexit", "legacy packet load"),
+            ("call kfunc(42)\nexit", "kernel function"),
+            ("r1 = map_idx(0) ll\nexit", "map handle"),
+            ("r1 = map_fd(3) ll\nexit", "file descriptor"),
+        ] {
+            let e = run_asm(text, &mut [], 1000).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, InterpError::Unsupported { pc: 0, .. }), "{msg}");
+            assert!(
+                msg.starts_with("insn 0: `") && msg.contains(needle),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn messages() {
+        let e = run_asm("ldxw %r0, [%r1+2]\nexit", &mut [0; 4], 10).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "insn 0: load of 4 bytes at 0x100000000002 is outside every memory region"
+        );
+        assert_eq!(e.pc(), Some(0));
+        let e = run(&load("exit"), 1, &mut [], &Options::default()).unwrap_err();
+        assert_eq!(e.to_string(), "program 1 does not exist (the object has 1)");
+        assert_eq!(e.pc(), None);
+    }
+
+    #[test]
+    fn input_memory_is_written_back() {
+        let mut mem = [1u8, 2, 3, 4];
+        let r0 = run_asm("ldxh %r0, [%r1+1]\nsth [%r1+2], 0x7766\nexit", &mut mem, 10).unwrap();
+        assert_eq!(r0, 0x0302);
+        assert_eq!(mem, [1, 2, 0x66, 0x77]);
+    }
+
+    #[test]
+    fn global_data_is_addressable_and_persists() {
+        let mut obj = load(
+            "r1 = map_idx_value(0, 4) ll\nr0 = *(u32 *)(r1 + 0)\nr2 = 1\n\
+             lock *(u32 *)(r1 + 0) += r2\nexit",
+        );
+        obj.maps.push(Map {
+            name: ".data".into(),
+            origin: MapOrigin::GlobalData,
+            section: ".data".into(),
+            map_type: 2,
+            key_size: 4,
+            value_size: 8,
+            max_entries: 1,
+            flags: 0,
+            btf_key_type: None,
+            btf_value_type: None,
+            init: Some(vec![0, 0, 0, 0, 41, 0, 0, 0]),
+        });
+        let mut it = Interp::new(&obj, Options::default());
+        assert_eq!(it.run(0, &mut []), Ok(41));
+        assert_eq!(it.run(0, &mut []), Ok(42));
+        assert_eq!(it.global_data(0), Some(&[0, 0, 0, 0, 43, 0, 0, 0][..]));
+        // Offset 8 is one past the 8-byte value.
+        let mut obj = obj.clone();
+        obj.programs = load("r1 = map_idx_value(0, 8) ll\nr0 = *(u8 *)(r1 + 0)\nexit").programs;
+        let e = Interp::new(&obj, Options::default())
+            .run(0, &mut [])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            InterpError::OutOfBounds {
+                pc: 2,
+                access: Access::Load,
+                addr: (MAP_REGION << REGION_SHIFT) + 8,
+                size: 1
+            }
+        );
+    }
+
+    #[test]
+    fn hand_built_programs_do_not_panic() {
+        let mut obj = load("exit");
+        obj.programs[0].insns[0].dst = 11;
+        assert!(matches!(
+            run(&obj, 0, &mut [], &Options::default()),
+            Err(InterpError::Malformed { pc: 0, .. })
+        ));
+        obj.programs[0].insns[0].op = u16::MAX;
+        assert!(matches!(
+            run(&obj, 0, &mut [], &Options::default()),
+            Err(InterpError::Malformed { pc: 0, .. })
+        ));
+        obj.programs[0].insns.clear();
+        assert!(matches!(
+            run(&obj, 0, &mut [], &Options::default()),
+            Err(InterpError::FellOff { pc: 0 })
+        ));
+    }
+}
