@@ -11,6 +11,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod back;
 pub mod front;
 pub mod interp;
 pub mod isa;

@@ -382,7 +382,10 @@ fn parse_conformance(s: &str) -> R<Stmt> {
     } else {
         rest.split(',').map(str::trim).collect()
     };
-    let ops = texts.iter().map(|o| conf_operand(o)).collect::<R<Vec<_>>>()?;
+    let ops = texts
+        .iter()
+        .map(|o| conf_operand(o))
+        .collect::<R<Vec<_>>>()?;
     let count = |n: usize| -> R<()> {
         if ops.len() == n {
             Ok(())

@@ -1,0 +1,1138 @@
+//! The PTX backend: one `.func` per BPF function with exact BPF semantics.
+//!
+//! Shape of the output (the ABI is normative in `specs/abi.md`):
+//!
+//! ```text
+//! .version / .target / .address_size 64
+//! global data maps      .visible .global .align 8 .b8 bpf2ptx_map_<name>[size] = {...}
+//! declarations          every function, so call order does not matter
+//! programs              .visible .func (.param .b64 ret) <program>(.param .b64 a1 .. a5)
+//! subprograms           .func (same signature) <program>__<function>
+//! runtime helpers       unaligned loads/stores, only where used
+//! entry kernels         .visible .entry bpf2ptx_entry_<program>(mem, mem_len, result)  (--entry)
+//! ```
+//!
+//! Lowering rules that keep BPF semantics where PTX differs:
+//! - BPF registers are `.b64` PTX registers; 32-bit operations compute on the low halves
+//!   and zero-extend, as BPF does.
+//! - shift counts are masked (`& 31` / `& 63`) because PTX clamps large shifts instead;
+//! - division by zero yields 0 and modulo by zero leaves dst unchanged (both undefined in
+//!   PTX, so the divisor is tested); signed division by -1 is a negation and signed modulo
+//!   by -1 is 0 (PTX leaves `INT_MIN / -1` undefined);
+//! - r10 points to the top of a per-function `.local` frame sized from what the function
+//!   uses. Accesses at constant offsets from r10 become `ld.local`/`st.local` at constant
+//!   addresses, which ptxas can keep in registers; every other access is generic and, as
+//!   BPF allows unaligned accesses the GPU would fault on, tests alignment at run time and
+//!   takes a byte-wise path when needed;
+//! - atomics are generic `atom`/`red` at `.gpu` scope (the maps issue adds `.sys` for
+//!   host-pinned memory).
+
+use crate::isa::insn::Insn;
+use crate::isa::table::{AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width};
+use crate::program::{MapOrigin, Object, Program};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use thiserror::Error;
+
+/// GPU targets and the lowest PTX ISA version each needs. The instructions the backend
+/// uses are all older than every target here, so the target alone decides the version.
+pub const TARGETS: &[(&str, (u32, u32))] = &[
+    ("sm_70", (6, 0)),
+    ("sm_75", (6, 3)),
+    ("sm_80", (7, 0)),
+    ("sm_86", (7, 1)),
+    ("sm_89", (7, 8)),
+    ("sm_90", (7, 8)),
+    ("sm_100", (8, 6)),
+    ("sm_120", (8, 7)),
+];
+
+/// The frame size a function gets when its stack use cannot be bounded statically (a
+/// pointer into the frame escapes or moves by a non-constant amount): BPF's whole stack.
+pub const MAX_STACK: u32 = 512;
+
+/// Pseudo address tag of BPF function addresses (`ld_imm64` with `src` 4): `callx` on a
+/// value `FUNC_TAG + k` calls function `k` of the program.
+pub const FUNC_TAG: u64 = 0x4250_4600_0000_0000;
+
+/// Backend options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `sm_XX`, one of [`TARGETS`].
+    pub target: String,
+    /// Also emit a standalone `.entry` kernel per program (for `bpf2ptx run`).
+    pub entry: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            target: "sm_70".into(),
+            entry: false,
+        }
+    }
+}
+
+/// Why a program cannot be lowered.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum Error {
+    /// The target is not in [`TARGETS`].
+    #[error(
+        "unknown target `{0}` (known: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)"
+    )]
+    UnknownTarget(String),
+    /// A helper the device runtime does not provide.
+    #[error("program {program}: insn {pc}: `{insn}`: helper {id} is not available on the GPU")]
+    UnknownHelper {
+        /// Program name.
+        program: String,
+        /// Slot index.
+        pc: usize,
+        /// The instruction.
+        insn: String,
+        /// Helper id.
+        id: i64,
+    },
+    /// An instruction that has no GPU meaning (yet).
+    #[error("program {program}: insn {pc}: `{insn}`: {why}")]
+    Unsupported {
+        /// Program name.
+        program: String,
+        /// Slot index.
+        pc: usize,
+        /// The instruction.
+        insn: String,
+        /// Why.
+        why: &'static str,
+    },
+}
+
+/// Helper ids the backend lowers inline (the device runtime grows this set).
+const INLINE_HELPERS: &[i64] = &[5];
+
+/// Lowers every program of an object to one PTX module.
+pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
+    let version = TARGETS
+        .iter()
+        .find(|(t, _)| *t == opts.target)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| Error::UnknownTarget(opts.target.clone()))?;
+    let mut bodies = String::new();
+    let mut decls = String::new();
+    let mut need = BTreeSet::new();
+    for prog in &obj.programs {
+        for k in 0..prog.funcs.len().max(1) {
+            let name = func_symbol(prog, k);
+            let vis = if k == 0 { ".visible " } else { "" };
+            let _ = writeln!(decls, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5);");
+            let mut f = FuncWriter::new(obj, prog, k);
+            f.lower()?;
+            need.extend(f.need.iter().cloned());
+            let _ = writeln!(bodies, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5)\n{{\n{}}}\n", f.out);
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "//\n// Generated by bpf2ptx {} from {}\n//\n",
+        env!("CARGO_PKG_VERSION"),
+        obj.file
+    );
+    let _ = writeln!(
+        out,
+        ".version {}.{}\n.target {}\n.address_size 64\n",
+        version.0, version.1, opts.target
+    );
+    for m in obj
+        .maps
+        .iter()
+        .filter(|m| m.origin == MapOrigin::GlobalData)
+    {
+        let sym = map_symbol(&m.name);
+        match &m.init {
+            Some(bytes) if bytes.iter().any(|&b| b != 0) => {
+                let list: Vec<String> = bytes.iter().map(|b| b.to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    ".visible .global .align 8 .b8 {sym}[{}] = {{{}}};",
+                    m.value_size,
+                    list.join(", ")
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    ".visible .global .align 8 .b8 {sym}[{}];",
+                    m.value_size.max(1)
+                );
+            }
+        }
+    }
+    out.push('\n');
+    out.push_str(&decls);
+    for n in &need {
+        let _ = writeln!(out, "{}", runtime_decl(n));
+    }
+    out.push('\n');
+    out.push_str(&bodies);
+    for n in &need {
+        out.push_str(&runtime_body(n));
+    }
+    if opts.entry {
+        for prog in &obj.programs {
+            out.push_str(&entry_kernel(prog));
+        }
+    }
+    Ok(out)
+}
+
+/// The PTX name of a program's entry function.
+pub fn program_symbol(prog: &Program) -> String {
+    sanitize(&prog.name)
+}
+
+/// The name of the `.entry` kernel emitted for a program with [`Options::entry`].
+pub fn entry_symbol(prog: &Program) -> String {
+    format!("bpf2ptx_entry_{}", sanitize(&prog.name))
+}
+
+fn func_symbol(prog: &Program, k: usize) -> String {
+    if k == 0 {
+        program_symbol(prog)
+    } else {
+        format!(
+            "{}__{}",
+            sanitize(&prog.name),
+            sanitize(&prog.funcs[k].name)
+        )
+    }
+}
+
+/// The PTX symbol of a global-data map.
+pub fn map_symbol(name: &str) -> String {
+    format!("bpf2ptx_map_{}", sanitize(name.trim_start_matches('.')))
+}
+
+/// PTX identifiers are `[A-Za-z_$][A-Za-z0-9_$]*`; anything else becomes `_`.
+fn sanitize(s: &str) -> String {
+    let mut o: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if o.is_empty() || o.starts_with(|c: char| c.is_ascii_digit()) {
+        o.insert(0, '_');
+    }
+    o
+}
+
+fn entry_kernel(prog: &Program) -> String {
+    format!(
+        "\n.visible .entry {}(.param .u64 bpf2ptx_mem, .param .u64 bpf2ptx_mem_len, .param .u64 bpf2ptx_result)\n{{\n\
+         \t.reg .b64 %a<8>;\n\
+         \tld.param.u64 %a1, [bpf2ptx_mem];\n\
+         \tld.param.u64 %a2, [bpf2ptx_mem_len];\n\
+         \tmov.u64 %a3, 0;\n\
+         \t{{\n\
+         \t.param .b64 bpf_p1;\n\t.param .b64 bpf_p2;\n\t.param .b64 bpf_p3;\n\t.param .b64 bpf_p4;\n\t.param .b64 bpf_p5;\n\
+         \tst.param.b64 [bpf_p1], %a1;\n\tst.param.b64 [bpf_p2], %a2;\n\tst.param.b64 [bpf_p3], %a3;\n\tst.param.b64 [bpf_p4], %a3;\n\tst.param.b64 [bpf_p5], %a3;\n\
+         \t.param .b64 bpf_rv;\n\
+         \tcall.uni (bpf_rv), {}, (bpf_p1, bpf_p2, bpf_p3, bpf_p4, bpf_p5);\n\
+         \tld.param.b64 %a0, [bpf_rv];\n\
+         \t}}\n\
+         \tld.param.u64 %a4, [bpf2ptx_result];\n\
+         \tcvta.to.global.u64 %a4, %a4;\n\
+         \tst.global.u64 [%a4], %a0;\n\
+         \tret;\n}}\n",
+        entry_symbol(prog),
+        program_symbol(prog)
+    )
+}
+
+/// Runtime helper functions the lowering calls: unaligned loads and stores.
+fn runtime_decl(name: &str) -> String {
+    if name.starts_with("bpf2ptx_ldu") {
+        format!(".func (.param .b64 v) {name}(.param .b64 a);")
+    } else {
+        format!(".func {name}(.param .b64 a, .param .b64 v);")
+    }
+}
+
+fn runtime_body(name: &str) -> String {
+    let bytes: u32 = name
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .unwrap_or(8);
+    let mut b = String::new();
+    if name.starts_with("bpf2ptx_ldu") {
+        let _ = writeln!(b, ".func (.param .b64 v) {name}(.param .b64 a)\n{{\n\t.reg .b64 %x<4>;\n\t.reg .b16 %h;\n\tld.param.u64 %x0, [a];\n\tmov.u64 %x1, 0;");
+        for i in (0..bytes).rev() {
+            let _ = writeln!(b, "\tld.u8 %h, [%x0+{i}];\n\tcvt.u64.u16 %x2, %h;\n\tshl.b64 %x1, %x1, 8;\n\tor.b64 %x1, %x1, %x2;");
+        }
+        let _ = writeln!(b, "\tst.param.b64 [v], %x1;\n\tret;\n}}\n");
+    } else {
+        let _ = writeln!(b, ".func {name}(.param .b64 a, .param .b64 v)\n{{\n\t.reg .b64 %x<4>;\n\t.reg .b16 %h;\n\tld.param.u64 %x0, [a];\n\tld.param.u64 %x1, [v];");
+        for i in 0..bytes {
+            let _ = writeln!(
+                b,
+                "\tcvt.u16.u64 %h, %x1;\n\tst.u8 [%x0+{i}], %h;\n\tshr.u64 %x1, %x1, 8;"
+            );
+        }
+        let _ = writeln!(b, "\tret;\n}}\n");
+    }
+    b
+}
+
+/// What the frame analysis knows about a register: not a frame pointer, a frame pointer
+/// at a known offset from r10, or a frame pointer at an unknown offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fp {
+    No,
+    At(i64),
+    Any,
+}
+
+impl Fp {
+    fn join(self, o: Fp) -> Fp {
+        match (self, o) {
+            (a, b) if a == b => a,
+            (Fp::No, Fp::No) => Fp::No,
+            _ => Fp::Any,
+        }
+    }
+}
+
+/// Frame-pointer facts per instruction of one function, and the frame size.
+struct Frame {
+    /// Register facts before each instruction (None: unreachable).
+    before: Vec<Option<[Fp; 11]>>,
+    /// Bytes of `.local` frame the function needs (a multiple of 8).
+    size: u32,
+}
+
+/// Instruction index range `[a, b)` of function `k`.
+fn func_range(prog: &Program, k: usize) -> (usize, usize) {
+    let a = prog.funcs.get(k).map_or(0, |f| f.start);
+    let b = prog.funcs.get(k + 1).map_or(prog.insns.len(), |f| f.start);
+    (a, b)
+}
+
+fn successors(
+    insns: &[Insn],
+    pcs: &[usize],
+    idx_of_pc: &dyn Fn(usize) -> Option<usize>,
+    i: usize,
+    end: usize,
+) -> Vec<usize> {
+    let ins = &insns[i];
+    let mut v = Vec::new();
+    let rel = match ins.kind() {
+        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+        Kind::Gotol => Some(ins.imm),
+        _ => None,
+    };
+    if let Some(rel) = rel {
+        if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
+            .ok()
+            .and_then(idx_of_pc)
+        {
+            v.push(t);
+        }
+    }
+    if !matches!(ins.kind(), Kind::Ja | Kind::Gotol | Kind::Exit) && i + 1 < end {
+        v.push(i + 1);
+    }
+    v
+}
+
+fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
+    let (a, b) = func_range(prog, k);
+    let insns = &prog.insns;
+    let idx_of_pc = |pc: usize| {
+        pcs.iter()
+            .take(b)
+            .skip(a)
+            .position(|&p| p == pc)
+            .map(|i| i + a)
+    };
+    let mut before: Vec<Option<[Fp; 11]>> = vec![None; insns.len()];
+    let mut init = [Fp::No; 11];
+    init[10] = Fp::At(0);
+    before[a] = Some(init);
+    let mut work = vec![a];
+    while let Some(i) = work.pop() {
+        let Some(s) = before[i] else { continue };
+        let out = transfer(&insns[i], s);
+        for t in successors(insns, pcs, &idx_of_pc, i, b) {
+            let new = match before[t] {
+                None => out,
+                Some(old) => std::array::from_fn(|r| old[r].join(out[r])),
+            };
+            if before[t] != Some(new) {
+                before[t] = Some(new);
+                work.push(t);
+            }
+        }
+    }
+    // The lowest byte below r10 that an access or an escaping pointer reaches.
+    let mut low: i64 = 0;
+    let mut unbounded = false;
+    for i in a..b {
+        let Some(s) = before[i] else { continue };
+        let ins = &insns[i];
+        let mut base = |r: u8, off: i64, unbounded: &mut bool| match s[r as usize] {
+            Fp::At(k) => low = low.min(k + off),
+            Fp::Any => *unbounded = true,
+            Fp::No => {}
+        };
+        match ins.kind() {
+            Kind::Ldx(..) => base(ins.src, ins.off.into(), &mut unbounded),
+            Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..) => {
+                base(ins.dst, ins.off.into(), &mut unbounded)
+            }
+            Kind::Call(_) | Kind::Callx => {
+                for r in 1..=5 {
+                    base(r, 0, &mut unbounded);
+                }
+            }
+            _ => {}
+        }
+        // A frame pointer stored to memory could come back from anywhere.
+        if matches!(ins.kind(), Kind::Stx(_) | Kind::Atomic(..)) && s[ins.src as usize] != Fp::No {
+            unbounded = true;
+        }
+        // ... and one passed back to the caller could be used at any offset.
+        if matches!(ins.kind(), Kind::Exit) && s[0] != Fp::No {
+            unbounded = true;
+        }
+    }
+    let size = if unbounded {
+        MAX_STACK
+    } else {
+        ((-low + 7) / 8 * 8).clamp(0, i64::from(MAX_STACK)) as u32
+    };
+    Frame { before, size }
+}
+
+fn transfer(ins: &Insn, mut s: [Fp; 11]) -> [Fp; 11] {
+    let d = ins.dst as usize;
+    match ins.kind() {
+        Kind::Alu(AluOp::Mov, Width::W64, Src::X) => s[d] = s[ins.src as usize],
+        Kind::Alu(op @ (AluOp::Add | AluOp::Sub), Width::W64, Src::K) => {
+            s[d] = match s[d] {
+                Fp::At(k) => Fp::At(if op == AluOp::Add {
+                    k + ins.imm
+                } else {
+                    k - ins.imm
+                }),
+                x => x,
+            }
+        }
+        Kind::Alu(_, _, src) => {
+            let other = if src == Src::X {
+                s[ins.src as usize]
+            } else {
+                Fp::No
+            };
+            s[d] = if s[d] == Fp::No && other == Fp::No {
+                Fp::No
+            } else {
+                Fp::Any
+            };
+        }
+        Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) => {
+            s[d] = if s[d] == Fp::No { Fp::No } else { Fp::Any }
+        }
+        Kind::Ldx(..) | Kind::LdImm64(_) => s[d] = Fp::No,
+        Kind::Call(_) | Kind::Callx | Kind::LdAbs(_) | Kind::LdInd(_) => {
+            for r in s.iter_mut().take(6) {
+                *r = Fp::No;
+            }
+        }
+        Kind::Atomic(_, op, fetch) => {
+            if op == AtomicOp::Cmpxchg {
+                s[0] = Fp::No;
+            } else if fetch {
+                s[ins.src as usize] = Fp::No;
+            }
+        }
+        _ => {}
+    }
+    s
+}
+
+struct FuncWriter<'a> {
+    obj: &'a Object,
+    prog: &'a Program,
+    k: usize,
+    out: String,
+    need: BTreeSet<String>,
+    labels: usize,
+}
+
+fn cmp_name(c: Cond) -> (&'static str, bool) {
+    match c {
+        Cond::Eq => ("eq", false),
+        Cond::Ne => ("ne", false),
+        Cond::Gt => ("gt", false),
+        Cond::Ge => ("ge", false),
+        Cond::Lt => ("lt", false),
+        Cond::Le => ("le", false),
+        Cond::Sgt => ("gt", true),
+        Cond::Sge => ("ge", true),
+        Cond::Slt => ("lt", true),
+        Cond::Sle => ("le", true),
+        Cond::Set => ("ne", false),
+    }
+}
+
+fn ty(size: Size) -> &'static str {
+    match size {
+        Size::B => "u8",
+        Size::H => "u16",
+        Size::W => "u32",
+        Size::DW => "u64",
+    }
+}
+
+impl<'a> FuncWriter<'a> {
+    fn new(obj: &'a Object, prog: &'a Program, k: usize) -> Self {
+        FuncWriter {
+            obj,
+            prog,
+            k,
+            out: String::new(),
+            need: BTreeSet::new(),
+            labels: 0,
+        }
+    }
+
+    /// A label no BPF instruction uses (those are `$L<pc>`).
+    fn fresh_label(&mut self) -> String {
+        self.labels += 1;
+        format!("$Lx{}", self.labels)
+    }
+
+    fn l(&mut self, s: impl AsRef<str>) {
+        self.out.push('\t');
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+
+    fn unsupported(&self, i: usize, pcs: &[usize], why: &'static str) -> Error {
+        Error::Unsupported {
+            program: self.prog.name.clone(),
+            pc: pcs[i],
+            insn: self.prog.insns[i].to_string(),
+            why,
+        }
+    }
+
+    fn lower(&mut self) -> Result<(), Error> {
+        let prog = self.prog;
+        let pcs = prog.pcs();
+        let (a, b) = func_range(prog, self.k);
+        let frame = analyse_frame(prog, self.k, &pcs);
+        // Jump targets need labels.
+        let idx_of_pc = |pc: usize| {
+            pcs.iter()
+                .take(b)
+                .skip(a)
+                .position(|&p| p == pc)
+                .map(|i| i + a)
+        };
+        let mut targets = BTreeSet::new();
+        for i in a..b {
+            let ins = &prog.insns[i];
+            let rel = match ins.kind() {
+                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
+                Kind::Gotol => ins.imm,
+                _ => continue,
+            };
+            if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
+                .ok()
+                .and_then(idx_of_pc)
+            {
+                targets.insert(t);
+            }
+        }
+        if frame.size > 0 {
+            self.l(format!(".local .align 8 .b8 bpf_stack[{}];", frame.size));
+        }
+        self.l(".reg .b64 %r<11>;");
+        self.l(".reg .b64 %t<4>;");
+        self.l(".reg .b32 %w<4>;");
+        self.l(".reg .pred %p<4>;");
+        for r in 1..=5 {
+            self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
+        }
+        if frame.size > 0 {
+            self.l("mov.u64 %r10, bpf_stack;");
+            self.l("cvta.local.u64 %r10, %r10;");
+            self.l(format!("add.u64 %r10, %r10, {};", frame.size));
+        } else {
+            self.l("mov.u64 %r10, 0;");
+        }
+        for i in a..b {
+            if targets.contains(&i) {
+                let _ = writeln!(self.out, "$L{}:", pcs[i]);
+            }
+            let fp = frame.before[i].unwrap_or([Fp::Any; 11]);
+            self.insn(i, &pcs, &fp, frame.size)?;
+        }
+        Ok(())
+    }
+
+    /// The operand for a 64-bit immediate (sign-extended from 32 bits).
+    fn imm64(v: i64) -> String {
+        format!("{}", v)
+    }
+
+    fn insn(&mut self, i: usize, pcs: &[usize], fp: &[Fp; 11], frame: u32) -> Result<(), Error> {
+        let ins = self.prog.insns[i];
+        let (d, s) = (ins.dst, ins.src);
+        let label = |rel: i64| format!("$L{}", pcs[i] as i64 + 1 + rel);
+        match ins.kind() {
+            Kind::Alu(op, Width::W64, src) => {
+                let rhs = if src == Src::X {
+                    format!("%r{s}")
+                } else {
+                    Self::imm64(ins.imm)
+                };
+                self.alu64(op, d, &rhs, src, ins.imm);
+            }
+            Kind::Alu(op, Width::W32, src) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                let rhs = if src == Src::X {
+                    self.l(format!("cvt.u32.u64 %w1, %r{s};"));
+                    "%w1".to_string()
+                } else {
+                    format!("{}", ins.imm as i32)
+                };
+                self.alu32(op, &rhs, src, ins.imm as i32);
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Neg(Width::W64) => self.l(format!("neg.s64 %r{d}, %r{d};")),
+            Kind::Neg(Width::W32) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                self.l("neg.s32 %w0, %w0;");
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Movsx(Width::W64, bits) => self.l(format!("bfe.s64 %r{d}, %r{s}, 0, {bits};")),
+            Kind::Movsx(Width::W32, bits) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{s};"));
+                self.l(format!("bfe.s32 %w0, %w0, 0, {bits};"));
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Endian(Order::Le, 16) => self.l(format!("and.b64 %r{d}, %r{d}, 65535;")),
+            Kind::Endian(Order::Le, 32) => self.l(format!("and.b64 %r{d}, %r{d}, 4294967295;")),
+            Kind::Endian(Order::Le, _) => {}
+            Kind::Endian(_, 16) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                self.l("prmt.b32 %w0, %w0, 0, 0x4401;");
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Endian(_, 32) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                self.l("prmt.b32 %w0, %w0, 0, 0x0123;");
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Endian(..) => {
+                self.l(format!("mov.b64 {{%w0, %w1}}, %r{d};"));
+                self.l("prmt.b32 %w0, %w0, 0, 0x0123;");
+                self.l("prmt.b32 %w1, %w1, 0, 0x0123;");
+                self.l(format!("mov.b64 %r{d}, {{%w1, %w0}};"));
+            }
+            Kind::Jmp(c, w, src) => {
+                let (cmp, signed) = cmp_name(c);
+                let t = label(ins.off.into());
+                match w {
+                    Width::W64 => {
+                        let rhs = if src == Src::X {
+                            format!("%r{s}")
+                        } else {
+                            Self::imm64(ins.imm)
+                        };
+                        if c == Cond::Set {
+                            self.l(format!("and.b64 %t0, %r{d}, {rhs};"));
+                            self.l("setp.ne.u64 %p0, %t0, 0;");
+                        } else {
+                            self.l(format!(
+                                "setp.{cmp}.{} %p0, %r{d}, {rhs};",
+                                if signed { "s64" } else { "u64" }
+                            ));
+                        }
+                    }
+                    Width::W32 => {
+                        self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                        let rhs = if src == Src::X {
+                            self.l(format!("cvt.u32.u64 %w1, %r{s};"));
+                            "%w1".to_string()
+                        } else {
+                            format!("{}", ins.imm as i32)
+                        };
+                        if c == Cond::Set {
+                            self.l(format!("and.b32 %w0, %w0, {rhs};"));
+                            self.l("setp.ne.u32 %p0, %w0, 0;");
+                        } else {
+                            self.l(format!(
+                                "setp.{cmp}.{} %p0, %w0, {rhs};",
+                                if signed { "s32" } else { "u32" }
+                            ));
+                        }
+                    }
+                }
+                self.l(format!("@%p0 bra {t};"));
+            }
+            Kind::Ja => self.l(format!("bra {};", label(ins.off.into()))),
+            Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
+            Kind::Call(CallKind::Helper) => {
+                if !INLINE_HELPERS.contains(&ins.imm) {
+                    return Err(Error::UnknownHelper {
+                        program: self.prog.name.clone(),
+                        pc: pcs[i],
+                        insn: ins.to_string(),
+                        id: ins.imm,
+                    });
+                }
+                self.helper(ins.imm);
+            }
+            Kind::Call(CallKind::Local) => {
+                let t = pcs[i] as i64 + 1 + ins.imm;
+                let k = self
+                    .prog
+                    .funcs
+                    .iter()
+                    .position(|f| pcs[f.start] as i64 == t)
+                    .ok_or_else(|| {
+                        self.unsupported(i, pcs, "call target is not a function start")
+                    })?;
+                self.call_local(k);
+            }
+            Kind::Call(CallKind::Kfunc) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "kernel functions (kfuncs) do not exist on the GPU",
+                ))
+            }
+            Kind::Callx => {
+                // The register holds a helper id (bpf_conformance's convention) or a
+                // function address made by `ld_imm64 func`; anything else yields r0 = 0.
+                self.l("mov.u64 %t1, 0;");
+                self.l(format!("mov.u64 %t2, %r{d};"));
+                for &h in INLINE_HELPERS {
+                    self.l(format!("setp.eq.u64 %p1, %t2, {h};"));
+                    self.l(format!("@!%p1 bra $Lcx{}_{h};", pcs[i]));
+                    self.helper(h);
+                    self.l("mov.u64 %t1, %r0;");
+                    let _ = writeln!(self.out, "$Lcx{}_{h}:", pcs[i]);
+                }
+                for k in 0..self.prog.funcs.len() {
+                    self.l(format!("setp.eq.u64 %p1, %t2, {};", FUNC_TAG + k as u64));
+                    self.l(format!("@!%p1 bra $Lcxf{}_{k};", pcs[i]));
+                    self.call_local(k);
+                    self.l("mov.u64 %t1, %r0;");
+                    let _ = writeln!(self.out, "$Lcxf{}_{k}:", pcs[i]);
+                }
+                self.l("mov.u64 %r0, %t1;");
+            }
+            Kind::Exit => {
+                self.l("st.param.b64 [bpf_ret], %r0;");
+                self.l("ret;");
+            }
+            Kind::LdImm64(Pseudo::Imm64) => self.l(format!("mov.u64 %r{d}, {};", ins.imm)),
+            Kind::LdImm64(Pseudo::Func) => {
+                let t = pcs[i] as i64 + 1 + i64::from(ins.imm as i32);
+                let k = self
+                    .prog
+                    .funcs
+                    .iter()
+                    .position(|f| pcs[f.start] as i64 == t)
+                    .ok_or_else(|| {
+                        self.unsupported(i, pcs, "function address is not a function start")
+                    })?;
+                self.l(format!("mov.u64 %r{d}, {};", FUNC_TAG + k as u64));
+            }
+            Kind::LdImm64(Pseudo::MapIdxValue) => {
+                let (map, off) = (ins.imm as u32 as usize, (ins.imm as u64 >> 32) as u32);
+                match self.obj.maps.get(map) {
+                    Some(m) if m.origin == MapOrigin::GlobalData => {
+                        self.l(format!("mov.u64 %r{d}, {};", map_symbol(&m.name)));
+                        self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+                        if off != 0 {
+                            self.l(format!("add.u64 %r{d}, %r{d}, {off};"));
+                        }
+                    }
+                    _ => {
+                        return Err(self.unsupported(
+                            i,
+                            pcs,
+                            "map values other than global data need the device runtime",
+                        ))
+                    }
+                }
+            }
+            Kind::LdImm64(Pseudo::MapIdx) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "maps other than global data need the device runtime",
+                ))
+            }
+            Kind::LdImm64(_) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "unresolved map or BTF reference (no relocation)",
+                ))
+            }
+            Kind::LdAbs(_) | Kind::LdInd(_) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "legacy packet access (ld_abs/ld_ind) has no GPU meaning",
+                ))
+            }
+            Kind::Ldx(size, signed) => {
+                let val = format!("%r{d}");
+                self.load(size, signed, s, ins.off, fp, frame, &val);
+            }
+            Kind::St(size) => {
+                self.l(format!("mov.u64 %t3, {};", ins.imm));
+                self.store(size, d, ins.off, fp, frame, "%t3");
+            }
+            Kind::Stx(size) => {
+                let v = format!("%r{s}");
+                self.store(size, d, ins.off, fp, frame, &v);
+            }
+            Kind::Atomic(size, op, fetch) => self.atomic(size, op, fetch, d, s, ins.off, fp, frame),
+        }
+        Ok(())
+    }
+
+    fn helper(&mut self, id: i64) {
+        match id {
+            // ktime_get_ns: the GPU's global nanosecond timer.
+            5 => self.l("mov.u64 %r0, %globaltimer;"),
+            _ => unreachable!("only INLINE_HELPERS reach here"),
+        }
+    }
+
+    fn call_local(&mut self, k: usize) {
+        let callee = func_symbol(self.prog, k);
+        self.l("{");
+        for r in 1..=5 {
+            self.l(format!(".param .b64 bpf_p{r};"));
+            self.l(format!("st.param.b64 [bpf_p{r}], %r{r};"));
+        }
+        self.l(".param .b64 bpf_rv;");
+        self.l(format!(
+            "call.uni (bpf_rv), {callee}, (bpf_p1, bpf_p2, bpf_p3, bpf_p4, bpf_p5);"
+        ));
+        self.l("ld.param.b64 %r0, [bpf_rv];");
+        self.l("}");
+    }
+
+    fn alu64(&mut self, op: AluOp, d: u8, rhs: &str, src: Src, imm: i64) {
+        let r = format!("%r{d}");
+        let simple = |o: &str| format!("{o} {r}, {r}, {rhs};");
+        match op {
+            AluOp::Add => self.l(simple("add.u64")),
+            AluOp::Sub => self.l(simple("sub.u64")),
+            AluOp::Mul => self.l(simple("mul.lo.u64")),
+            AluOp::Or => self.l(simple("or.b64")),
+            AluOp::And => self.l(simple("and.b64")),
+            AluOp::Xor => self.l(simple("xor.b64")),
+            AluOp::Mov => self.l(format!("mov.u64 {r}, {rhs};")),
+            AluOp::Lsh | AluOp::Rsh | AluOp::Arsh => {
+                let o = match op {
+                    AluOp::Lsh => "shl.b64",
+                    AluOp::Rsh => "shr.u64",
+                    _ => "shr.s64",
+                };
+                if src == Src::K {
+                    self.l(format!("{o} {r}, {r}, {};", imm & 63));
+                } else {
+                    self.l(format!("cvt.u32.u64 %w2, {rhs};"));
+                    self.l("and.b32 %w2, %w2, 63;");
+                    self.l(format!("{o} {r}, {r}, %w2;"));
+                }
+            }
+            AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod => {
+                self.divide(op, &r, rhs, src, imm, "64", "%t0")
+            }
+        }
+    }
+
+    fn alu32(&mut self, op: AluOp, rhs: &str, src: Src, imm: i32) {
+        let simple = |o: &str| format!("{o} %w0, %w0, {rhs};");
+        match op {
+            AluOp::Add => self.l(simple("add.u32")),
+            AluOp::Sub => self.l(simple("sub.u32")),
+            AluOp::Mul => self.l(simple("mul.lo.u32")),
+            AluOp::Or => self.l(simple("or.b32")),
+            AluOp::And => self.l(simple("and.b32")),
+            AluOp::Xor => self.l(simple("xor.b32")),
+            AluOp::Mov => self.l(format!("mov.u32 %w0, {rhs};")),
+            AluOp::Lsh | AluOp::Rsh | AluOp::Arsh => {
+                let o = match op {
+                    AluOp::Lsh => "shl.b32",
+                    AluOp::Rsh => "shr.u32",
+                    _ => "shr.s32",
+                };
+                if src == Src::K {
+                    self.l(format!("{o} %w0, %w0, {};", imm & 31));
+                } else {
+                    self.l("and.b32 %w2, %w1, 31;");
+                    self.l(format!("{o} %w0, %w0, %w2;"));
+                }
+            }
+            AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod => {
+                self.divide(op, "%w0", rhs, src, i64::from(imm), "32", "%w3")
+            }
+        }
+    }
+
+    /// Division and modulo with BPF's answers where PTX has none: x / 0 = 0, x % 0 = x,
+    /// x s/ -1 = -x, x s% -1 = 0.
+    #[allow(clippy::too_many_arguments)]
+    fn divide(
+        &mut self,
+        op: AluOp,
+        dst: &str,
+        rhs: &str,
+        src: Src,
+        imm: i64,
+        bits: &str,
+        _tmp: &str,
+    ) {
+        let signed = matches!(op, AluOp::SDiv | AluOp::SMod);
+        let is_div = matches!(op, AluOp::Div | AluOp::SDiv);
+        let (u, s) = (format!("u{bits}"), format!("s{bits}"));
+        let instr = if is_div { "div" } else { "rem" };
+        let t = if signed { &s } else { &u };
+        if src == Src::K {
+            let k = if bits == "32" {
+                i64::from(imm as i32)
+            } else {
+                imm
+            };
+            if k == 0 {
+                if is_div {
+                    self.l(format!("mov.{u} {dst}, 0;"));
+                }
+            } else if signed && k == -1 {
+                if is_div {
+                    self.l(format!("neg.{s} {dst}, {dst};"));
+                } else {
+                    self.l(format!("mov.{u} {dst}, 0;"));
+                }
+            } else {
+                self.l(format!("{instr}.{t} {dst}, {dst}, {rhs};"));
+            }
+            return;
+        }
+        self.l(format!("setp.eq.{u} %p1, {rhs}, 0;"));
+        if signed {
+            self.l(format!("setp.eq.{s} %p2, {rhs}, -1;"));
+            self.l("or.pred %p3, %p1, %p2;");
+            if is_div {
+                self.l(format!("@%p2 neg.{s} {dst}, {dst};"));
+            } else {
+                self.l(format!("@%p2 mov.{u} {dst}, 0;"));
+            }
+        } else {
+            self.l("mov.pred %p3, %p1;");
+        }
+        if is_div {
+            self.l(format!("@%p1 mov.{u} {dst}, 0;"));
+        }
+        self.l(format!("@!%p3 {instr}.{t} {dst}, {dst}, {rhs};"));
+    }
+
+    /// A load into `val` (a .b64 register), zero- or sign-extended.
+    #[allow(clippy::too_many_arguments)]
+    fn load(
+        &mut self,
+        size: Size,
+        signed: bool,
+        base: u8,
+        off: i16,
+        fp: &[Fp; 11],
+        frame: u32,
+        val: &str,
+    ) {
+        let t = if signed {
+            ty(size).replace('u', "s")
+        } else {
+            ty(size).to_string()
+        };
+        if let Fp::At(k) = fp[base as usize] {
+            let slot = i64::from(frame) + k + i64::from(off);
+            if slot >= 0 && slot % i64::from(size.bytes()) == 0 {
+                self.l(format!("ld.local.{t} {val}, [bpf_stack+{slot}];"));
+                return;
+            }
+        }
+        if size == Size::B {
+            self.l(format!("ld.{t} {val}, [%r{base}+{off}];"));
+            return;
+        }
+        let n = size.bytes();
+        self.l(format!("add.u64 %t1, %r{base}, {off};"));
+        self.l(format!("and.b64 %t2, %t1, {};", n - 1));
+        self.l("setp.eq.u64 %p0, %t2, 0;");
+        let done = self.fresh_label();
+        self.l(format!("@%p0 ld.{t} {val}, [%t1];"));
+        self.l(format!("@%p0 bra {done};"));
+        let f = format!("bpf2ptx_ldu{n}");
+        self.need.insert(f.clone());
+        self.l("{");
+        self.l(".param .b64 bpf_ua;");
+        self.l("st.param.b64 [bpf_ua], %t1;");
+        self.l(".param .b64 bpf_uv;");
+        self.l(format!("call.uni (bpf_uv), {f}, (bpf_ua);"));
+        self.l(format!("ld.param.b64 {val}, [bpf_uv];"));
+        if signed {
+            self.l(format!("bfe.s64 {val}, {val}, 0, {};", n * 8));
+        }
+        self.l("}");
+        let _ = writeln!(self.out, "{done}:");
+    }
+
+    fn store(&mut self, size: Size, base: u8, off: i16, fp: &[Fp; 11], frame: u32, val: &str) {
+        let t = ty(size);
+        if let Fp::At(k) = fp[base as usize] {
+            let slot = i64::from(frame) + k + i64::from(off);
+            if slot >= 0 && slot % i64::from(size.bytes()) == 0 {
+                self.l(format!("st.local.{t} [bpf_stack+{slot}], {val};"));
+                return;
+            }
+        }
+        if size == Size::B {
+            self.l(format!("st.{t} [%r{base}+{off}], {val};"));
+            return;
+        }
+        let n = size.bytes();
+        self.l(format!("add.u64 %t1, %r{base}, {off};"));
+        self.l(format!("and.b64 %t2, %t1, {};", n - 1));
+        self.l("setp.eq.u64 %p0, %t2, 0;");
+        let done = self.fresh_label();
+        self.l(format!("@%p0 st.{t} [%t1], {val};"));
+        self.l(format!("@%p0 bra {done};"));
+        let f = format!("bpf2ptx_stu{n}");
+        self.need.insert(f.clone());
+        self.l("{");
+        self.l(".param .b64 bpf_ua;");
+        self.l("st.param.b64 [bpf_ua], %t1;");
+        self.l(".param .b64 bpf_uv;");
+        self.l(format!("st.param.b64 [bpf_uv], {val};"));
+        self.l(format!("call.uni {f}, (bpf_ua, bpf_uv);"));
+        self.l("}");
+        let _ = writeln!(self.out, "{done}:");
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(
+        &mut self,
+        size: Size,
+        op: AtomicOp,
+        fetch: bool,
+        base: u8,
+        src: u8,
+        off: i16,
+        fp: &[Fp; 11],
+        frame: u32,
+    ) {
+        // Atomics must be naturally aligned (BPF requires it too), so no byte-wise path.
+        let addr = match fp[base as usize] {
+            Fp::At(k) if i64::from(frame) + k + i64::from(off) >= 0 => {
+                format!("bpf_stack+{}", i64::from(frame) + k + i64::from(off))
+            }
+            _ => {
+                self.l(format!("add.u64 %t1, %r{base}, {off};"));
+                "%t1".to_string()
+            }
+        };
+        let space = if addr.starts_with("bpf_stack") {
+            ".local"
+        } else {
+            ""
+        };
+        let wide = size == Size::DW;
+        // Operand registers: 64-bit use the BPF registers, 32-bit their low halves.
+        let (v, old) = if wide {
+            (format!("%r{src}"), "%t0".to_string())
+        } else {
+            self.l(format!("cvt.u32.u64 %w1, %r{src};"));
+            ("%w1".to_string(), "%w0".to_string())
+        };
+        let (bt, ut) = if wide { ("b64", "u64") } else { ("b32", "u32") };
+        let writeback = |w: &mut Self, reg: u8| {
+            if wide {
+                w.l(format!("mov.u64 %r{reg}, %t0;"));
+            } else {
+                w.l(format!("cvt.u64.u32 %r{reg}, %w0;"));
+            }
+        };
+        // `.local` atomics do not exist in PTX; the frame is private to the thread, so a
+        // plain read-modify-write is atomic there.
+        if space == ".local" {
+            let t = if wide { "u64" } else { "u32" };
+            self.l(format!("ld.local.{t} {old}, [{addr}];"));
+            let new = if wide { "%t3" } else { "%w2" };
+            match op {
+                AtomicOp::Add => self.l(format!("add.{ut} {new}, {old}, {v};")),
+                AtomicOp::Or => self.l(format!("or.{bt} {new}, {old}, {v};")),
+                AtomicOp::And => self.l(format!("and.{bt} {new}, {old}, {v};")),
+                AtomicOp::Xor => self.l(format!("xor.{bt} {new}, {old}, {v};")),
+                AtomicOp::Xchg => self.l(format!("mov.{bt} {new}, {v};")),
+                AtomicOp::Cmpxchg => {
+                    let r0 = if wide {
+                        "%r0".to_string()
+                    } else {
+                        self.l("cvt.u32.u64 %w3, %r0;");
+                        "%w3".to_string()
+                    };
+                    self.l(format!("setp.eq.{bt} %p1, {old}, {r0};"));
+                    self.l(format!("selp.{bt} {new}, {v}, {old}, %p1;"));
+                }
+            }
+            self.l(format!("st.local.{t} [{addr}], {new};"));
+        } else {
+            let (name, t) = match op {
+                AtomicOp::Add => ("add", ut),
+                AtomicOp::Or => ("or", bt),
+                AtomicOp::And => ("and", bt),
+                AtomicOp::Xor => ("xor", bt),
+                AtomicOp::Xchg => ("exch", bt),
+                AtomicOp::Cmpxchg => ("cas", bt),
+            };
+            if !fetch {
+                self.l(format!("red.{name}.{t} [{addr}], {v};"));
+                return;
+            }
+            if op == AtomicOp::Cmpxchg {
+                let r0 = if wide {
+                    "%r0".to_string()
+                } else {
+                    self.l("cvt.u32.u64 %w3, %r0;");
+                    "%w3".to_string()
+                };
+                self.l(format!("atom.cas.{bt} {old}, [{addr}], {r0}, {v};"));
+            } else {
+                self.l(format!("atom.{name}.{t} {old}, [{addr}], {v};"));
+            }
+        }
+        if !fetch {
+            return;
+        }
+        writeback(self, if op == AtomicOp::Cmpxchg { 0 } else { src });
+    }
+}

@@ -1,0 +1,138 @@
+//! Every PTX the backend emits is accepted by ptxas for sm_70, sm_80 and sm_90: all 313
+//! conformance programs (with their `.entry` kernels) and every corpus program the backend
+//! can lower today.
+//!
+//! ptxas comes from `$PTXAS`, else the project's venv (`.venv`, which `.ci/run` creates
+//! with `pip install nvidia-cuda-nvcc-cu12`), else `PATH`. Without it the test fails,
+//! unless `BPF2PTX_SKIP_PTXAS=1` says to skip on purpose.
+
+use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_tests::{conformance_dir, files_with_ext, repo_root};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGETS: &[&str] = &["sm_70", "sm_80", "sm_90"];
+
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo_root().join(".venv/lib");
+    if let Ok(rd) = std::fs::read_dir(&venv) {
+        for e in rd.flatten() {
+            let p = e.path().join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| PathBuf::from("ptxas"))
+}
+
+/// Assembles `ptx` for every target; returns the error text of the first failure.
+fn assemble(ptxas: &Path, dir: &Path, name: &str, ptx: &str) -> Result<(), String> {
+    let src = dir.join(format!("{name}.ptx"));
+    std::fs::write(&src, ptx).unwrap();
+    for t in TARGETS {
+        let out = Command::new(ptxas)
+            .arg(format!("-arch={t}"))
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.join(format!("{name}.{t}.cubin")))
+            .output()
+            .map_err(|e| format!("running ptxas: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{name} ({t}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn ptxas_accepts_all_emitted_ptx() {
+    let Some(ptxas) = ptxas() else {
+        if std::env::var_os("BPF2PTX_SKIP_PTXAS").is_some_and(|v| v == "1") {
+            eprintln!("skipped: no ptxas and BPF2PTX_SKIP_PTXAS=1");
+            return;
+        }
+        panic!(
+            "ptxas not found: run `bash .ci/run` once (it creates .venv with ptxas) or set PTXAS"
+        );
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut jobs: Vec<(String, String)> = Vec::new();
+    let conf = conformance_dir().expect("vendored conformance suite");
+    for f in files_with_ext(&conf.join("tests"), "data") {
+        let obj = bpf2ptx::load_path(&f).unwrap();
+        let text = ptx::write_string(
+            &obj,
+            &ptx::Options {
+                target: "sm_70".into(),
+                entry: true,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        jobs.push((f.file_stem().unwrap().to_string_lossy().into_owned(), text));
+    }
+    let mut lowered = 0;
+    for f in files_with_ext(&repo_root().join("tests/corpus/obj"), "o") {
+        let obj = bpf2ptx::load_path(&f).unwrap();
+        // Programs that call the device runtime's helpers or maps come with that issue.
+        if let Ok(text) = ptx::write_string(
+            &obj,
+            &ptx::Options {
+                target: "sm_70".into(),
+                entry: true,
+            },
+        ) {
+            jobs.push((
+                f.file_name().unwrap().to_string_lossy().replace('.', "_"),
+                text,
+            ));
+            lowered += 1;
+        }
+    }
+    // Four workers: ptxas is single-threaded and each file takes ~10 ms.
+    let chunks: Vec<Vec<(String, String)>> = {
+        let mut c = vec![Vec::new(); 4];
+        for (i, j) in jobs.into_iter().enumerate() {
+            c[i % 4].push(j);
+        }
+        c
+    };
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let (ptxas, dir) = (&ptxas, tmp.path());
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|(n, t)| assemble(ptxas, dir, n, t).err())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} ptxas failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!(
+        "ptxas accepted 313 conformance modules and {lowered} corpus modules for {TARGETS:?}"
+    );
+}
