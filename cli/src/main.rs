@@ -1,29 +1,87 @@
 //! The `bpf2ptx` binary.
 
+use bpf2ptx::compile::{self, CompileError};
+use bpf2ptx::run::{self, RunOptions};
 use bpf2ptx::{dump::Dump, exit};
-use clap::{Parser, Subcommand, ValueEnum};
+use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_compiler::program::Object;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Compile eBPF programs to NVIDIA PTX probes.
+///
+/// `bpf2ptx FILE -o probe.ptx` verifies every program of FILE and lowers it to PTX. FILE is
+/// a clang-built BPF ELF object, a bpf_conformance .data file or a text assembly file
+/// (detected from the content). Exit codes: 0 ok, 1 rejected or failed, 2 bad input,
+/// 3 no GPU.
 #[derive(Parser)]
-#[command(name = "bpf2ptx", version, about)]
+#[command(
+    name = "bpf2ptx",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    compile: CompileArgs,
+}
+
+#[derive(Args)]
+struct CompileArgs {
+    /// The input file.
+    file: Option<PathBuf>,
+    /// Output file (`-` for stdout); default: FILE with the extension `.ptx`. Written
+    /// atomically: on error nothing is written.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+#[derive(Args, Clone)]
+struct TargetArgs {
+    /// GPU target: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100 or sm_120. The PTX
+    /// .version is the lowest the target allows (specs/targets.md).
+    #[arg(long, default_value = "sm_70")]
+    target: String,
+    /// Also emit a standalone `.entry` kernel per program (`bpf2ptx_entry_<program>`).
+    #[arg(long)]
+    entry: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Print what an input holds: sections, maps, programs, disassembly with relocations
-    /// and source lines. FILE is a BPF ELF object, a bpf_conformance .data file or a text
-    /// assembly file (detected from the content).
+    /// and source lines.
     Dump {
         /// The input file.
         file: PathBuf,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+    /// Check every program of an input (exit 0 accepted, 1 rejected, 2 bad input).
+    Verify {
+        /// The input file.
+        file: PathBuf,
+    },
+    /// Run a program once on the GPU (or the reference interpreter) and print r0; with a
+    /// directory, run every .data file in it and print `N passed, N failed`.
+    Run {
+        /// A file, or a directory of bpf_conformance .data files.
+        path: PathBuf,
+        /// Bytes passed to the program in r1 (length in r2); default: the file's `-- mem`.
+        #[arg(long)]
+        mem: Option<PathBuf>,
+        /// Run the reference interpreter instead of the GPU.
+        #[arg(long)]
+        cpu: bool,
+        /// GPU target of the PTX.
+        #[arg(long, default_value = "sm_70")]
+        target: String,
     },
 }
 
@@ -47,22 +105,156 @@ fn main() {
         }
     };
     let code = match cli.command {
-        Command::Dump { file, format } => match bpf2ptx::load_path(&file) {
-            Ok(obj) => {
-                let d = Dump::new(&obj);
-                let text = match format {
-                    Format::Text => d.to_text(),
-                    Format::Json => d.to_json(),
-                };
-                // A closed pipe (`bpf2ptx dump x | head`) is not an error worth a panic.
-                let _ = std::io::stdout().write_all(text.as_bytes());
-                exit::OK
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
+        Some(Command::Dump { file, format }) => dump(&file, format),
+        Some(Command::Verify { file }) => verify(&file),
+        Some(Command::Run {
+            path,
+            mem,
+            cpu,
+            target,
+        }) => run_cmd(&path, mem.as_deref(), cpu, &target),
+        None => match cli.compile.file {
+            Some(file) => compile_cmd(&file, cli.compile.output.as_deref(), &cli.compile.target),
+            None => {
+                eprintln!("error: no input file (try `bpf2ptx --help`)");
                 exit::BAD_INPUT
             }
         },
     };
     std::process::exit(code);
+}
+
+fn load(file: &Path) -> Result<Object, i32> {
+    bpf2ptx::load_path(file).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::BAD_INPUT
+    })
+}
+
+fn dump(file: &Path, format: Format) -> i32 {
+    let obj = match load(file) {
+        Ok(o) => o,
+        Err(c) => return c,
+    };
+    let d = Dump::new(&obj);
+    let text = match format {
+        Format::Text => d.to_text(),
+        Format::Json => d.to_json(),
+    };
+    // A closed pipe (`bpf2ptx dump x | head`) is not an error worth a panic.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    exit::OK
+}
+
+fn verify(file: &Path) -> i32 {
+    let obj = match load(file) {
+        Ok(o) => o,
+        Err(c) => return c,
+    };
+    match compile::verify(&obj) {
+        Ok(()) => {
+            for p in &obj.programs {
+                println!(
+                    "{}: program {}: accepted ({} insns)",
+                    obj.file,
+                    p.name,
+                    p.insns.len()
+                );
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs) -> i32 {
+    let opts = ptx::Options {
+        target: t.target.clone(),
+        entry: t.entry,
+    };
+    let out = output
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| file.with_extension("ptx"));
+    let result = bpf2ptx::load_path(file)
+        .map_err(CompileError::from)
+        .and_then(|obj| compile::compile(&obj, &opts))
+        .and_then(|text| compile::write_output(&out, &text));
+    match result {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
+    let opts_ptx = ptx::Options {
+        target: target.to_string(),
+        entry: true,
+    };
+    let compile_fn = |obj: &Object| -> Result<(String, String), String> {
+        let text = compile::compile(obj, &opts_ptx).map_err(|e| e.to_string())?;
+        Ok((text, ptx::entry_symbol(&obj.programs[0])))
+    };
+    let interp_fn = |obj: &Object, mem: &mut [u8]| -> Result<u64, String> {
+        compile::verify(obj).map_err(|e| e.to_string())?;
+        bpf2ptx_compiler::interp::run(obj, 0, mem, &Default::default()).map_err(|e| e.to_string())
+    };
+    let opts = RunOptions {
+        mem,
+        cpu,
+        compile: &compile_fn,
+        interp: Some(&interp_fn),
+    };
+    if path.is_dir() {
+        let mut stdout = std::io::stdout();
+        return match run::run_dir(path, &opts, &mut stdout) {
+            Ok(s) if s.failed == 0 => exit::OK,
+            Ok(_) => exit::REJECTED,
+            Err(e) => {
+                eprintln!("error: {e}");
+                run_error_code(&e)
+            }
+        };
+    }
+    match run::run_file(path, &opts) {
+        Ok(o) => {
+            print!("r0 = {:#x} ({})", o.r0, o.r0 as i64);
+            if let Some(ms) = o.kernel_ms {
+                print!("  [{:?}, kernel {ms:.3} ms]", o.engine);
+            }
+            println!();
+            match o.passed() {
+                Some(true) => {
+                    println!("expected {:#x}: ok", o.expected.unwrap_or_default());
+                    exit::OK
+                }
+                Some(false) => {
+                    println!(
+                        "FAIL: expected {}",
+                        o.expected
+                            .map_or_else(|| "an error".to_string(), |e| format!("{e:#x}"))
+                    );
+                    exit::REJECTED
+                }
+                None => exit::OK,
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            run_error_code(&e)
+        }
+    }
+}
+
+fn run_error_code(e: &run::RunError) -> i32 {
+    match e {
+        run::RunError::Gpu(_) => exit::NO_GPU,
+        run::RunError::Step { .. } => exit::REJECTED,
+        _ => exit::BAD_INPUT,
+    }
 }

@@ -1,0 +1,348 @@
+//! Running a compiled program on an NVIDIA GPU through the CUDA driver API.
+//!
+//! ```text
+//!  PTX text ──Gpu::load──▶ Module (cuModuleLoadDataEx, JIT error log kept)
+//!  Module + entry + mem ──Gpu::run_entry──▶ RunResult { r0, mem, kernel_ms }
+//! ```
+//!
+//! The driver is loaded at run time (cudarc's `dynamic-loading`), so the `bpf2ptx` binary
+//! neither links libcuda nor needs it unless a program is actually run on a GPU.
+//! [`Gpu::open`] checks for the library first and returns [`GpuError::NoDriver`] where it
+//! is missing (cudarc itself would panic).
+//!
+//! One [`Gpu`] holds one context (the primary context of device 0) and its default
+//! stream; a process loads any number of modules into it and launches any number of
+//! kernels. Every launch is synchronous: [`Gpu::run_entry`] returns after the kernel has
+//! finished and its results have been copied back.
+//!
+//! The entry ABI, as the backend emits it with `--entry`:
+//!
+//! ```text
+//! .visible .entry NAME(.param .u64 mem, .param .u64 mem_len, .param .u64 result)
+//! ```
+//!
+//! `mem` points to a device copy of the input bytes (a 1-byte allocation when the input is
+//! empty, with `mem_len` 0) and `result` to one `u64` where the kernel stores r0. The
+//! kernel runs as one thread (grid 1x1x1, block 1x1x1).
+//!
+//! Faults inside a kernel (illegal address, trap, ...) leave the CUDA context unusable;
+//! [`GpuError::is_context_lost`] says so, and the caller must drop the [`Gpu`] and every
+//! [`Module`] loaded into it before [`Gpu::open`] gives a working context again.
+
+use cudarc::driver::result::DriverError;
+use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::{CudaContext, CudaStream, DevicePtrMut};
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Why something on the GPU failed.
+#[derive(Debug, Error)]
+pub enum GpuError {
+    /// libcuda could not be loaded.
+    #[error(
+        "no CUDA driver (libcuda.so) found: `bpf2ptx run` needs an NVIDIA GPU; \
+         use --cpu for the reference interpreter"
+    )]
+    NoDriver,
+    /// The driver is there but sees no device.
+    #[error("the CUDA driver found no GPU: `bpf2ptx run` needs an NVIDIA GPU; use --cpu for the reference interpreter")]
+    NoDevice,
+    /// A driver call failed outside the cases below.
+    #[error("cuda {op} failed: {}", describe(source))]
+    Driver {
+        /// What was being done (`init`, `context`, `alloc`, `copy`, ...).
+        op: &'static str,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// The driver rejected the PTX (JIT compilation failed).
+    #[error("ptx jit failed: {}{}{log}", describe(source), if log.is_empty() { "" } else { "\n" })]
+    Jit {
+        /// The JIT compiler's error log (`ptxas ...` lines), possibly empty.
+        log: String,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// The PTX text holds a NUL byte, which the driver API cannot take.
+    #[error("the ptx text holds a NUL byte at offset {offset}")]
+    NulInPtx {
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
+    /// The module has no kernel of that name.
+    #[error("the module has no kernel `{entry}`")]
+    NoEntry {
+        /// The name asked for.
+        entry: String,
+    },
+    /// The launch failed, or the kernel faulted while running.
+    #[error("kernel `{entry}` failed: {}", describe(source))]
+    Kernel {
+        /// The kernel.
+        entry: String,
+        /// The driver's error.
+        source: DriverError,
+    },
+}
+
+impl GpuError {
+    /// Whether the error left the context unusable (a fault inside a kernel): every later
+    /// call on it fails until the [`Gpu`] and its modules are dropped and a new one opened.
+    pub fn is_context_lost(&self) -> bool {
+        use sys::cudaError_enum as E;
+        let code = match self {
+            GpuError::Driver { source, .. }
+            | GpuError::Jit { source, .. }
+            | GpuError::Kernel { source, .. } => source.0,
+            _ => return false,
+        };
+        matches!(
+            code,
+            E::CUDA_ERROR_ILLEGAL_ADDRESS
+                | E::CUDA_ERROR_LAUNCH_FAILED
+                | E::CUDA_ERROR_LAUNCH_TIMEOUT
+                | E::CUDA_ERROR_HARDWARE_STACK_ERROR
+                | E::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | E::CUDA_ERROR_MISALIGNED_ADDRESS
+                | E::CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | E::CUDA_ERROR_INVALID_PC
+                | E::CUDA_ERROR_ASSERT
+                | E::CUDA_ERROR_ECC_UNCORRECTABLE
+                | E::CUDA_ERROR_CONTEXT_IS_DESTROYED
+        )
+    }
+}
+
+/// `CUDA_ERROR_X (text)`, from the driver's own tables.
+fn describe(e: &DriverError) -> String {
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned());
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned());
+    match (name, text) {
+        (Ok(n), Ok(t)) => format!("{n} ({t})"),
+        (Ok(n), Err(_)) => n,
+        _ => format!("{:?}", e.0),
+    }
+}
+
+fn driver(op: &'static str) -> impl FnOnce(DriverError) -> GpuError {
+    move |source| GpuError::Driver { op, source }
+}
+
+/// One CUDA context (device 0's primary context) and its default stream.
+#[derive(Debug)]
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+}
+
+/// A PTX module loaded into a [`Gpu`]'s context; unloaded when dropped.
+#[derive(Debug)]
+pub struct Module {
+    module: sys::CUmodule,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a CUmodule is a handle valid in any thread once its context is bound, which every
+// use here does first (the same reasoning as cudarc's own `CudaModule`).
+unsafe impl Send for Module {}
+// SAFETY: as above; the module is never mutated through `&Module`.
+unsafe impl Sync for Module {}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // Errors here (a lost context) cannot be reported; `Gpu::run_entry` and
+        // `Gpu::load` read cudarc's recorded error state, so they are not lost for good,
+        // but a failing unload must not be blamed on the next program.
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the module was loaded by `Gpu::load` and is unloaded only here.
+            let _ = unsafe { sys::cuModuleUnload(self.module) };
+        }
+    }
+}
+
+/// What one kernel run gives back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    /// The value the kernel stored through `result`.
+    pub r0: u64,
+    /// The memory after the run (the kernel may write it); as long as the input.
+    pub mem: Vec<u8>,
+    /// Kernel time in milliseconds, measured with CUDA events recorded on the stream just
+    /// before and after the launch (device time, including the launch's own latency).
+    pub kernel_ms: f32,
+}
+
+impl Gpu {
+    /// Opens device 0.
+    pub fn open() -> Result<Gpu, GpuError> {
+        // SAFETY: only tries to dlopen the driver library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(GpuError::NoDriver);
+        }
+        cudarc::driver::result::init().map_err(|source| match source.0 {
+            sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice,
+            _ => GpuError::Driver { op: "init", source },
+        })?;
+        let count = cudarc::driver::result::device::get_count().map_err(driver("device count"))?;
+        if count < 1 {
+            return Err(GpuError::NoDevice);
+        }
+        let ctx = CudaContext::new(0).map_err(driver("context"))?;
+        // One stream only, and every call below synchronises it: cudarc's per-buffer
+        // event tracking buys nothing here.
+        // SAFETY: all work goes to the single default stream, in order.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        Ok(Gpu { ctx, stream })
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn name(&self) -> Result<String, GpuError> {
+        self.ctx.name().map_err(driver("device name"))
+    }
+
+    /// JIT-compiles PTX text into a module of this context.
+    pub fn load(&self, ptx: &str) -> Result<Module, GpuError> {
+        let c_src = CString::new(ptx).map_err(|e| GpuError::NulInPtx {
+            offset: e.nul_position(),
+        })?;
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        let mut log = vec![0u8; 64 * 1024];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The driver reads each value as the option's type: a pointer for the buffer and
+        // an unsigned int, passed in the pointer's bits, for the size (it writes back the
+        // number of bytes used).
+        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `c_src` is NUL-terminated; `options` and `values` have the same length
+        // and the log buffer outlives the call.
+        let r = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                c_src.as_ptr().cast(),
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        match r {
+            CUresult::CUDA_SUCCESS => Ok(Module {
+                module,
+                ctx: self.ctx.clone(),
+            }),
+            code => {
+                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                let log = String::from_utf8_lossy(&log[..end]).trim_end().to_string();
+                Err(GpuError::Jit {
+                    log,
+                    source: DriverError(code),
+                })
+            }
+        }
+    }
+
+    /// Runs `entry` of `module` once, one thread, on a copy of `mem`, and waits for it.
+    pub fn run_entry(
+        &self,
+        module: &Module,
+        entry: &str,
+        mem: &[u8],
+    ) -> Result<RunResult, GpuError> {
+        let r = self.launch(module, entry, mem);
+        // Errors recorded by cudarc in drops (frees, unloads) belong to this run, not the
+        // next one.
+        match (r, self.ctx.check_err()) {
+            (Ok(_), Err(source)) => Err(GpuError::Kernel {
+                entry: entry.to_string(),
+                source,
+            }),
+            (r, _) => r,
+        }
+    }
+
+    fn launch(&self, module: &Module, entry: &str, mem: &[u8]) -> Result<RunResult, GpuError> {
+        let kernel_err = |source| GpuError::Kernel {
+            entry: entry.to_string(),
+            source,
+        };
+        let c_entry = CString::new(entry).map_err(|_| GpuError::NoEntry {
+            entry: entry.to_string(),
+        })?;
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        let mut func: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: the module is loaded in this context and alive for the borrow.
+        match unsafe { sys::cuModuleGetFunction(&mut func, module.module, c_entry.as_ptr()) } {
+            CUresult::CUDA_SUCCESS => {}
+            CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(GpuError::NoEntry {
+                    entry: entry.to_string(),
+                })
+            }
+            code => return Err(driver("get function")(DriverError(code))),
+        }
+
+        let input: &[u8] = if mem.is_empty() { &[0] } else { mem };
+        let mut d_mem = self
+            .stream
+            .clone_htod(input)
+            .map_err(driver("copy to device"))?;
+        let mut d_result = self.stream.alloc_zeros::<u64>(1).map_err(driver("alloc"))?;
+        let start = self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(driver("event"))?;
+        let end = self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(driver("event"))?;
+        {
+            let (mut p_mem, _g1) = d_mem.device_ptr_mut(&self.stream);
+            let mut mem_len = mem.len() as u64;
+            let (mut p_result, _g2) = d_result.device_ptr_mut(&self.stream);
+            let mut params: [*mut c_void; 3] = [
+                (&mut p_mem as *mut sys::CUdeviceptr).cast(),
+                (&mut mem_len as *mut u64).cast(),
+                (&mut p_result as *mut sys::CUdeviceptr).cast(),
+            ];
+            start.record(&self.stream).map_err(driver("event record"))?;
+            // SAFETY: `func` comes from a live module of this context; its declared
+            // parameters are three u64 values (the entry ABI above) and `params` points
+            // to three u64 values that outlive the call (the driver copies them).
+            unsafe {
+                cudarc::driver::result::launch_kernel(
+                    func,
+                    (1, 1, 1),
+                    (1, 1, 1),
+                    0,
+                    self.stream.cu_stream(),
+                    &mut params,
+                )
+            }
+            .map_err(kernel_err)?;
+            end.record(&self.stream).map_err(driver("event record"))?;
+        }
+        self.stream.synchronize().map_err(kernel_err)?;
+        let kernel_ms = start.elapsed_ms(&end).map_err(driver("event timing"))?;
+        let r0 = self
+            .stream
+            .clone_dtoh(&d_result)
+            .map_err(driver("copy to host"))?[0];
+        let mut out = self
+            .stream
+            .clone_dtoh(&d_mem)
+            .map_err(driver("copy to host"))?;
+        out.truncate(mem.len());
+        drop((d_mem, d_result));
+        // Make sure the frees have happened, so their errors (if any) are seen now.
+        self.stream.synchronize().map_err(kernel_err)?;
+        Ok(RunResult {
+            r0,
+            mem: out,
+            kernel_ms,
+        })
+    }
+}
