@@ -264,10 +264,12 @@ fn runtime_decl(name: &str) -> String {
 }
 
 fn runtime_body(name: &str) -> String {
+    // The access size is the name's trailing digits (`bpf2ptx_ldu4` → 4).
     let bytes: u32 = name
-        .trim_start_matches(|c: char| !c.is_ascii_digit())
-        .parse()
-        .unwrap_or(8);
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|d| d.parse().ok())
+        .expect("runtime helper names end in their size");
     let mut b = String::new();
     if name.starts_with("bpf2ptx_ldu") {
         let _ = writeln!(b, ".func (.param .b64 v) {name}(.param .b64 a)\n{{\n\t.reg .b64 %x<4>;\n\t.reg .b16 %h;\n\tld.param.u64 %x0, [a];\n\tmov.u64 %x1, 0;");
