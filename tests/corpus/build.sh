@@ -47,6 +47,7 @@ objects=(
 	"warp_timing  v3 -"
 	"subprog      v3 -"
 	"gpu_maps     v3 -"
+	"launch_stamp v3 -"
 	"big          v3 -"
 	"hist_log2    v4 -"
 	"globals      v4 -"
