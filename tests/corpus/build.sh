@@ -49,6 +49,7 @@ objects=(
 	"gpu_maps     v3 -"
 	"launch_stamp v3 -"
 	"big          v3 -"
+	"big_globals  v3 -"
 	"hist_log2    v4 -"
 	"globals      v4 -"
 	"signed_ops   v4 -"
