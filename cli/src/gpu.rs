@@ -25,9 +25,11 @@
 //! empty, with `mem_len` 0) and `result` to one `u64` where the kernel stores r0. The
 //! kernel runs as one thread (grid 1x1x1, block 1x1x1).
 //!
-//! Faults inside a kernel (illegal address, trap, ...) leave the CUDA context unusable;
-//! [`GpuError::is_context_lost`] says so, and the caller must drop the [`Gpu`] and every
-//! [`Module`] loaded into it before [`Gpu::open`] gives a working context again.
+//! A fault inside a kernel (illegal address, trap, ...) is sticky: every later driver call
+//! of the process fails with the same error, and (checked with driver 580 on an H200)
+//! neither dropping every context, nor `cuDevicePrimaryCtxReset`, nor a new non-primary
+//! context recovers; only a new process does. [`GpuError::is_context_lost`] says when
+//! that has happened.
 
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys::{self, CUresult};
@@ -87,8 +89,8 @@ pub enum GpuError {
 }
 
 impl GpuError {
-    /// Whether the error left the context unusable (a fault inside a kernel): every later
-    /// call on it fails until the [`Gpu`] and its modules are dropped and a new one opened.
+    /// Whether the error is a sticky one (a fault inside a kernel): every later CUDA call
+    /// of this process fails, [`Gpu::open`] included (see the module doc).
     pub fn is_context_lost(&self) -> bool {
         use sys::cudaError_enum as E;
         let code = match self {
@@ -344,5 +346,98 @@ impl Gpu {
             mem: out,
             kernel_ms,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Follows the entry ABI: r0 = mem_len + 2^32, and mem[0] = 0xab when there is memory.
+    const PTX: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry t(.param .u64 mem, .param .u64 mem_len, .param .u64 result)
+{
+    .reg .pred %p<2>;
+    .reg .u16 %rs<2>;
+    .reg .u64 %rd<6>;
+    ld.param.u64 %rd1, [mem];
+    ld.param.u64 %rd2, [mem_len];
+    ld.param.u64 %rd3, [result];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd3, %rd3;
+    add.u64 %rd4, %rd2, 4294967296;
+    st.global.u64 [%rd3], %rd4;
+    setp.eq.u64 %p1, %rd2, 0;
+    @%p1 bra DONE;
+    mov.u16 %rs1, 171;
+    st.global.u8 [%rd1], %rs1;
+DONE:
+    ret;
+}
+.visible .entry fault(.param .u64 mem, .param .u64 mem_len, .param .u64 result)
+{
+    .reg .u64 %rd<2>;
+    mov.u64 %rd1, 0;
+    st.global.u64 [%rd1], %rd1;
+    ret;
+}
+"#;
+
+    /// One test, so that the deliberate fault at the end cannot break a test running in
+    /// parallel (all `Gpu`s of a process share device 0's primary context).
+    #[test]
+    fn runs_entries_reports_jit_logs_and_recovers_from_faults() {
+        // SAFETY: only tries to dlopen the driver library.
+        if !unsafe { sys::is_culib_present() } {
+            eprintln!("skipped: no libcuda here (the GPU tests run on a machine with a GPU)");
+            return;
+        }
+        let gpu = Gpu::open().unwrap();
+        eprintln!("device: {}", gpu.name().unwrap());
+        let m = gpu.load(PTX).unwrap();
+        let r = gpu.run_entry(&m, "t", &[1, 2, 3]).unwrap();
+        assert_eq!((r.r0, r.mem.as_slice()), ((1 << 32) + 3, &[0xab, 2, 3][..]));
+        assert!(r.kernel_ms > 0.0, "{r:?}");
+        let r = gpu.run_entry(&m, "t", &[]).unwrap();
+        assert_eq!((r.r0, r.mem.len()), (1 << 32, 0));
+
+        let e = gpu.run_entry(&m, "nope", &[]).unwrap_err();
+        assert!(
+            matches!(&e, GpuError::NoEntry { entry } if entry == "nope"),
+            "{e}"
+        );
+
+        let bad = PTX.replace("cvta.to.global.u64 %rd1, %rd1;", "bogus.u64 %rd1;");
+        let e = gpu.load(&bad).unwrap_err();
+        eprintln!("{e}");
+        assert!(
+            matches!(&e, GpuError::Jit { log, .. } if log.contains("bogus")),
+            "{e}"
+        );
+        assert!(!e.is_context_lost());
+        let e = gpu.load("\0").unwrap_err();
+        assert!(matches!(e, GpuError::NulInPtx { offset: 0 }), "{e}");
+
+        // Still usable after those errors.
+        assert_eq!(gpu.run_entry(&m, "t", &[0]).unwrap().r0, (1 << 32) + 1);
+
+        let e = gpu.run_entry(&m, "fault", &[0]).unwrap_err();
+        eprintln!("{e}");
+        assert!(e.is_context_lost(), "{e}");
+        let e = gpu.run_entry(&m, "t", &[0]).unwrap_err();
+        assert!(e.is_context_lost(), "{e}");
+        drop((m, gpu));
+        // Driver 580 (H200) refuses even a fresh context for the rest of the process.
+        match Gpu::open() {
+            Ok(gpu) => {
+                eprintln!("this driver recovers from a kernel fault in-process");
+                let m = gpu.load(PTX).unwrap();
+                assert_eq!(gpu.run_entry(&m, "t", &[7]).unwrap().r0, (1 << 32) + 1);
+            }
+            Err(e) => assert!(e.is_context_lost(), "{e}"),
+        }
     }
 }

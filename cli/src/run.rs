@@ -11,9 +11,10 @@
 //! if one is given, else the `.data` file's `-- mem` section, else nothing.
 //!
 //! [`run_dir`] runs every `*.data` file of a directory, sorted by name, in one process
-//! with one GPU context (reopened only after a kernel fault, which leaves a context
-//! unusable). A file passes when r0 equals its `-- result`, or, for a file that expects
-//! `-- error`, when loading, compiling or running it fails.
+//! with one GPU context. A file passes when r0 equals its `-- result`, or, for a file that
+//! expects `-- error`, when loading, compiling or running it fails. A kernel fault poisons
+//! CUDA for the rest of the process (see [`crate::gpu`]), so the files after one are
+//! reported as not run ([`FailReason::NotRun`]).
 
 use crate::gpu::{Gpu, GpuError};
 use bpf2ptx_compiler::front::{load_path, LoadError};
@@ -163,6 +164,12 @@ pub enum FailReason {
         /// What the program returned.
         got: u64,
     },
+    /// Not run: an earlier test's kernel faulted, which leaves CUDA unusable in this
+    /// process.
+    NotRun {
+        /// The test whose kernel faulted.
+        lost_at: String,
+    },
 }
 
 impl std::fmt::Display for FailReason {
@@ -182,6 +189,11 @@ impl std::fmt::Display for FailReason {
                     "no `-- result` or `-- error` to compare with, got {got:#x}"
                 )
             }
+            FailReason::NotRun { lost_at } => write!(
+                f,
+                "not run: the kernel of {lost_at} faulted, and CUDA refuses any further \
+                 work in this process"
+            ),
         }
     }
 }
@@ -254,7 +266,7 @@ pub fn run_dir(
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let verdict = runner.test(path)?;
+        let verdict = runner.test(&name, path);
         match verdict {
             None => summary.passed += 1,
             Some(reason) => {
@@ -294,6 +306,8 @@ struct Runner<'a> {
     opts: RunOptions<'a>,
     /// The GPU, unless `--cpu`.
     gpu: Option<Gpu>,
+    /// The test whose kernel faulted, poisoning CUDA for this process.
+    lost_at: Option<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -303,7 +317,11 @@ impl<'a> Runner<'a> {
         } else {
             Some(Gpu::open().map_err(RunError::Gpu)?)
         };
-        Ok(Runner { opts: *opts, gpu })
+        Ok(Runner {
+            opts: *opts,
+            gpu,
+            lost_at: None,
+        })
     }
 
     fn engine(&self) -> Engine {
@@ -331,38 +349,38 @@ impl<'a> Runner<'a> {
         Ok((r.r0, r.mem, Some(r.kernel_ms)))
     }
 
-    /// One conformance test: `None` when it passes, else why not. Errs only when the GPU
-    /// is lost and cannot be reopened.
-    fn test(&mut self, path: &Path) -> Result<Option<FailReason>, RunError> {
+    /// One conformance test: `None` when it passes, else why not.
+    fn test(&mut self, name: &str, path: &Path) -> Option<FailReason> {
+        if let Some(lost_at) = &self.lost_at {
+            return Some(FailReason::NotRun {
+                lost_at: lost_at.clone(),
+            });
+        }
         let obj = match load_path(path) {
             Ok(o) => o,
-            Err(_) if text_expects_error(path) => return Ok(None),
-            Err(e) => return Ok(Some(FailReason::Load(Box::new(e)))),
+            Err(_) if text_expects_error(path) => return None,
+            Err(e) => return Some(FailReason::Load(Box::new(e))),
         };
         let mem = obj.test.as_ref().map(|t| t.mem.clone()).unwrap_or_default();
         let expected_error = obj.test.as_ref().and_then(|t| t.error.clone());
         let expected = obj.test.as_ref().and_then(|t| t.result);
         match self.run(&obj, mem) {
-            Ok((got, _, _)) => Ok(match (expected_error, expected) {
+            Ok((got, _, _)) => match (expected_error, expected) {
                 (Some(expected), _) => Some(FailReason::NoError { expected, got }),
                 (None, Some(expected)) if expected == got => None,
                 (None, Some(expected)) => Some(FailReason::Mismatch { expected, got }),
                 (None, None) => Some(FailReason::NoExpectation { got }),
-            }),
+            },
             Err(e) => {
-                if let StepError::Gpu(g) = &e {
-                    if g.is_context_lost() {
-                        // The module is gone already; dropping the Gpu releases the
-                        // primary context, and the next retain gives a fresh one.
-                        self.gpu = None;
-                        self.gpu = Some(Gpu::open().map_err(RunError::Gpu)?);
-                    }
+                if matches!(&e, StepError::Gpu(g) if g.is_context_lost()) {
+                    self.lost_at = Some(name.to_string());
+                    self.gpu = None;
                 }
-                Ok(if expected_error.is_some() {
+                if expected_error.is_some() {
                     None
                 } else {
                     Some(FailReason::Step(e))
-                })
+                }
             }
         }
     }
