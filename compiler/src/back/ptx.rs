@@ -421,6 +421,61 @@ fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
     Frame { before, size }
 }
 
+/// The constant frame offset of an access at `base + off`, when the base is a frame pointer
+/// at a known offset and the access lies inside the frame, naturally aligned: such an
+/// access becomes `ld.local`/`st.local` at a constant address.
+fn folded(fp: &[Fp; 11], base: u8, off: i16, size: Size, frame: u32) -> Option<i64> {
+    let Fp::At(k) = fp[base as usize] else {
+        return None;
+    };
+    let slot = i64::from(frame) + k + i64::from(off);
+    (slot >= 0
+        && slot + i64::from(size.bytes()) <= i64::from(frame)
+        && slot % i64::from(size.bytes()) == 0)
+        .then_some(slot)
+}
+
+/// Whether the function needs r10 as a real generic address: some instruction uses a frame
+/// pointer other than as the base of a folded access or in tracked pointer arithmetic.
+/// When none does, r10 is never materialised and ptxas can keep the whole frame in
+/// registers (a 0-byte stack frame).
+fn needs_frame_address(prog: &Program, k: usize, frame: &Frame) -> bool {
+    let (a, b) = func_range(prog, k);
+    (a..b).any(|i| {
+        let Some(s) = frame.before[i] else {
+            return false;
+        };
+        let ins = &prog.insns[i];
+        let is_fp = |r: u8| s[r as usize] != Fp::No;
+        match ins.kind() {
+            Kind::Ldx(size, _) => {
+                is_fp(ins.src) && folded(&s, ins.src, ins.off, size, frame.size).is_none()
+            }
+            Kind::St(size) => {
+                is_fp(ins.dst) && folded(&s, ins.dst, ins.off, size, frame.size).is_none()
+            }
+            Kind::Stx(size) | Kind::Atomic(size, ..) => {
+                is_fp(ins.src)
+                    || (is_fp(ins.dst) && folded(&s, ins.dst, ins.off, size, frame.size).is_none())
+            }
+            Kind::Alu(AluOp::Mov, Width::W64, Src::X) => false,
+            Kind::Alu(AluOp::Add | AluOp::Sub, Width::W64, Src::K) => {
+                matches!(s[ins.dst as usize], Fp::Any)
+            }
+            Kind::Alu(_, _, src) => is_fp(ins.dst) || (src == Src::X && is_fp(ins.src)),
+            Kind::Neg(_) | Kind::Endian(..) => is_fp(ins.dst),
+            Kind::Movsx(..) => is_fp(ins.src),
+            Kind::Jmp(_, _, src) => is_fp(ins.dst) || (src == Src::X && is_fp(ins.src)),
+            Kind::Call(_) | Kind::Callx => {
+                (1..=5).any(is_fp) || (ins.kind() == Kind::Callx && is_fp(ins.dst))
+            }
+            Kind::Exit => is_fp(0),
+            Kind::LdInd(_) => is_fp(ins.src),
+            _ => false,
+        }
+    })
+}
+
 fn transfer(ins: &Insn, mut s: [Fp; 11]) -> [Fp; 11] {
     let d = ins.dst as usize;
     match ins.kind() {
@@ -475,6 +530,8 @@ struct FuncWriter<'a> {
     out: String,
     need: BTreeSet<String>,
     labels: usize,
+    /// The frame lives in registers `%s<n>` instead of `.local` memory.
+    promote: bool,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -511,6 +568,7 @@ impl<'a> FuncWriter<'a> {
             out: String::new(),
             need: BTreeSet::new(),
             labels: 0,
+            promote: false,
         }
     }
 
@@ -563,7 +621,14 @@ impl<'a> FuncWriter<'a> {
                 targets.insert(t);
             }
         }
-        if frame.size > 0 {
+        let materialise = frame.size > 0 && needs_frame_address(prog, self.k, &frame);
+        // A frame whose address is never taken lives in registers: one .b64 per 8-byte
+        // slot, sub-word accesses through bfe/bfi. ptxas does not promote .local arrays
+        // itself, so without this every spill of a BPF program would go to local memory.
+        self.promote = frame.size > 0 && !materialise;
+        if self.promote {
+            self.l(format!(".reg .b64 %s<{}>;", frame.size / 8));
+        } else if frame.size > 0 {
             self.l(format!(".local .align 8 .b8 bpf_stack[{}];", frame.size));
         }
         self.l(".reg .b64 %r<11>;");
@@ -573,7 +638,7 @@ impl<'a> FuncWriter<'a> {
         for r in 1..=5 {
             self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
         }
-        if frame.size > 0 {
+        if materialise {
             self.l("mov.u64 %r10, bpf_stack;");
             self.l("cvta.local.u64 %r10, %r10;");
             self.l(format!("add.u64 %r10, %r10, {};", frame.size));
@@ -958,6 +1023,54 @@ impl<'a> FuncWriter<'a> {
         self.l(format!("@!%p3 {instr}.{t} {dst}, {dst}, {rhs};"));
     }
 
+    /// Reads `size` bytes of the frame at `slot` into `reg` (a .b64 register, or a .b32 one
+    /// when `reg32`), zero- or sign-extended.
+    fn local_load(&mut self, reg: &str, reg32: bool, slot: i64, size: Size, signed: bool) {
+        if !self.promote {
+            let t = match (reg32, signed) {
+                (true, _) => "u32".to_string(),
+                (false, true) => ty(size).replace('u', "s"),
+                (false, false) => ty(size).to_string(),
+            };
+            self.l(format!("ld.local.{t} {reg}, [bpf_stack+{slot}];"));
+            return;
+        }
+        let (s, bit, n) = (slot / 8, (slot % 8) * 8, size.bytes() * 8);
+        let wide = if reg32 { "%t2" } else { reg };
+        if n == 64 {
+            self.l(format!("mov.b64 {wide}, %s{s};"));
+        } else {
+            self.l(format!(
+                "bfe.{} {wide}, %s{s}, {bit}, {n};",
+                if signed { "s64" } else { "u64" }
+            ));
+        }
+        if reg32 {
+            self.l(format!("cvt.u32.u64 {reg}, %t2;"));
+        }
+    }
+
+    /// Writes the low `size` bytes of `val` (.b64, or .b32 when `val32`) to the frame.
+    fn local_store(&mut self, slot: i64, size: Size, val: &str, val32: bool) {
+        if !self.promote {
+            let t = if val32 { "u32" } else { ty(size) };
+            self.l(format!("st.local.{t} [bpf_stack+{slot}], {val};"));
+            return;
+        }
+        let (s, bit, n) = (slot / 8, (slot % 8) * 8, size.bytes() * 8);
+        let wide = if val32 {
+            self.l(format!("cvt.u64.u32 %t2, {val};"));
+            "%t2"
+        } else {
+            val
+        };
+        if n == 64 {
+            self.l(format!("mov.b64 %s{s}, {wide};"));
+        } else {
+            self.l(format!("bfi.b64 %s{s}, {wide}, %s{s}, {bit}, {n};"));
+        }
+    }
+
     /// A load into `val` (a .b64 register), zero- or sign-extended.
     #[allow(clippy::too_many_arguments)]
     fn load(
@@ -975,12 +1088,9 @@ impl<'a> FuncWriter<'a> {
         } else {
             ty(size).to_string()
         };
-        if let Fp::At(k) = fp[base as usize] {
-            let slot = i64::from(frame) + k + i64::from(off);
-            if slot >= 0 && slot % i64::from(size.bytes()) == 0 {
-                self.l(format!("ld.local.{t} {val}, [bpf_stack+{slot}];"));
-                return;
-            }
+        if let Some(slot) = folded(fp, base, off, size, frame) {
+            self.local_load(val, false, slot, size, signed);
+            return;
         }
         if size == Size::B {
             self.l(format!("ld.{t} {val}, [%r{base}+{off}];"));
@@ -1010,12 +1120,9 @@ impl<'a> FuncWriter<'a> {
 
     fn store(&mut self, size: Size, base: u8, off: i16, fp: &[Fp; 11], frame: u32, val: &str) {
         let t = ty(size);
-        if let Fp::At(k) = fp[base as usize] {
-            let slot = i64::from(frame) + k + i64::from(off);
-            if slot >= 0 && slot % i64::from(size.bytes()) == 0 {
-                self.l(format!("st.local.{t} [bpf_stack+{slot}], {val};"));
-                return;
-            }
+        if let Some(slot) = folded(fp, base, off, size, frame) {
+            self.local_store(slot, size, val, false);
+            return;
         }
         if size == Size::B {
             self.l(format!("st.{t} [%r{base}+{off}], {val};"));
@@ -1053,17 +1160,10 @@ impl<'a> FuncWriter<'a> {
         frame: u32,
     ) {
         // Atomics must be naturally aligned (BPF requires it too), so no byte-wise path.
-        let addr = match fp[base as usize] {
-            Fp::At(k) if i64::from(frame) + k + i64::from(off) >= 0 => {
-                format!("bpf_stack+{}", i64::from(frame) + k + i64::from(off))
-            }
-            _ => {
-                self.l(format!("add.u64 %t1, %r{base}, {off};"));
-                "%t1".to_string()
-            }
-        };
-        let space = if addr.starts_with("bpf_stack") {
-            ".local"
+        let slot = folded(fp, base, off, size, frame);
+        let addr = if slot.is_none() {
+            self.l(format!("add.u64 %t1, %r{base}, {off};"));
+            "%t1"
         } else {
             ""
         };
@@ -1085,9 +1185,8 @@ impl<'a> FuncWriter<'a> {
         };
         // `.local` atomics do not exist in PTX; the frame is private to the thread, so a
         // plain read-modify-write is atomic there.
-        if space == ".local" {
-            let t = if wide { "u64" } else { "u32" };
-            self.l(format!("ld.local.{t} {old}, [{addr}];"));
+        if let Some(slot) = slot {
+            self.local_load(&old, !wide, slot, size, false);
             let new = if wide { "%t3" } else { "%w2" };
             match op {
                 AtomicOp::Add => self.l(format!("add.{ut} {new}, {old}, {v};")),
@@ -1106,7 +1205,7 @@ impl<'a> FuncWriter<'a> {
                     self.l(format!("selp.{bt} {new}, {v}, {old}, %p1;"));
                 }
             }
-            self.l(format!("st.local.{t} [{addr}], {new};"));
+            self.local_store(slot, size, new, !wide);
         } else {
             let (name, t) = match op {
                 AtomicOp::Add => ("add", ut),
