@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * testrun: load raw BPF instructions into the running kernel and run them once
+ * through BPF_PROG_TEST_RUN. The kernel side of tests/tests/kernel_diff.rs.
+ *
+ *     gcc -O2 -Wall -Wextra testrun.c -lbpf -o testrun
+ *     testrun [--type T] PROG.bin [MEM.bin]
+ *     testrun --probe
+ *
+ * PROG.bin holds the program as raw little-endian 8-byte instruction slots,
+ * exactly as bpf2ptx_compiler::isa::encode() writes them (no ELF, no maps,
+ * no BTF). MEM.bin, optional, holds the input memory.
+ *
+ * T is the program type (default syscall):
+ *   syscall        BPF_PROG_TYPE_SYSCALL (loaded BPF_F_SLEEPABLE, which the
+ *                  kernel requires): ctx_in = MEM, r1 = the kernel's copy
+ *                  of MEM (NULL when MEM is empty). This is the only type in
+ *                  which r1 is the memory, as bpf_conformance means it.
+ *                  The kernel does not set r2 (bpf_conformance: the length).
+ *   socket_filter  data_in = MEM (at least 14 bytes); r1 = a struct __sk_buff.
+ *   xdp            data_in = MEM (at least 14 bytes); r1 = a struct xdp_md.
+ *   raw_tp         ctx_in = MEM (u64 arguments); r1 = the argument array.
+ *
+ * Output, one `key=value` per line on stdout, exit status 0 for all three:
+ *   retval=<u32>                        the program ran; the low 32 bits of r0
+ *   mem=<hex>                           after retval when MEM is not empty: MEM as
+ *                                       the program left it (syscall, raw_tp: the
+ *                                       ctx the kernel copies back into ctx_in;
+ *                                       packet types: the first bytes of data_out)
+ *   verdict=rejected errno=<E> reason=<last line of the verifier log>
+ *   verdict=run-failed errno=<E> reason=<why BPF_PROG_TEST_RUN failed>
+ * The whole verifier log of a rejected program goes to stderr. Exit status 2
+ * is a usage or I/O error.
+ *
+ * --probe loads and runs `r0 = 0; exit` as a syscall program; it exits 0 when
+ * that works, else prints why bpf(2) cannot be used here and exits 1.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+
+#define LOG_SIZE (1u << 22)
+
+static char log_buf[LOG_SIZE];
+
+static void *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f) {
+		fprintf(stderr, "testrun: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			buf = realloc(buf, cap);
+			if (!buf) {
+				fprintf(stderr, "testrun: out of memory\n");
+				exit(2);
+			}
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+
+		if (got == 0)
+			break;
+		n += got;
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "testrun: reading %s failed\n", path);
+		exit(2);
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* The last line of the verifier log that says why, skipping the statistics. */
+static const char *last_reason(char *log)
+{
+	char *lines[2] = { NULL, NULL };
+	char *save = NULL;
+
+	for (char *l = strtok_r(log, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(l, "processed ", 10) == 0 || strncmp(l, "verification time", 17) == 0 ||
+		    strncmp(l, "stack depth", 11) == 0 || l[0] == 0)
+			continue;
+		lines[0] = lines[1];
+		lines[1] = l;
+	}
+	return lines[1] ? lines[1] : "(empty verifier log)";
+}
+
+static int probe(void)
+{
+	/* r0 = 0; exit */
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	int fd;
+
+	if (geteuid() != 0) {
+		printf("not root (euid %u): loading BPF_PROG_TYPE_SYSCALL needs CAP_BPF+CAP_PERFMON\n",
+		       geteuid());
+		return 1;
+	}
+	LIBBPF_OPTS(bpf_prog_load_opts, load, .prog_flags = BPF_F_SLEEPABLE, .log_buf = log_buf,
+		    .log_size = sizeof(log_buf));
+
+	fd = bpf_prog_load(BPF_PROG_TYPE_SYSCALL, "probe", "GPL", insns, 2, &load);
+	if (fd < 0) {
+		int e = errno;
+
+		printf("bpf(BPF_PROG_LOAD) of a syscall program refused: %s%s%s%s\n", strerror(e),
+		       e == EPERM ? " (kernel.unprivileged_bpf_disabled, lockdown or a seccomp "
+				    "filter; container without CAP_BPF?)" :
+		       e == ENOSYS ? " (kernel built without CONFIG_BPF_SYSCALL, or seccomp)" :
+		       e == EINVAL ? " (kernel too old for BPF_PROG_TYPE_SYSCALL, 5.14+?)" : "",
+		       log_buf[0] ? "; verifier: " : "", log_buf[0] ? last_reason(log_buf) : "");
+		return 1;
+	}
+	if (bpf_prog_test_run_opts(fd, &run) < 0) {
+		printf("bpf(BPF_PROG_TEST_RUN) refused: %s\n", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	if (run.retval != 0) {
+		printf("BPF_PROG_TEST_RUN of `r0 = 0; exit` returned %u\n", run.retval);
+		return 1;
+	}
+	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: testrun [--type syscall|socket_filter|xdp|raw_tp] PROG.bin [MEM.bin]\n"
+			"       testrun --probe\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	enum bpf_prog_type type = BPF_PROG_TYPE_SYSCALL;
+	const char *type_name = "syscall";
+	LIBBPF_OPTS(bpf_prog_load_opts, load);
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	size_t prog_len, mem_len = 0;
+	unsigned char pad[64] = { 0 };
+	unsigned char *out = NULL;
+	void *prog, *mem = NULL;
+	int fd;
+
+	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
+		return probe();
+	if (argc >= 3 && strcmp(argv[1], "--type") == 0) {
+		type_name = argv[2];
+		if (strcmp(type_name, "syscall") == 0)
+			type = BPF_PROG_TYPE_SYSCALL;
+		else if (strcmp(type_name, "socket_filter") == 0)
+			type = BPF_PROG_TYPE_SOCKET_FILTER;
+		else if (strcmp(type_name, "xdp") == 0)
+			type = BPF_PROG_TYPE_XDP;
+		else if (strcmp(type_name, "raw_tp") == 0)
+			type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+		else
+			return usage();
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc < 2 || argc > 3)
+		return usage();
+
+	prog = read_file(argv[1], &prog_len);
+	if (prog_len == 0 || prog_len % sizeof(struct bpf_insn) != 0) {
+		fprintf(stderr, "testrun: %s: %zu bytes is not a whole number of 8-byte slots\n",
+			argv[1], prog_len);
+		return 2;
+	}
+	if (argc == 3)
+		mem = read_file(argv[2], &mem_len);
+
+	/* Log only when the load fails: libbpf then retries with log_level 1. */
+	load.log_buf = log_buf;
+	load.log_size = sizeof(log_buf);
+	load.log_level = 0;
+	/* The kernel loads syscall programs only as sleepable ones. */
+	if (type == BPF_PROG_TYPE_SYSCALL)
+		load.prog_flags = BPF_F_SLEEPABLE;
+	fd = bpf_prog_load(type, "kernel_diff", "GPL", prog, prog_len / sizeof(struct bpf_insn),
+			   &load);
+	if (fd < 0) {
+		int e = errno;
+
+		fputs(log_buf, stderr);
+		printf("verdict=rejected\nerrno=%s\nreason=%s\n", strerror(e),
+		       log_buf[0] ? last_reason(log_buf) : strerror(e));
+		return 0;
+	}
+
+	switch (type) {
+	case BPF_PROG_TYPE_SYSCALL:
+	case BPF_PROG_TYPE_RAW_TRACEPOINT:
+		if (mem_len) {
+			run.ctx_in = mem;
+			run.ctx_size_in = mem_len;
+		}
+		break;
+	default:
+		/* Packet programs need at least an Ethernet header of data. */
+		if (mem_len < 14) {
+			if (mem_len)
+				memcpy(pad, mem, mem_len);
+			run.data_in = pad;
+			run.data_size_in = 14;
+		} else {
+			run.data_in = mem;
+			run.data_size_in = mem_len;
+		}
+		out = calloc(1, run.data_size_in);
+		if (!out) {
+			fprintf(stderr, "testrun: out of memory\n");
+			return 2;
+		}
+		run.data_out = out;
+		run.data_size_out = run.data_size_in;
+		break;
+	}
+	if (bpf_prog_test_run_opts(fd, &run) < 0) {
+		int e = errno;
+
+		printf("verdict=run-failed\nerrno=%s\nreason=BPF_PROG_TEST_RUN (%s, %zu bytes in): %s%s\n",
+		       strerror(e), type_name, mem_len, strerror(e),
+		       e == EINVAL && run.ctx_in == NULL && type == BPF_PROG_TYPE_SYSCALL ?
+			       " (the program reads its ctx but MEM is empty)" :
+		       e == EINVAL && type == BPF_PROG_TYPE_SYSCALL ?
+			       " (MEM shorter than the program's largest ctx access?)" : "");
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	printf("retval=%u\n", run.retval);
+	if (run.ctx_in || (out && mem_len)) {
+		const unsigned char *m = out ? out : mem;
+
+		if (out && run.data_size_out < mem_len) {
+			printf("verdict=run-failed\nerrno=-\nreason=data_out has %u bytes, MEM %zu\n",
+			       run.data_size_out, mem_len);
+			return 0;
+		}
+		printf("mem=");
+		for (size_t i = 0; i < mem_len; i++)
+			printf("%02x", m[i]);
+		printf("\n");
+	}
+	return 0;
+}
