@@ -59,3 +59,28 @@ pub fn check_snapshot(path: &Path, actual: &str) {
         path.display()
     );
 }
+
+/// ptxas: `$PTXAS`, else the project's venv (`.venv`, which `.ci/run` creates with
+/// `pip install nvidia-cuda-nvcc-cu12`), else `PATH`.
+pub fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo_root().join(".venv/lib");
+    if let Ok(rd) = std::fs::read_dir(&venv) {
+        for e in rd.flatten() {
+            let p = e.path().join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    std::process::Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| PathBuf::from("ptxas"))
+}
+
+pub mod random;

@@ -7,32 +7,11 @@
 //! unless `BPF2PTX_SKIP_PTXAS=1` says to skip on purpose.
 
 use bpf2ptx_compiler::back::ptx;
-use bpf2ptx_tests::{conformance_dir, files_with_ext, repo_root};
-use std::path::{Path, PathBuf};
+use bpf2ptx_tests::{conformance_dir, files_with_ext, ptxas, repo_root};
+use std::path::Path;
 use std::process::Command;
 
 const TARGETS: &[&str] = &["sm_70", "sm_80", "sm_90"];
-
-fn ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join(".venv/lib");
-    if let Ok(rd) = std::fs::read_dir(&venv) {
-        for e in rd.flatten() {
-            let p = e.path().join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| PathBuf::from("ptxas"))
-}
 
 /// Assembles `ptx` for every target; returns the error text of the first failure.
 fn assemble(ptxas: &Path, dir: &Path, name: &str, ptx: &str) -> Result<(), String> {

@@ -355,13 +355,8 @@ fn successors(
 fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
     let (a, b) = func_range(prog, k);
     let insns = &prog.insns;
-    let idx_of_pc = |pc: usize| {
-        pcs.iter()
-            .take(b)
-            .skip(a)
-            .position(|&p| p == pc)
-            .map(|i| i + a)
-    };
+    // `pcs` is sorted, so a binary search finds an instruction by its slot.
+    let idx_of_pc = |pc: usize| pcs[a..b].binary_search(&pc).ok().map(|i| i + a);
     let mut before: Vec<Option<[Fp; 11]>> = vec![None; insns.len()];
     let mut init = [Fp::No; 11];
     init[10] = Fp::At(0);
@@ -599,22 +594,16 @@ impl<'a> FuncWriter<'a> {
         let (a, b) = func_range(prog, self.k);
         let frame = analyse_frame(prog, self.k, &pcs);
         // Jump targets need labels.
-        let idx_of_pc = |pc: usize| {
-            pcs.iter()
-                .take(b)
-                .skip(a)
-                .position(|&p| p == pc)
-                .map(|i| i + a)
-        };
+        // `pcs` is sorted, so a binary search finds an instruction by its slot.
+        let idx_of_pc = |pc: usize| pcs[a..b].binary_search(&pc).ok().map(|i| i + a);
         let mut targets = BTreeSet::new();
-        for i in a..b {
-            let ins = &prog.insns[i];
+        for (ins, &pc) in prog.insns[a..b].iter().zip(&pcs[a..b]) {
             let rel = match ins.kind() {
                 Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
                 Kind::Gotol => ins.imm,
                 _ => continue,
             };
-            if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
+            if let Some(t) = usize::try_from(pc as i64 + 1 + rel)
                 .ok()
                 .and_then(idx_of_pc)
             {

@@ -1,0 +1,50 @@
+//! Random programs (tests/random.rs) on the CPU tier: each passes the structural checks,
+//! runs in the reference interpreter, and lowers to PTX that ptxas accepts. The GPU tier
+//! runs the same programs on the device and compares r0 with the interpreter
+//! (`cargo run -p bpf2ptx-tests --example gen_random`, then `bpf2ptx run DIR`; results in
+//! specs/conformance.md).
+
+use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_tests::{ptxas, random};
+use std::process::Command;
+
+#[test]
+fn random_programs_verify_run_and_assemble() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ptxas = ptxas();
+    for seed in 0..64u64 {
+        let (text, mem) = random::program(seed, 40 + (seed as usize % 5) * 20);
+        let obj = bpf2ptx::load_bytes("random.s", text.as_bytes())
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        if let Err(errs) = bpf2ptx_verifier::check(&obj.programs[0], &[1]) {
+            panic!("seed {seed}: {}\n{text}", errs[0]);
+        }
+        let mut m = mem.clone();
+        bpf2ptx_compiler::interp::run(&obj, 0, &mut m, &Default::default())
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        let code = ptx::write_string(
+            &obj,
+            &ptx::Options {
+                target: "sm_70".into(),
+                entry: true,
+            },
+        )
+        .unwrap();
+        // Every 8th program through ptxas keeps the test fast; the GPU run takes them all.
+        if let (Some(p), 0) = (&ptxas, seed % 8) {
+            let f = tmp.path().join(format!("r{seed}.ptx"));
+            std::fs::write(&f, &code).unwrap();
+            let out = Command::new(p)
+                .args(["-arch=sm_80", "-o"])
+                .arg(tmp.path().join("r.cubin"))
+                .arg(&f)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "seed {seed}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
