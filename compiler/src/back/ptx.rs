@@ -186,6 +186,33 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     Ok(out)
 }
 
+/// How the backend lays out one function's BPF stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    /// The function's PTX symbol.
+    pub symbol: String,
+    /// Bytes of BPF stack the function uses (0 when it never touches r10).
+    pub bytes: u32,
+    /// Every access is at a constant offset from r10 and no pointer into the frame escapes,
+    /// so the frame lives in registers instead of `.local` memory.
+    pub in_registers: bool,
+}
+
+/// The stack layout of every function of a program, as [`write_string`] emits it.
+pub fn frame_layouts(prog: &Program) -> Vec<FrameLayout> {
+    let pcs = prog.pcs();
+    (0..prog.funcs.len().max(1))
+        .map(|k| {
+            let frame = analyse_frame(prog, k, &pcs);
+            FrameLayout {
+                symbol: func_symbol(prog, k),
+                bytes: frame.size,
+                in_registers: frame.size > 0 && !needs_frame_address(prog, k, &frame),
+            }
+        })
+        .collect()
+}
+
 /// The PTX name of a program's entry function.
 pub fn program_symbol(prog: &Program) -> String {
     sanitize(&prog.name)
