@@ -1,1 +1,373 @@
-//! bpf2ptx device runtime.
+//! The bpf2ptx device runtime: the catalogue of helpers a probe may call.
+//!
+//! One table, [`HELPERS`], says for every helper its id, name, argument and return types
+//! and its GPU meaning. The verifier checks calls against the prototypes (which memory a
+//! helper reads or writes, how large, and what it returns); the backend lowers the helpers
+//! it has bodies for and rejects the rest by name. Ids are the Linux ones where the meaning
+//! carries over, and bpftime's (501-511) for the GPU helpers, so existing probes build
+//! unchanged. `include/bpf2ptx_helpers.h` declares the GPU helpers for probe authors.
+#![deny(missing_docs)]
+
+/// How a helper accesses memory it is given a pointer to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The helper reads the bytes: they must be initialised.
+    Read,
+    /// The helper writes the bytes: they may be uninitialised before, are initialised after.
+    Write,
+}
+
+/// The type of one helper argument (r1..r5 in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// Any initialised value.
+    Anything,
+    /// A map (an `ld_imm64` map reference).
+    Map,
+    /// A pointer to the map's `key_size` initialised bytes (stack or map value).
+    MapKey,
+    /// A pointer to the map's `value_size` initialised bytes (stack or map value).
+    MapValue,
+    /// A pointer to memory whose size is the argument `size_arg` (0-based register index
+    /// among the arguments, so 1 means r2).
+    Mem {
+        /// Which argument holds the size.
+        size_arg: u8,
+        /// Read or write.
+        access: Access,
+    },
+    /// The size of a [`Arg::Mem`] argument: a scalar with a known upper bound; `zero_ok`
+    /// says whether 0 is allowed.
+    Size {
+        /// Whether a size of 0 is legal.
+        zero_ok: bool,
+    },
+    /// A pointer to `size` bytes the helper accesses.
+    FixedMem {
+        /// Bytes.
+        size: u32,
+        /// Read or write.
+        access: Access,
+    },
+    /// The program's context pointer (r1 at entry).
+    Ctx,
+    /// A pointer returned by `ringbuf_reserve` (not yet submitted or discarded).
+    RingbufRecord,
+    /// A pointer to a NUL-terminated string in read-only data.
+    ConstStr,
+}
+
+/// What a helper returns in r0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ret {
+    /// A scalar.
+    Integer,
+    /// Nothing useful: r0 is unknown and must not be read.
+    Void,
+    /// A pointer to the map's value (of the map in argument 1), or NULL.
+    MapValueOrNull,
+    /// A pointer to a ringbuf record of the size in argument 2 (a constant), or NULL.
+    RingbufRecordOrNull,
+    /// The helper does not return: the probe's thread stops there.
+    NoReturn,
+}
+
+/// One helper.
+#[derive(Clone, Copy, Debug)]
+pub struct Helper {
+    /// The id in `call imm`.
+    pub id: i32,
+    /// The name (without `bpf_`).
+    pub name: &'static str,
+    /// Argument types, r1 first.
+    pub args: &'static [Arg],
+    /// Return type.
+    pub ret: Ret,
+    /// What the helper does on the GPU.
+    pub gpu: &'static str,
+}
+
+use Access::{Read, Write};
+use Arg::*;
+
+/// The helper catalogue.
+pub static HELPERS: &[Helper] = &[
+    Helper {
+        id: 1,
+        name: "map_lookup_elem",
+        args: &[Map, MapKey],
+        ret: Ret::MapValueOrNull,
+        gpu: "a pointer to the value for the key, or NULL; in device memory, no host round trip",
+    },
+    Helper {
+        id: 2,
+        name: "map_update_elem",
+        args: &[Map, MapKey, MapValue, Anything],
+        ret: Ret::Integer,
+        gpu: "insert or replace (flags BPF_ANY, BPF_NOEXIST, BPF_EXIST); 0 or a negative errno",
+    },
+    Helper {
+        id: 3,
+        name: "map_delete_elem",
+        args: &[Map, MapKey],
+        ret: Ret::Integer,
+        gpu: "delete the key; 0 or -ENOENT",
+    },
+    Helper {
+        id: 5,
+        name: "ktime_get_ns",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "%globaltimer: nanoseconds of the GPU's global timer",
+    },
+    Helper {
+        id: 6,
+        name: "trace_printk",
+        args: &[
+            Mem {
+                size_arg: 1,
+                access: Read,
+            },
+            Size { zero_ok: false },
+            Anything,
+            Anything,
+            Anything,
+        ],
+        ret: Ret::Integer,
+        gpu: "a ringbuf record (format address, up to 3 arguments) that the host formats",
+    },
+    Helper {
+        id: 8,
+        name: "get_smp_processor_id",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "%smid: the SM the thread runs on",
+    },
+    Helper {
+        id: 14,
+        name: "get_current_pid_tgid",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "(block linear index << 32) | thread linear index within the block",
+    },
+    Helper {
+        id: 25,
+        name: "perf_event_output",
+        args: &[
+            Ctx,
+            Map,
+            Anything,
+            Mem {
+                size_arg: 4,
+                access: Read,
+            },
+            Size { zero_ok: true },
+        ],
+        ret: Ret::Integer,
+        gpu: "append a record to the map's GPU ring; a full ring drops and counts",
+    },
+    Helper {
+        id: 130,
+        name: "ringbuf_output",
+        args: &[
+            Map,
+            Mem {
+                size_arg: 2,
+                access: Read,
+            },
+            Size { zero_ok: true },
+            Anything,
+        ],
+        ret: Ret::Integer,
+        gpu: "copy a record into the ringbuf; a full buffer drops and counts",
+    },
+    Helper {
+        id: 131,
+        name: "ringbuf_reserve",
+        args: &[Map, Size { zero_ok: false }, Anything],
+        ret: Ret::RingbufRecordOrNull,
+        gpu: "reserve a record of a constant size, or NULL when full",
+    },
+    Helper {
+        id: 132,
+        name: "ringbuf_submit",
+        args: &[RingbufRecord, Anything],
+        ret: Ret::Void,
+        gpu: "publish a reserved record",
+    },
+    Helper {
+        id: 133,
+        name: "ringbuf_discard",
+        args: &[RingbufRecord, Anything],
+        ret: Ret::Void,
+        gpu: "drop a reserved record",
+    },
+    Helper {
+        id: 134,
+        name: "ringbuf_query",
+        args: &[Map, Anything],
+        ret: Ret::Integer,
+        gpu: "ringbuf statistics (available data, size, positions)",
+    },
+    Helper {
+        id: 501,
+        name: "puts",
+        args: &[ConstStr],
+        ret: Ret::Integer,
+        gpu: "a ringbuf record with the string, printed by the host",
+    },
+    Helper {
+        id: 502,
+        name: "get_globaltimer",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "%globaltimer",
+    },
+    Helper {
+        id: 503,
+        name: "get_block_idx",
+        args: &[
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+        ],
+        ret: Ret::Integer,
+        gpu: "%ctaid.x/y/z into the three u64s",
+    },
+    Helper {
+        id: 504,
+        name: "get_block_dim",
+        args: &[
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+        ],
+        ret: Ret::Integer,
+        gpu: "%ntid.x/y/z into the three u64s",
+    },
+    Helper {
+        id: 505,
+        name: "get_thread_idx",
+        args: &[
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+        ],
+        ret: Ret::Integer,
+        gpu: "%tid.x/y/z into the three u64s",
+    },
+    Helper {
+        id: 506,
+        name: "gpu_membar",
+        args: &[],
+        ret: Ret::Integer,
+        gpu:
+            "membar.sys: order the thread's earlier writes before its later ones, for all observers",
+    },
+    Helper {
+        id: 507,
+        name: "gpu_exit",
+        args: &[],
+        ret: Ret::NoReturn,
+        gpu: "end the probe's thread (exit)",
+    },
+    Helper {
+        id: 508,
+        name: "get_grid_dim",
+        args: &[
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+            FixedMem {
+                size: 8,
+                access: Write,
+            },
+        ],
+        ret: Ret::Integer,
+        gpu: "%nctaid.x/y/z into the three u64s",
+    },
+    Helper {
+        id: 509,
+        name: "get_sm_id",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "%smid",
+    },
+    Helper {
+        id: 510,
+        name: "get_warp_id",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "the warp's index within its block (linear thread index / 32)",
+    },
+    Helper {
+        id: 511,
+        name: "get_lane_id",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "%laneid",
+    },
+];
+
+/// The helper with id `id`, if the runtime has it.
+pub fn helper(id: i64) -> Option<&'static Helper> {
+    HELPERS.iter().find(|h| i64::from(h.id) == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_sizes_point_at_size_args() {
+        for (i, h) in HELPERS.iter().enumerate() {
+            assert!(
+                HELPERS[i + 1..].iter().all(|g| g.id != h.id),
+                "duplicate id {}",
+                h.id
+            );
+            assert!(h.args.len() <= 5, "{}: more than 5 arguments", h.name);
+            for a in h.args {
+                if let Mem { size_arg, .. } = a {
+                    assert!(
+                        matches!(h.args.get(*size_arg as usize), Some(Size { .. })),
+                        "{}: size argument",
+                        h.name
+                    );
+                }
+            }
+        }
+    }
+}
