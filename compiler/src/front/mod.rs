@@ -11,7 +11,7 @@ pub mod dwarf;
 pub mod elf;
 
 use crate::isa::{self, insn, AsmError, DecodeError, Insn};
-use crate::program::{Func, LineRef, Object, Program, SourceKind, TestCase};
+use crate::program::{Func, LineRef, Map, MapOrigin, Object, Program, SourceKind, TestCase};
 use std::path::Path;
 use thiserror::Error;
 
@@ -163,7 +163,8 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             test: Some(test),
         });
     }
-    let a = isa::assemble(text).map_err(|source| LoadError::Asm {
+    let (maps, code) = map_directives(file, text)?;
+    let a = isa::assemble(&code).map_err(|source| LoadError::Asm {
         file: file.to_string(),
         source: Box::new(source),
     })?;
@@ -181,10 +182,103 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         kind: SourceKind::Assembly,
         license: None,
         sections: vec![],
-        maps: vec![],
+        maps,
         programs: vec![prog],
         test: None,
     })
+}
+
+/// Reads the `.map` directives of a text assembly file and returns the maps and the text
+/// with those lines blanked (so line numbers stay right). A directive is
+///
+/// ```text
+/// .map NAME TYPE KEY_SIZE VALUE_SIZE MAX_ENTRIES [FLAGS] [init=HEXBYTES]
+/// ```
+///
+/// where TYPE is a map type name (`hash`, `array`, ...) or id; a NAME starting with `.` is
+/// global data (`.rodata` with flags 0x80 is read-only). Maps are numbered in order, so
+/// `r1 = map_idx(0) ll` names the first and `r1 = map_idx_value(1, 8) ll` points into the
+/// second's value.
+fn map_directives(file: &str, text: &str) -> Result<(Vec<Map>, String), LoadError> {
+    let mut maps = Vec::new();
+    let mut code = String::with_capacity(text.len());
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim();
+        let Some(rest) = t.strip_prefix(".map") else {
+            code.push_str(line);
+            code.push('\n');
+            continue;
+        };
+        code.push('\n');
+        let bad = |what: &str| LoadError::Program {
+            file: file.to_string(),
+            what: format!("line {}: {what}: `{t}`", n + 1),
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        if words.len() < 5 {
+            return Err(bad(".map needs NAME TYPE KEY_SIZE VALUE_SIZE MAX_ENTRIES"));
+        }
+        let num = |w: &str| -> Result<u32, LoadError> {
+            let v = match w.strip_prefix("0x") {
+                Some(h) => u32::from_str_radix(h, 16),
+                None => w.parse(),
+            };
+            v.map_err(|_| bad(&format!("`{w}` is not a number")))
+        };
+        let map_type = match crate::program::MAP_TYPES
+            .iter()
+            .find(|(_, name)| *name == words[1])
+        {
+            Some((id, _)) => *id,
+            None => num(words[1])?,
+        };
+        if crate::program::map_type_name(map_type).is_none() {
+            return Err(LoadError::UnknownMapType {
+                file: file.to_string(),
+                section: format!("line {}", n + 1),
+                map: words[0].to_string(),
+                map_type,
+            });
+        }
+        let (mut flags, mut init) = (0, None);
+        for w in &words[5..] {
+            if let Some(h) = w.strip_prefix("init=") {
+                let bytes: Result<Vec<u8>, _> = (0..h.len())
+                    .step_by(2)
+                    .map(|i| {
+                        h.get(i..i + 2)
+                            .map_or(Err(()), |b| u8::from_str_radix(b, 16).map_err(|_| ()))
+                    })
+                    .collect();
+                init = Some(bytes.map_err(|_| bad("init= needs hex bytes"))?);
+            } else {
+                flags = num(w)?;
+            }
+        }
+        let name = words[0].to_string();
+        maps.push(Map {
+            origin: if name.starts_with('.') {
+                MapOrigin::GlobalData
+            } else {
+                MapOrigin::Btf
+            },
+            section: if name.starts_with('.') {
+                name.clone()
+            } else {
+                ".maps".into()
+            },
+            name,
+            map_type,
+            key_size: num(words[2])?,
+            value_size: num(words[3])?,
+            max_entries: num(words[4])?,
+            flags,
+            btf_key_type: None,
+            btf_value_type: None,
+            init,
+        });
+    }
+    Ok((maps, code))
 }
 
 /// Builds the one program of a text input: the entry function plus one function per
