@@ -25,6 +25,7 @@
 //! All violations are reported, each once, in instruction order.
 #![deny(missing_docs)]
 
+pub mod scalar;
 pub mod structure;
 
 pub use structure::{check, Rule, StructError};
