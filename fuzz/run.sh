@@ -1,0 +1,14 @@
+#!/bin/sh
+# Fuzzes the loader for SECONDS (default 600) with one job:
+#   fuzz/run.sh [SECONDS] [extra libFuzzer flags...]
+# Uses the main workspace's Cargo.lock, seeds fuzz/corpus/load (seed.sh), and lets the
+# stable toolchain take cargo-fuzz's nightly flags (RUSTC_BOOTSTRAP=1, see README.md).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+secs=${1:-600}
+[ $# -gt 0 ] && shift
+cp "$here/../Cargo.lock" "$here/Cargo.lock"
+"$here/seed.sh"
+cd "$here"
+RUSTC_BOOTSTRAP=1 exec cargo fuzz run load corpus/load -- \
+    -dict=load.dict -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 "$@"
