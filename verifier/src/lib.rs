@@ -1,31 +1,346 @@
 //! The bpf2ptx verifier: proves a program safe to run inside someone else's CUDA kernel
-//! before the backend lowers it.
+//! before the backend lowers it. Soundness first: it may reject a safe program (and says
+//! why), it must never accept one that can fault, hang or write out of bounds.
 //!
 //! ```text
 //!  Program (bpf2ptx-compiler)
-//!    │ structure    jump targets, function boundaries, fall-through, r10, register
-//!    │              initialisation                         (this stage: [`structure`])
-//!    │ abstract interpretation: types, ranges, memory bounds, termination  (to come)
+//!    │ structure   jump targets, function boundaries, fall-through, r10, call targets,
+//!    │             registers initialised on every path                [`structure`]
+//!    │ analysis    abstract interpretation of every path: register types, scalar
+//!    │             ranges and known bits, stack slots, memory bounds, helper
+//!    │             prototypes, null checks, ringbuf references, loops   [`analysis`]
 //!    ▼
-//!  facts for the backend
+//!  Facts for the backend (address space of each access, divisions that need a zero
+//!  check, the worst-case instruction count, the stack size)
 //! ```
 //!
-//! Rules checked by [`structure::check`] (each a [`Rule`]):
-//! - `jump-range`: every jump lands inside the function it belongs to;
-//! - `jump-into-ld-imm64`: no jump lands on the second slot of an `ld_imm64`;
-//! - `fall-through`: a function's last instruction is `exit` or an unconditional jump, so
-//!   control never runs off its end;
-//! - `call-target`: a local call or function address names the first instruction of a
-//!   function;
-//! - `r10-write`: the frame pointer r10 is never written;
-//! - `uninit-register`: no instruction reads a register that is not written on every path
-//!   to it (the entry function starts with r1, r10 and whatever the attach point passes;
-//!   a subprogram starts with r1-r5 and r10; a call clobbers r1-r5 and defines r0).
-//!
-//! All violations are reported, each once, in instruction order.
+//! Every rule, by the name diagnostics print ([`Rule`]):
+//! - structure: `jump-range`, `jump-into-ld-imm64`, `fall-through`, `call-target`,
+//!   `r10-write`, `uninit-register` (see [`structure`]);
+//! - `uninit-register` also along each path, and r0 at `exit`;
+//! - `mem-scalar`: memory is accessed only through pointers;
+//! - `null-deref`: a map lookup or ringbuf reserve result is compared with 0 before it is
+//!   used (the check refines every copy of it);
+//! - `mem-bounds`: every access, for every offset the pointer may have, lies inside its
+//!   region: the stack (512 bytes below r10), a map value (`value_size`), the context of
+//!   the attach point, the test input memory, a ringbuf record;
+//! - `stack-uninit`: stack bytes are written before they are read (by the program or by a
+//!   helper that reads them);
+//! - `stack-pointer`: a pointer is spilled only by an aligned 8-byte store and never read
+//!   back partially;
+//! - `rodata-write`: nothing writes read-only maps (`.rodata`);
+//! - `ctx-access`: the context is read-only and moves only by constants;
+//! - `pointer-leak`: pointers are stored only on the stack and never returned by the
+//!   program, a 32-bit move never truncates one, and a function never returns a pointer
+//!   into its own frame;
+//! - `pointer-arith`: only 64-bit add/sub of a number to a pointer, or the difference of
+//!   two pointers into one region; pointers are compared only with pointers or NULL;
+//! - `atomic-region`: atomics only on the stack and map values;
+//! - `helper-unknown` / `helper-arg`: calls only helpers of the runtime catalogue
+//!   (`bpf2ptx-runtime`), with arguments of the prototype's types and sizes;
+//! - `ringbuf-leak`: a reserved ringbuf record is submitted or discarded on every path;
+//! - `call-depth`: at most 8 frames; `stack-size`: the combined stack of any call chain is
+//!   at most 512 bytes;
+//! - `loop-bound` / `infinite-loop`: exploration ends, which proves every loop bounded (a
+//!   loop whose state repeats exactly, or that needs more than 1,000,000 explored
+//!   instructions, is rejected at the loop);
+//! - `unsupported`: instructions with no GPU meaning (legacy packet access, kfuncs).
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod scalar;
+pub mod state;
 pub mod structure;
 
-pub use structure::{check, Rule, StructError};
+use bpf2ptx_compiler::program::{LineRef, Object};
+use serde::Serialize;
+use std::fmt;
+
+pub use structure::{check, StructError};
+
+/// A rule a program can break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum Rule {
+    JumpRange,
+    JumpIntoLdImm64,
+    FallThrough,
+    CallTarget,
+    R10Write,
+    UninitRegister,
+    MemScalar,
+    NullDeref,
+    MemBounds,
+    StackUninit,
+    StackPointer,
+    RodataWrite,
+    CtxAccess,
+    PointerLeak,
+    PointerArith,
+    AtomicRegion,
+    HelperUnknown,
+    HelperArg,
+    RingbufLeak,
+    CallDepth,
+    StackSize,
+    LoopBound,
+    InfiniteLoop,
+    Unsupported,
+}
+
+impl Rule {
+    /// The name diagnostics print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::JumpRange => "jump-range",
+            Rule::JumpIntoLdImm64 => "jump-into-ld-imm64",
+            Rule::FallThrough => "fall-through",
+            Rule::CallTarget => "call-target",
+            Rule::R10Write => "r10-write",
+            Rule::UninitRegister => "uninit-register",
+            Rule::MemScalar => "mem-scalar",
+            Rule::NullDeref => "null-deref",
+            Rule::MemBounds => "mem-bounds",
+            Rule::StackUninit => "stack-uninit",
+            Rule::StackPointer => "stack-pointer",
+            Rule::RodataWrite => "rodata-write",
+            Rule::CtxAccess => "ctx-access",
+            Rule::PointerLeak => "pointer-leak",
+            Rule::PointerArith => "pointer-arith",
+            Rule::AtomicRegion => "atomic-region",
+            Rule::HelperUnknown => "helper-unknown",
+            Rule::HelperArg => "helper-arg",
+            Rule::RingbufLeak => "ringbuf-leak",
+            Rule::CallDepth => "call-depth",
+            Rule::StackSize => "stack-size",
+            Rule::LoopBound => "loop-bound",
+            Rule::InfiniteLoop => "infinite-loop",
+            Rule::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// Why a program is rejected, at one instruction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// The rule broken.
+    pub rule: Rule,
+    /// Slot index of the instruction.
+    pub pc: usize,
+    /// The instruction, disassembled.
+    pub insn: String,
+    /// The function it is in.
+    pub func: String,
+    /// Its source line, where line information exists.
+    pub line: Option<LineRef>,
+    /// What is wrong.
+    pub message: String,
+    /// The abstract state of the registers involved: (register, value).
+    pub regs: Vec<(u8, String)>,
+    /// The branch decisions on the path that leads here, oldest first: (slot of the
+    /// branch, taken).
+    pub path: Vec<(usize, bool)>,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "error[{}]: insn {}: `{}` in {}",
+            self.rule.name(),
+            self.pc,
+            self.insn,
+            self.func
+        )?;
+        if let Some(l) = &self.line {
+            let file = l.file.rsplit('/').next().unwrap_or(&l.file);
+            write!(f, " ({file}:{}", l.line)?;
+            if !l.text.is_empty() {
+                write!(f, ": {}", l.text.trim())?;
+            }
+            f.write_str(")")?;
+        }
+        write!(f, "\n  {}", self.message)?;
+        for (r, v) in &self.regs {
+            write!(f, "\n  r{r} = {v}")?;
+        }
+        if !self.path.is_empty() {
+            let steps: Vec<String> = self
+                .path
+                .iter()
+                .map(|(pc, t)| format!("insn {pc} {}", if *t { "taken" } else { "not taken" }))
+                .collect();
+            write!(f, "\n  path: {}", steps.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// What a program's r1 points to at entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryArg {
+    /// The attach point's context: `size` bytes, writable or not.
+    Ctx {
+        /// Bytes of context.
+        size: u32,
+        /// Whether the program may write it.
+        writable: bool,
+    },
+    /// A bpf_conformance test's input memory of `size` bytes (read-write).
+    Mem {
+        /// Bytes.
+        size: u32,
+    },
+}
+
+/// The registers a program starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// r1.
+    pub r1: EntryArg,
+    /// r2, when the attach point passes a number there (bpf_conformance: the memory length).
+    pub r2: Option<u64>,
+}
+
+impl Entry {
+    /// Bytes r1 points to.
+    pub fn ctx_size(&self) -> u32 {
+        match self.r1 {
+            EntryArg::Ctx { size, .. } | EntryArg::Mem { size } => size,
+        }
+    }
+
+    /// Whether r1's memory is writable.
+    pub fn ctx_writable(&self) -> bool {
+        match self.r1 {
+            EntryArg::Ctx { writable, .. } => writable,
+            EntryArg::Mem { .. } => true,
+        }
+    }
+
+    /// The entry of a bpf_conformance test with `len` bytes of memory.
+    pub fn conformance(len: usize) -> Entry {
+        Entry {
+            r1: EntryArg::Mem { size: len as u32 },
+            r2: Some(len as u64),
+        }
+    }
+
+    /// The entry of a GPU probe: the context layouts of the attach points come with the
+    /// injection work; until then a probe's context is empty and read-only, so a probe
+    /// that reads it is rejected rather than trusted.
+    pub fn probe() -> Entry {
+        Entry {
+            r1: EntryArg::Ctx {
+                size: 0,
+                writable: false,
+            },
+            r2: None,
+        }
+    }
+}
+
+/// What the verifier proved about an accepted program, for the backend and the user.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    /// The longest path through the program, in executed instructions.
+    pub cost_bound: u64,
+    /// Bytes of stack the deepest call chain uses.
+    pub stack_bytes: u32,
+    /// Per instruction: the regions its memory access may touch (bit 0 stack, 1 context,
+    /// 2 test memory, 3 map values, 4 ringbuf records; 0 = not a memory access).
+    pub regions: Vec<u8>,
+    /// Per instruction: a division or modulo by a register that may be zero.
+    pub divisor_may_be_zero: Vec<bool>,
+    /// Per instruction: an atomic without fetch (the device only adds, never reads back).
+    pub atomic_no_fetch: Vec<bool>,
+    /// Per instruction: a conditional jump that always goes one way.
+    pub branch_always: Vec<Option<bool>>,
+    /// Slots of instructions no path reaches.
+    pub unreachable: Vec<usize>,
+}
+
+impl Facts {
+    fn new(n: usize) -> Facts {
+        Facts {
+            regions: vec![0; n],
+            divisor_may_be_zero: vec![false; n],
+            atomic_no_fetch: vec![false; n],
+            branch_always: vec![None; n],
+            ..Facts::default()
+        }
+    }
+}
+
+/// Tunables of a verification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Instructions the exploration may process before it rejects the program (a loop
+    /// without a provable bound ends there).
+    pub complexity_limit: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            complexity_limit: analysis::COMPLEXITY_LIMIT,
+        }
+    }
+}
+
+/// Verifies program `prog` of `obj` with the given entry registers: the structural rules,
+/// then every path. Returns the facts, or every independent violation found.
+pub fn verify(obj: &Object, prog: usize, entry: &Entry) -> Result<Facts, Vec<Diagnostic>> {
+    verify_with(obj, prog, entry, &Options::default())
+}
+
+/// [`verify`] with explicit [`Options`].
+pub fn verify_with(
+    obj: &Object,
+    prog: usize,
+    entry: &Entry,
+    opts: &Options,
+) -> Result<Facts, Vec<Diagnostic>> {
+    let p = &obj.programs[prog];
+    let mut entry_regs = vec![1u8];
+    if entry.r2.is_some() {
+        entry_regs.push(2);
+    }
+    if let Err(errs) = structure::check(p, &entry_regs) {
+        return Err(errs
+            .into_iter()
+            .map(|e| Diagnostic {
+                rule: match e.rule {
+                    structure::Rule::JumpRange => Rule::JumpRange,
+                    structure::Rule::JumpIntoLdImm64 => Rule::JumpIntoLdImm64,
+                    structure::Rule::FallThrough => Rule::FallThrough,
+                    structure::Rule::CallTarget => Rule::CallTarget,
+                    structure::Rule::R10Write => Rule::R10Write,
+                    structure::Rule::UninitRegister => Rule::UninitRegister,
+                },
+                pc: e.pc,
+                insn: e.insn,
+                func: p
+                    .funcs
+                    .iter()
+                    .rev()
+                    .find(|f| p.pcs()[f.start] <= e.pc)
+                    .map_or_else(|| p.name.clone(), |f| f.name.clone()),
+                line: None,
+                message: e.message,
+                regs: Vec::new(),
+                path: Vec::new(),
+            })
+            .collect());
+    }
+    let mut x = analysis::Explorer::new(obj, p, entry, opts.complexity_limit);
+    x.run();
+    if x.errors.is_empty() {
+        Ok(x.facts)
+    } else {
+        let mut errs = std::mem::take(&mut x.errors);
+        errs.sort_by_key(|e| e.pc);
+        Err(errs)
+    }
+}

@@ -1,0 +1,1355 @@
+//! Abstract interpretation of a program: every path is explored, with states at jump
+//! targets remembered so that a path reaching a state an explored one subsumes stops there.
+//!
+//! The exploration is a depth-first walk with an explicit work list (no recursion, so a
+//! deep program cannot overflow the stack). A loop is accepted when exploring it ends:
+//! each iteration changes the state (a counter moves towards its bound) until the exit edge
+//! is the only feasible one; a loop whose bound is unknown keeps producing new states and
+//! hits the exploration limit, and a loop whose state repeats exactly is reported at once.
+//!
+//! The worst-case instruction count falls out of the same walk: every remembered state
+//! keeps the longest path from it to an exit, and a path pruned at a subsumed state
+//! continues with that length (the subsumed state's paths are a subset of the explored
+//! ones). The longest path of the whole walk is the cost bound.
+
+use crate::scalar::Scalar;
+use crate::state::{Frame, Reg, Region, Slot, State};
+use crate::{Diagnostic, Entry, Facts, Rule};
+use bpf2ptx_compiler::isa::table::{
+    AluOp, AtomicOp, CallKind, Cond, Kind, Pseudo, Size, Src, Width,
+};
+use bpf2ptx_compiler::isa::Insn;
+use bpf2ptx_compiler::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::{Access, Arg, Ret};
+
+/// Instructions the exploration may process before it gives up on a program.
+pub const COMPLEXITY_LIMIT: u64 = 1_000_000;
+/// States remembered per instruction. More would make each visit slower (every one is
+/// compared) and the memory grow with the loop count; with fewer, pruning misses more.
+pub const STATES_PER_INSN: usize = 64;
+/// Maximum call depth (frames), as in Linux.
+pub const MAX_CALL_DEPTH: usize = 8;
+/// Maximum combined stack of a call chain, as in Linux.
+pub const MAX_STACK: i64 = 512;
+/// `BPF_F_RDONLY_PROG`.
+const RDONLY_PROG: u32 = 0x80;
+
+/// A remembered state at a prune point.
+struct Stored {
+    state: State,
+    /// Longest path (in instructions) from here to an exit found so far.
+    remaining: u64,
+    /// Every path from here has been explored.
+    done: bool,
+}
+
+/// A branch left for later.
+struct Pending {
+    state: State,
+    at: usize,
+    steps: u64,
+    path_len: usize,
+    history_len: usize,
+    /// The branch decision that leads here: (slot of the branch, taken).
+    decision: Option<(usize, bool)>,
+}
+
+/// What executing one instruction did.
+enum Step {
+    /// Continue at the next instruction (or a jump target) with this state.
+    Next(State, usize),
+    /// Two feasible successors: continue with the first, explore the second later.
+    Branch((State, usize), (State, usize)),
+    /// The path ended (program exit or a non-returning helper).
+    End,
+}
+
+/// The explorer of one program.
+pub(crate) struct Explorer<'a> {
+    obj: &'a Object,
+    prog: &'a Program,
+    entry: &'a Entry,
+    pcs: Vec<usize>,
+    idx_of_pc: Vec<Option<usize>>,
+    prune_point: Vec<bool>,
+    store: Vec<Vec<Stored>>,
+    path: Vec<(usize, usize, u64)>,
+    history: Vec<(usize, bool)>,
+    next_id: u32,
+    processed: u64,
+    pub(crate) errors: Vec<Diagnostic>,
+    pub(crate) facts: Facts,
+    /// Deepest stack byte used per function (positive number of bytes below r10).
+    depth: Vec<i64>,
+    visits: Vec<u64>,
+    limit: u64,
+}
+
+type R<T> = Result<T, Box<Diagnostic>>;
+
+fn width_of(s: Size) -> Width {
+    if s == Size::DW {
+        Width::W64
+    } else {
+        Width::W32
+    }
+}
+
+impl<'a> Explorer<'a> {
+    pub(crate) fn new(obj: &'a Object, prog: &'a Program, entry: &'a Entry, limit: u64) -> Self {
+        let pcs = prog.pcs();
+        let n = prog.insns.len();
+        let mut idx_of_pc = vec![None; pcs[n] + 1];
+        for (i, &pc) in pcs.iter().enumerate().take(n) {
+            idx_of_pc[pc] = Some(i);
+        }
+        let mut prune_point = vec![false; n + 1];
+        for (i, ins) in prog.insns.iter().enumerate() {
+            let rel = match ins.kind() {
+                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
+                Kind::Gotol => ins.imm,
+                _ => continue,
+            };
+            if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
+                .ok()
+                .and_then(|pc| idx_of_pc.get(pc).copied().flatten())
+            {
+                prune_point[t] = true;
+            }
+            if matches!(ins.kind(), Kind::Jmp(..)) {
+                prune_point[i + 1] = true;
+            }
+        }
+        for f in &prog.funcs {
+            prune_point[f.start] = true;
+        }
+        Explorer {
+            obj,
+            prog,
+            entry,
+            pcs,
+            idx_of_pc,
+            prune_point,
+            store: (0..n).map(|_| Vec::new()).collect(),
+            path: Vec::new(),
+            history: Vec::new(),
+            next_id: 1,
+            processed: 0,
+            errors: Vec::new(),
+            facts: Facts::new(n),
+            depth: vec![0; prog.funcs.len().max(1)],
+            visits: vec![0; n],
+            limit,
+        }
+    }
+
+    fn initial_state(&self) -> State {
+        let mut f = Frame::new(0, 0, 0);
+        f.regs[1] = match self.entry.r1 {
+            crate::EntryArg::Ctx { .. } => Reg::Ptr(Region::Ctx, Scalar::constant(0)),
+            crate::EntryArg::Mem { .. } => Reg::Ptr(Region::Mem, Scalar::constant(0)),
+        };
+        if let Some(v) = self.entry.r2 {
+            f.regs[2] = Reg::constant(v);
+        }
+        State {
+            frames: vec![f],
+            refs: Vec::new(),
+        }
+    }
+
+    fn func_of(&self, i: usize) -> usize {
+        self.prog
+            .funcs
+            .iter()
+            .rposition(|f| f.start <= i)
+            .unwrap_or(0)
+    }
+
+    /// Builds a diagnostic at instruction `i` naming the registers involved.
+    fn diag(
+        &self,
+        rule: Rule,
+        i: usize,
+        st: &State,
+        regs: &[u8],
+        message: String,
+    ) -> Box<Diagnostic> {
+        let ins = self.prog.insns[i];
+        let line = self
+            .prog
+            .lines
+            .iter()
+            .rev()
+            .find(|(j, _)| *j <= i && self.func_of(*j) == self.func_of(i))
+            .map(|(_, l)| l.clone());
+        let mut seen = Vec::new();
+        let regs = regs
+            .iter()
+            .filter(|r| {
+                let fresh = !seen.contains(*r);
+                seen.push(**r);
+                fresh
+            })
+            .map(|&r| (r, st.cur().regs[r as usize].to_string()))
+            .collect();
+        let path = self.history.iter().rev().take(12).rev().copied().collect();
+        Box::new(Diagnostic {
+            rule,
+            pc: self.pcs[i],
+            insn: ins.to_string(),
+            func: self
+                .prog
+                .funcs
+                .get(self.func_of(i))
+                .map_or_else(|| self.prog.name.clone(), |f| f.name.clone()),
+            line,
+            message,
+            regs,
+            path,
+        })
+    }
+
+    /// Explores every path. Errors end their path; exploration goes on with the others.
+    pub(crate) fn run(&mut self) {
+        let mut work = vec![Pending {
+            state: self.initial_state(),
+            at: 0,
+            steps: 0,
+            path_len: 0,
+            history_len: 0,
+            decision: None,
+        }];
+        while let Some(p) = work.pop() {
+            while self.path.len() > p.path_len {
+                let (i, k, _) = self.path.pop().expect("nonempty");
+                self.store[i][k].done = true;
+            }
+            self.history.truncate(p.history_len);
+            self.history.extend(p.decision);
+            let (mut st, mut at, mut steps) = (p.state, p.at, p.steps);
+            loop {
+                if self.prune_point[at] {
+                    if let Some(k) = self.store[at]
+                        .iter()
+                        .position(|s| s.done && s.state.subsumes(&st))
+                    {
+                        let total = steps + self.store[at][k].remaining;
+                        self.finish_path(total);
+                        break;
+                    }
+                    if self.store[at].iter().any(|s| !s.done && s.state == st) {
+                        let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop cannot terminate".into());
+                        self.report(e);
+                        break;
+                    }
+                    if self.store[at].len() < STATES_PER_INSN {
+                        self.store[at].push(Stored {
+                            state: st.clone(),
+                            remaining: 0,
+                            done: false,
+                        });
+                        self.path.push((at, self.store[at].len() - 1, steps));
+                    }
+                }
+                self.processed += 1;
+                self.visits[at] += 1;
+                if self.processed > self.limit {
+                    // Blame the loop: the most visited backward jump (its target is the head).
+                    let backward = |i: usize| match self.prog.insns[i].kind() {
+                        Kind::Ja | Kind::Jmp(..) => self.prog.insns[i].off < 0,
+                        Kind::Gotol => self.prog.insns[i].imm < 0,
+                        _ => false,
+                    };
+                    let hot = (0..self.visits.len())
+                        .filter(|&i| backward(i))
+                        .max_by_key(|&i| self.visits[i])
+                        .or_else(|| (0..self.visits.len()).max_by_key(|&i| self.visits[i]))
+                        .unwrap_or(at);
+                    let e = self.diag(
+                        Rule::LoopBound,
+                        hot,
+                        &st,
+                        &[],
+                        format!("no bound proven for this loop: exploration went around it {} times and stopped after {} instructions", self.visits[hot], self.limit),
+                    );
+                    self.errors.push(*e);
+                    return;
+                }
+                steps += 1;
+                match self.step(st, at) {
+                    Ok(Step::Next(s, n)) => {
+                        st = s;
+                        at = n;
+                    }
+                    Ok(Step::Branch((s1, n1), (s2, n2))) => {
+                        let history_len = self.history.len();
+                        let pc = self.pcs[at];
+                        work.push(Pending {
+                            state: s2,
+                            at: n2,
+                            steps,
+                            path_len: self.path.len(),
+                            history_len,
+                            decision: Some((pc, n2 != at + 1)),
+                        });
+                        self.history.push((pc, n1 != at + 1));
+                        st = s1;
+                        at = n1;
+                    }
+                    Ok(Step::End) => {
+                        self.finish_path(steps);
+                        break;
+                    }
+                    Err(e) => {
+                        self.report(e);
+                        break;
+                    }
+                }
+            }
+        }
+        while let Some((i, k, _)) = self.path.pop() {
+            self.store[i][k].done = true;
+        }
+        self.check_stack_chains();
+        self.facts.unreachable = (0..self.prog.insns.len())
+            .filter(|&i| self.visits[i] == 0)
+            .map(|i| self.pcs[i])
+            .collect();
+    }
+
+    fn finish_path(&mut self, total: u64) {
+        for &(i, k, at) in &self.path {
+            let s = &mut self.store[i][k];
+            s.remaining = s.remaining.max(total - at);
+        }
+        self.facts.cost_bound = self.facts.cost_bound.max(total);
+    }
+
+    fn report(&mut self, e: Box<Diagnostic>) {
+        // One report per instruction and rule: another path reaching the same error adds
+        // nothing the user can act on.
+        if !self.errors.iter().any(|x| x.pc == e.pc && x.rule == e.rule) {
+            self.errors.push(*e);
+        }
+    }
+
+    /// The combined stack of every call chain fits in 512 bytes.
+    fn check_stack_chains(&mut self) {
+        // Longest (deepest-stack) chain through the static call graph.
+        let n = self.depth.len();
+        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, ins) in self.prog.insns.iter().enumerate() {
+            if ins.kind() == Kind::Call(CallKind::Local) {
+                let t = self.pcs[i] as i64 + 1 + ins.imm;
+                if let Some(k) = self
+                    .prog
+                    .funcs
+                    .iter()
+                    .position(|f| self.pcs[f.start] as i64 == t)
+                {
+                    callees[self.func_of(i)].push(k);
+                }
+            }
+        }
+        fn chain(f: usize, callees: &[Vec<usize>], depth: &[i64], seen: &mut Vec<usize>) -> i64 {
+            if seen.contains(&f) {
+                return 0;
+            }
+            seen.push(f);
+            let own = (depth[f] + 7) / 8 * 8;
+            let best = callees[f]
+                .iter()
+                .map(|&c| chain(c, callees, depth, seen))
+                .max()
+                .unwrap_or(0);
+            seen.pop();
+            own + best
+        }
+        let total = chain(0, &callees, &self.depth, &mut Vec::new());
+        self.facts.stack_bytes = total as u32;
+        if total > MAX_STACK {
+            let st = self.initial_state();
+            let e = self.diag(
+                Rule::StackSize,
+                0,
+                &st,
+                &[],
+                format!(
+                    "the deepest call chain uses {total} bytes of stack, more than {MAX_STACK}"
+                ),
+            );
+            self.errors.push(*e);
+        }
+    }
+
+    fn target(&self, i: usize, rel: i64) -> usize {
+        let pc = self.pcs[i] as i64 + 1 + rel;
+        usize::try_from(pc)
+            .ok()
+            .and_then(|p| self.idx_of_pc.get(p).copied().flatten())
+            .expect("the structural pass checked every jump target")
+    }
+
+    fn fresh_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn read(&self, st: &State, i: usize, r: u8) -> R<Reg> {
+        let v = st.cur().regs[r as usize].clone();
+        if v == Reg::Uninit {
+            return Err(self.diag(
+                Rule::UninitRegister,
+                i,
+                st,
+                &[r],
+                format!("r{r} is read before it is written on this path"),
+            ));
+        }
+        Ok(v)
+    }
+
+    fn scalar(&self, st: &State, i: usize, r: u8, what: &str) -> R<Scalar> {
+        match self.read(st, i, r)? {
+            Reg::Scalar(s) => Ok(s),
+            other => Err(self.diag(
+                Rule::PointerArith,
+                i,
+                st,
+                &[r],
+                format!("r{r} is a pointer ({other}); {what} needs a number"),
+            )),
+        }
+    }
+
+    fn step(&mut self, mut st: State, i: usize) -> R<Step> {
+        let ins: Insn = self.prog.insns[i];
+        let (d, s) = (ins.dst, ins.src);
+        let next = i + 1;
+        match ins.kind() {
+            Kind::Alu(op, w, src) => {
+                let rhs = match src {
+                    Src::K => Reg::Scalar(Scalar::constant(match w {
+                        Width::W64 => ins.imm as u64,
+                        Width::W32 => ins.imm as u32 as u64,
+                    })),
+                    Src::X => self.read(&st, i, s)?,
+                };
+                let v = if op == AluOp::Mov {
+                    match (w, rhs) {
+                        (Width::W64, r) => r,
+                        (Width::W32, Reg::Scalar(x)) => {
+                            Reg::Scalar(Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &x))
+                        }
+                        (Width::W32, _) => {
+                            return Err(self.diag(
+                                Rule::PointerLeak,
+                                i,
+                                &st,
+                                &[s],
+                                "a 32-bit move of a pointer truncates it".into(),
+                            ))
+                        }
+                    }
+                } else {
+                    let lhs = self.read(&st, i, d)?;
+                    self.alu(&st, i, op, w, lhs, rhs)?
+                };
+                if let (AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod, Src::X) = (op, src) {
+                    let may_zero = match &st.cur().regs[s as usize] {
+                        Reg::Scalar(x) => match w {
+                            Width::W64 => x.contains(0),
+                            Width::W32 => x.u32min == 0,
+                        },
+                        _ => true,
+                    };
+                    self.facts.divisor_may_be_zero[i] |= may_zero;
+                }
+                st.cur_mut().regs[d as usize] = v;
+                Ok(Step::Next(st, next))
+            }
+            Kind::Neg(w) => {
+                let x = self.scalar(&st, i, d, "neg")?;
+                st.cur_mut().regs[d as usize] = Reg::Scalar(x.neg(w));
+                Ok(Step::Next(st, next))
+            }
+            Kind::Endian(o, bits) => {
+                let x = self.scalar(&st, i, d, "a byte swap")?;
+                st.cur_mut().regs[d as usize] = Reg::Scalar(x.endian(o, bits));
+                Ok(Step::Next(st, next))
+            }
+            Kind::Movsx(w, bits) => {
+                let x = self.scalar(&st, i, s, "a sign-extending move")?;
+                st.cur_mut().regs[d as usize] = Reg::Scalar(x.movsx(w, bits));
+                Ok(Step::Next(st, next))
+            }
+            Kind::LdImm64(p) => {
+                let v = match p {
+                    Pseudo::Imm64 => Reg::constant(ins.imm as u64),
+                    Pseudo::MapIdx | Pseudo::MapIdxValue => {
+                        let map = ins.imm as u32;
+                        if (map as usize) >= self.obj.maps.len() {
+                            return Err(self.diag(
+                                Rule::HelperArg,
+                                i,
+                                &st,
+                                &[],
+                                format!("map index {map} does not exist"),
+                            ));
+                        }
+                        if p == Pseudo::MapIdx {
+                            Reg::Map(map)
+                        } else {
+                            Reg::Ptr(
+                                Region::MapValue { map },
+                                Scalar::constant(u64::from((ins.imm as u64 >> 32) as u32)),
+                            )
+                        }
+                    }
+                    _ => return Err(self.diag(
+                        Rule::Unsupported,
+                        i,
+                        &st,
+                        &[],
+                        "this ld_imm64 form (map fd, BTF id or function address) is not supported"
+                            .into(),
+                    )),
+                };
+                st.cur_mut().regs[d as usize] = v;
+                Ok(Step::Next(st, next))
+            }
+            Kind::Ja => Ok(Step::Next(st, self.target(i, ins.off.into()))),
+            Kind::Gotol => Ok(Step::Next(st, self.target(i, ins.imm))),
+            Kind::Jmp(c, w, src) => self.branch(st, i, c, w, src),
+            Kind::Exit => self.exit(st, i),
+            Kind::Call(CallKind::Helper) => self.helper(st, i, ins.imm),
+            Kind::Callx => {
+                // bpf_conformance's callx calls the helper whose id is in the register; only
+                // a register with a known constant can be checked.
+                match self.read(&st, i, d)? {
+                    Reg::Scalar(x) if x.as_const().is_some() => {
+                        let id = x.as_const().expect("checked") as i64;
+                        self.helper(st, i, id)
+                    }
+                    _ => Err(self.diag(
+                        Rule::HelperArg,
+                        i,
+                        &st,
+                        &[d],
+                        "callx needs a register holding a known helper id".into(),
+                    )),
+                }
+            }
+            Kind::Call(CallKind::Local) => {
+                if st.frames.len() >= MAX_CALL_DEPTH {
+                    return Err(self.diag(
+                        Rule::CallDepth,
+                        i,
+                        &st,
+                        &[],
+                        format!("call depth exceeds {MAX_CALL_DEPTH} frames"),
+                    ));
+                }
+                let t = self.target(i, ins.imm);
+                let func = self
+                    .prog
+                    .funcs
+                    .iter()
+                    .position(|f| f.start == t)
+                    .expect("structural pass checked call targets");
+                let mut f = Frame::new(st.frames.len() as u8, func, next);
+                for r in 1..=5 {
+                    f.regs[r] = st.cur().regs[r].clone();
+                }
+                st.frames.push(f);
+                Ok(Step::Next(st, t))
+            }
+            Kind::Call(CallKind::Kfunc) => Err(self.diag(
+                Rule::Unsupported,
+                i,
+                &st,
+                &[],
+                "kernel functions (kfuncs) do not exist on the GPU".into(),
+            )),
+            Kind::LdAbs(_) | Kind::LdInd(_) => Err(self.diag(
+                Rule::Unsupported,
+                i,
+                &st,
+                &[],
+                "legacy packet access (ld_abs/ld_ind) has no GPU meaning".into(),
+            )),
+            Kind::Ldx(size, signed) => {
+                let v = self.load(&mut st, i, s, ins.off, size, signed)?;
+                st.cur_mut().regs[d as usize] = v;
+                Ok(Step::Next(st, next))
+            }
+            Kind::St(size) => {
+                let v = Reg::constant(ins.imm as u64);
+                self.store(&mut st, i, d, ins.off, size, v, None)?;
+                Ok(Step::Next(st, next))
+            }
+            Kind::Stx(size) => {
+                let v = self.read(&st, i, s)?;
+                self.store(&mut st, i, d, ins.off, size, v, Some(s))?;
+                Ok(Step::Next(st, next))
+            }
+            Kind::Atomic(size, op, fetch) => {
+                let base = self.read(&st, i, d)?;
+                if !matches!(
+                    base,
+                    Reg::Ptr(
+                        Region::Stack { .. } | Region::MapValue { .. } | Region::Mem,
+                        _
+                    )
+                ) {
+                    return Err(self.diag(
+                        Rule::AtomicRegion,
+                        i,
+                        &st,
+                        &[d],
+                        "atomics are allowed only on the stack and map values".into(),
+                    ));
+                }
+                self.scalar(&st, i, s, "an atomic operand")?;
+                if op == AtomicOp::Cmpxchg {
+                    self.scalar(&st, i, 0, "cmpxchg's comparand (r0)")?;
+                }
+                if let Reg::Ptr(Region::MapValue { map }, _) = base {
+                    if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 {
+                        return Err(self.diag(
+                            Rule::RodataWrite,
+                            i,
+                            &st,
+                            &[d],
+                            format!(
+                                "atomic on read-only map {}",
+                                self.obj.maps[map as usize].name
+                            ),
+                        ));
+                    }
+                }
+                // Read then write: both must be in bounds and (stack) initialised.
+                let old = self.load(&mut st, i, d, ins.off, size, false)?;
+                self.store(
+                    &mut st,
+                    i,
+                    d,
+                    ins.off,
+                    size,
+                    Reg::Scalar(Scalar::unknown()),
+                    None,
+                )?;
+                if fetch {
+                    let reg = if op == AtomicOp::Cmpxchg { 0 } else { s };
+                    let v = match (old, width_of(size)) {
+                        (Reg::Scalar(x), Width::W32) => {
+                            Reg::Scalar(Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &x))
+                        }
+                        (Reg::Scalar(x), _) => Reg::Scalar(x),
+                        _ => Reg::Scalar(Scalar::unknown()),
+                    };
+                    st.cur_mut().regs[reg as usize] = v;
+                } else {
+                    self.facts.atomic_no_fetch[i] = true;
+                }
+                Ok(Step::Next(st, next))
+            }
+        }
+    }
+
+    /// ALU operations involving pointers follow the rules for pointer arithmetic; plain
+    /// numbers use the scalar domain.
+    fn alu(&self, st: &State, i: usize, op: AluOp, w: Width, lhs: Reg, rhs: Reg) -> R<Reg> {
+        let d = self.prog.insns[i].dst;
+        let s = self.prog.insns[i].src;
+        match (lhs, rhs) {
+            (Reg::Scalar(a), Reg::Scalar(b)) => Ok(Reg::Scalar(Scalar::alu(op, w, &a, &b))),
+            (Reg::Ptr(r, off), Reg::Scalar(b))
+                if w == Width::W64 && matches!(op, AluOp::Add | AluOp::Sub) =>
+            {
+                self.ptr_arith(st, i, r, Scalar::alu(op, Width::W64, &off, &b))
+            }
+            (Reg::Scalar(a), Reg::Ptr(r, off)) if w == Width::W64 && op == AluOp::Add => {
+                self.ptr_arith(st, i, r, Scalar::alu(op, Width::W64, &off, &a))
+            }
+            (Reg::Ptr(r1, _), Reg::Ptr(r2, _))
+                if w == Width::W64 && op == AluOp::Sub && r1 == r2 =>
+            {
+                Ok(Reg::Scalar(Scalar::unknown()))
+            }
+            (l @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }), _) => Err(self.diag(
+                Rule::NullDeref,
+                i,
+                st,
+                &[d],
+                format!("arithmetic on {l}: check it against NULL first"),
+            )),
+            (l, r) => {
+                let which = if l.is_pointer() { d } else { s };
+                let p = if l.is_pointer() { l } else { r };
+                let _ = which;
+                Err(self.diag(Rule::PointerArith, i, st, &[d, s], format!("{op:?} ({w:?}) on a pointer ({p}) is not allowed: only 64-bit add/sub of a number")))
+            }
+        }
+    }
+
+    fn ptr_arith(&self, st: &State, i: usize, r: Region, off: Scalar) -> R<Reg> {
+        if r == Region::Ctx && off.as_const().is_none() {
+            return Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[self.prog.insns[i].dst],
+                "the context pointer may only move by constants".into(),
+            ));
+        }
+        Ok(Reg::Ptr(r, off))
+    }
+
+    /// The size of a region, and whether its offsets count down from 0 (the stack).
+    fn region_bounds(&self, r: Region) -> (i64, i64) {
+        match r {
+            Region::Stack { .. } => (-MAX_STACK, 0),
+            Region::Ctx => (0, i64::from(self.entry.ctx_size())),
+            Region::Mem => (0, i64::from(self.entry.ctx_size())),
+            Region::MapValue { map } => (0, i64::from(self.obj.maps[map as usize].value_size)),
+            Region::Record { size, .. } => (0, i64::from(size)),
+        }
+    }
+
+    /// Checks that `[off + extra, off + extra + size)` lies in the region; returns the
+    /// access's lowest and highest start offsets.
+    #[allow(clippy::too_many_arguments)]
+    fn bounds(
+        &self,
+        st: &State,
+        i: usize,
+        reg: u8,
+        r: Region,
+        off: &Scalar,
+        extra: i64,
+        size: i64,
+    ) -> R<(i64, i64)> {
+        let (lo, hi) = self.region_bounds(r);
+        let (smin, smax) = (off.smin, off.smax);
+        let first = smin.checked_add(extra);
+        let last = smax.checked_add(extra).and_then(|x| x.checked_add(size));
+        match (first, last) {
+            (Some(f), Some(l)) if f >= lo && l <= hi => Ok((f, l - size)),
+            _ => {
+                let what = match r {
+                    Region::Stack { .. } => "the stack (r10-512..r10)".to_string(),
+                    Region::MapValue { map } => format!(
+                        "the value of map {} ({} bytes)",
+                        self.obj.maps[map as usize].name, hi
+                    ),
+                    Region::Ctx => format!("the context ({hi} bytes)"),
+                    Region::Mem => format!("the input memory ({hi} bytes)"),
+                    Region::Record { size, .. } => format!("the ringbuf record ({size} bytes)"),
+                };
+                let range = if smin == smax {
+                    format!("offset {}", smin.saturating_add(extra))
+                } else {
+                    format!(
+                        "offsets {}..{}",
+                        smin.saturating_add(extra),
+                        smax.saturating_add(extra)
+                    )
+                };
+                Err(self.diag(
+                    Rule::MemBounds,
+                    i,
+                    st,
+                    &[reg],
+                    format!("access of {size} bytes at {range} is outside {what}"),
+                ))
+            }
+        }
+    }
+
+    fn pointer_of(&self, st: &State, i: usize, reg: u8) -> R<(Region, Scalar)> {
+        match self.read(st, i, reg)? {
+            Reg::Ptr(r, off) => Ok((r, off)),
+            v @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }) => Err(self.diag(
+                Rule::NullDeref,
+                i,
+                st,
+                &[reg],
+                format!("r{reg} ({v}) may be NULL: compare it with 0 first"),
+            )),
+            v => Err(self.diag(
+                Rule::MemScalar,
+                i,
+                st,
+                &[reg],
+                format!("r{reg} is not a pointer ({v})"),
+            )),
+        }
+    }
+
+    fn note_region(&mut self, i: usize, r: Region) {
+        let bit = match r {
+            Region::Stack { .. } => 1,
+            Region::Ctx => 2,
+            Region::Mem => 4,
+            Region::MapValue { .. } => 8,
+            Region::Record { .. } => 16,
+        };
+        self.facts.regions[i] |= bit;
+    }
+
+    fn stack_frame(&self, st: &State, r: Region) -> usize {
+        match r {
+            Region::Stack { frame } => frame as usize,
+            _ => st.frames.len() - 1,
+        }
+    }
+
+    fn load(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        base: u8,
+        off: i16,
+        size: Size,
+        signed: bool,
+    ) -> R<Reg> {
+        let (r, o) = self.pointer_of(st, i, base)?;
+        let n = i64::from(size.bytes());
+        let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
+        self.note_region(i, r);
+        match r {
+            Region::Stack { .. } => {
+                let f = self.stack_frame(st, r);
+                let func = st.frames[f].func;
+                self.depth[func] = self.depth[func].max(-first);
+                // Every byte that may be read must be initialised; a whole aligned spill
+                // comes back exactly.
+                if first == last && first % 8 == 0 && n == 8 {
+                    let slot = (-first / 8 - 1) as usize;
+                    match st.frames[f].slot(slot) {
+                        Slot::Spill(v) => return Ok(v.clone()),
+                        Slot::Bytes(0xff) => return Ok(Reg::Scalar(Scalar::loaded(8, false))),
+                        _ => {}
+                    }
+                }
+                for b in first..last + n {
+                    let slot = (-(b + 1) / 8) as usize;
+                    let byte = (-(b + 1) % 8) as u8;
+                    let ok = match st.frames[f].slot(slot) {
+                        Slot::Spill(Reg::Scalar(_)) => true,
+                        Slot::Spill(_) => {
+                            return Err(self.diag(
+                                Rule::StackPointer,
+                                i,
+                                st,
+                                &[base],
+                                format!("partial read of a spilled pointer at fp{b}"),
+                            ));
+                        }
+                        Slot::Bytes(m) => m & (1 << (7 - byte)) != 0,
+                    };
+                    if !ok {
+                        return Err(self.diag(
+                            Rule::StackUninit,
+                            i,
+                            st,
+                            &[base],
+                            format!("reads uninitialised stack at fp{b}"),
+                        ));
+                    }
+                }
+                Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
+            }
+            Region::Ctx | Region::Mem | Region::MapValue { .. } | Region::Record { .. } => {
+                Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        base: u8,
+        off: i16,
+        size: Size,
+        v: Reg,
+        src: Option<u8>,
+    ) -> R<()> {
+        let (r, o) = self.pointer_of(st, i, base)?;
+        let n = i64::from(size.bytes());
+        let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
+        self.note_region(i, r);
+        if v.is_pointer() && !matches!(r, Region::Stack { .. }) {
+            return Err(self.diag(
+                Rule::PointerLeak,
+                i,
+                st,
+                &[base, src.unwrap_or(base)],
+                "storing a pointer outside the stack would leak it".into(),
+            ));
+        }
+        match r {
+            Region::Ctx if !self.entry.ctx_writable() => Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[base],
+                "the context is read-only".into(),
+            )),
+            Region::MapValue { map } if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 => {
+                Err(self.diag(
+                    Rule::RodataWrite,
+                    i,
+                    st,
+                    &[base],
+                    format!(
+                        "write into read-only map {}",
+                        self.obj.maps[map as usize].name
+                    ),
+                ))
+            }
+            Region::Stack { .. } => {
+                let f = self.stack_frame(st, r);
+                let func = st.frames[f].func;
+                self.depth[func] = self.depth[func].max(-first);
+                if first == last && first % 8 == 0 && n == 8 {
+                    let slot = (-first / 8 - 1) as usize;
+                    *st.frames[f].slot_mut(slot) = Slot::Spill(v);
+                    return Ok(());
+                }
+                if v.is_pointer() {
+                    return Err(self.diag(
+                        Rule::StackPointer,
+                        i,
+                        st,
+                        &[base],
+                        "a pointer may only be spilled by an aligned 8-byte store".into(),
+                    ));
+                }
+                // A constant-offset store initialises its bytes; a variable one only the
+                // bytes every possible offset covers ([last, first + n)). Spilled values
+                // it may touch become plain initialised bytes.
+                for b in first..last + n {
+                    let slot = (-(b + 1) / 8) as usize;
+                    let bit = 1u8 << (7 - (-(b + 1) % 8) as u8);
+                    let cur = st.frames[f].slot_mut(slot);
+                    let mask = match cur {
+                        Slot::Spill(_) => 0xff,
+                        Slot::Bytes(m) => *m,
+                    };
+                    let certain = b >= last && b < first + n;
+                    *cur = Slot::Bytes(if certain { mask | bit } else { mask });
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn branch(&mut self, st: State, i: usize, c: Cond, w: Width, src: Src) -> R<Step> {
+        let ins = self.prog.insns[i];
+        let (d, s) = (ins.dst, ins.src);
+        let t = self.target(i, ins.off.into());
+        let a = self.read(&st, i, d)?;
+        let b = match src {
+            Src::K => Reg::constant(match w {
+                Width::W64 => ins.imm as u64,
+                Width::W32 => ins.imm as u32 as u64,
+            }),
+            Src::X => self.read(&st, i, s)?,
+        };
+        // A nullable pointer compared with 0 is the null check.
+        let null_check = |x: &Reg, y: &Reg| {
+            matches!(x, Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. })
+                && matches!(y, Reg::Scalar(k) if k.as_const() == Some(0))
+        };
+        if w == Width::W64 && matches!(c, Cond::Eq | Cond::Ne) && null_check(&a, &b) {
+            let (null, nonnull) = (
+                self.with_null(&st, &a, true),
+                self.with_null(&st, &a, false),
+            );
+            let (on_taken, on_fall) = if c == Cond::Eq {
+                (null, nonnull)
+            } else {
+                (nonnull, null)
+            };
+            return Ok(Step::Branch((on_fall, i + 1), (on_taken, t)));
+        }
+        match (&a, &b) {
+            (Reg::Scalar(x), Reg::Scalar(y)) => {
+                let taken = Scalar::refine(c, w, x, y, true);
+                let fall = Scalar::refine(c, w, x, y, false);
+                let apply = |mut st: State, (x2, y2): (Scalar, Scalar)| {
+                    st.cur_mut().regs[d as usize] = Reg::Scalar(x2);
+                    if src == Src::X {
+                        st.cur_mut().regs[s as usize] = Reg::Scalar(y2);
+                    }
+                    st
+                };
+                match (taken, fall) {
+                    (Some(tk), Some(fl)) => Ok(Step::Branch(
+                        (apply(st.clone(), fl), i + 1),
+                        (apply(st, tk), t),
+                    )),
+                    (Some(tk), None) => {
+                        self.facts.branch_always[i] = Some(true);
+                        Ok(Step::Next(apply(st, tk), t))
+                    }
+                    (None, Some(fl)) => {
+                        self.facts.branch_always[i] = Some(false);
+                        Ok(Step::Next(apply(st, fl), i + 1))
+                    }
+                    (None, None) => Ok(Step::End),
+                }
+            }
+            _ if a.is_pointer() && b.is_pointer() || null_check(&b, &a) => {
+                Ok(Step::Branch((st.clone(), i + 1), (st, t)))
+            }
+            _ => Err(self.diag(
+                Rule::PointerArith,
+                i,
+                &st,
+                &[d, s],
+                "comparing a pointer with a number leaks the pointer's value".into(),
+            )),
+        }
+    }
+
+    /// The state after a null check of `v` decided it: every copy of the same lookup
+    /// (registers and spills, in all frames) becomes NULL or a valid pointer.
+    fn with_null(&self, st: &State, v: &Reg, is_null: bool) -> State {
+        let (id, valid) = match *v {
+            Reg::MapValueOrNull { map, id } => {
+                (id, Reg::Ptr(Region::MapValue { map }, Scalar::constant(0)))
+            }
+            Reg::RecordOrNull { size, id } => (
+                id,
+                Reg::Ptr(Region::Record { size, id }, Scalar::constant(0)),
+            ),
+            _ => unreachable!("only nullable pointers"),
+        };
+        let mut st = st.clone();
+        let fix = |r: &mut Reg| {
+            let same = matches!(r, Reg::MapValueOrNull { id: x, .. } | Reg::RecordOrNull { id: x, .. } if *x == id);
+            if same {
+                *r = if is_null {
+                    Reg::constant(0)
+                } else {
+                    valid.clone()
+                };
+            }
+        };
+        for f in &mut st.frames {
+            f.regs.iter_mut().for_each(fix);
+            for slot in &mut f.stack {
+                if let Slot::Spill(r) = slot {
+                    fix(r);
+                }
+            }
+        }
+        if is_null {
+            // A failed reserve holds nothing to release.
+            st.refs.retain(|(x, _)| *x != id);
+        }
+        st
+    }
+
+    fn exit(&mut self, mut st: State, i: usize) -> R<Step> {
+        let r0 = self.read(&st, i, 0)?;
+        if st.frames.len() == 1 {
+            if r0.is_pointer() {
+                return Err(self.diag(
+                    Rule::PointerLeak,
+                    i,
+                    &st,
+                    &[0],
+                    "the program returns a pointer".into(),
+                ));
+            }
+            if let Some(&(_, at)) = st.refs.first() {
+                return Err(self.diag(Rule::RingbufLeak, i, &st, &[], format!("the ringbuf record reserved at insn {at} is neither submitted nor discarded on this path")));
+            }
+            return Ok(Step::End);
+        }
+        if matches!(r0, Reg::Ptr(Region::Stack { frame }, _) if frame as usize == st.frames.len() - 1)
+        {
+            return Err(self.diag(
+                Rule::PointerLeak,
+                i,
+                &st,
+                &[0],
+                "a function returns a pointer into its own stack".into(),
+            ));
+        }
+        let callee = st.frames.pop().expect("more than one frame");
+        let cur = st.cur_mut();
+        cur.regs[0] = r0;
+        for r in 1..=5 {
+            cur.regs[r] = Reg::Uninit;
+        }
+        Ok(Step::Next(st, callee.ret_to))
+    }
+
+    fn helper(&mut self, mut st: State, i: usize, id: i64) -> R<Step> {
+        let Some(h) = bpf2ptx_runtime::helper(id) else {
+            return Err(self.diag(
+                Rule::HelperUnknown,
+                i,
+                &st,
+                &[],
+                format!("helper {id} is not in the device runtime"),
+            ));
+        };
+        let mut map_arg: Option<u32> = None;
+        let mut record: Option<(u32, u32)> = None;
+        for (k, arg) in h.args.iter().enumerate() {
+            let r = (k + 1) as u8;
+            let v = self.read(&st, i, r)?;
+            let bad = |me: &Self, what: &str| {
+                me.diag(
+                    Rule::HelperArg,
+                    i,
+                    &st,
+                    &[r],
+                    format!(
+                        "{}: argument {} (r{r}) must be {what}, is {v}",
+                        h.name,
+                        k + 1
+                    ),
+                )
+            };
+            match *arg {
+                Arg::Anything => {}
+                Arg::Map => match v {
+                    Reg::Map(m) => map_arg = Some(m),
+                    _ => return Err(bad(self, "a map")),
+                },
+                Arg::MapKey | Arg::MapValue => {
+                    let m = map_arg.ok_or_else(|| bad(self, "preceded by a map"))?;
+                    let map = &self.obj.maps[m as usize];
+                    let n = if *arg == Arg::MapKey {
+                        map.key_size
+                    } else {
+                        map.value_size
+                    };
+                    self.helper_mem(&mut st, i, r, n.into(), Access::Read, h.name)?;
+                }
+                Arg::Mem { size_arg, access } => {
+                    let sr = size_arg + 1;
+                    let size = match self.read(&st, i, sr)? {
+                        Reg::Scalar(x) => x,
+                        _ => {
+                            return Err(self.diag(
+                                Rule::HelperArg,
+                                i,
+                                &st,
+                                &[sr],
+                                format!("{}: the size (r{sr}) must be a number", h.name),
+                            ))
+                        }
+                    };
+                    if size.umax > MAX_STACK as u64 * 128 {
+                        return Err(self.diag(
+                            Rule::HelperArg,
+                            i,
+                            &st,
+                            &[sr],
+                            format!("{}: the size (r{sr}) has no upper bound", h.name),
+                        ));
+                    }
+                    self.helper_mem(&mut st, i, r, size.umax as i64, access, h.name)?;
+                }
+                Arg::Size { zero_ok } => {
+                    if let Reg::Scalar(x) = &v {
+                        if !zero_ok && x.umin == 0 {
+                            return Err(bad(self, "a size that cannot be 0"));
+                        }
+                    } else {
+                        return Err(bad(self, "a size"));
+                    }
+                }
+                Arg::FixedMem { size, access } => {
+                    self.helper_mem(&mut st, i, r, size.into(), access, h.name)?
+                }
+                Arg::Ctx => {
+                    if !matches!(v, Reg::Ptr(Region::Ctx, ref o) if o.as_const() == Some(0)) {
+                        return Err(bad(self, "the context pointer"));
+                    }
+                }
+                Arg::RingbufRecord => match v {
+                    Reg::Ptr(Region::Record { id, .. }, ref o) if o.as_const() == Some(0) => {
+                        record = Some((id, 0))
+                    }
+                    _ => {
+                        return Err(bad(
+                            self,
+                            "a reserved ringbuf record (checked against NULL)",
+                        ))
+                    }
+                },
+                Arg::ConstStr => self.const_str(&st, i, r, &v, h.name)?,
+            }
+        }
+        if let Some((id, _)) = record {
+            // Releasing the record invalidates every copy of the pointer.
+            st.refs.retain(|(x, _)| *x != id);
+            for f in &mut st.frames {
+                for reg in f.regs.iter_mut() {
+                    if matches!(reg, Reg::Ptr(Region::Record { id: x, .. }, _) if *x == id) {
+                        *reg = Reg::Uninit;
+                    }
+                }
+            }
+        }
+        let r0 = match h.ret {
+            Ret::Integer => Reg::Scalar(Scalar::unknown()),
+            Ret::Void => Reg::Uninit,
+            Ret::MapValueOrNull => Reg::MapValueOrNull {
+                map: map_arg.expect("lookup takes a map"),
+                id: self.fresh_id(),
+            },
+            Ret::RingbufRecordOrNull => {
+                let size = match &st.cur().regs[2] {
+                    Reg::Scalar(x) if x.as_const().is_some() => x.as_const().expect("const") as u32,
+                    _ => {
+                        return Err(self.diag(
+                            Rule::HelperArg,
+                            i,
+                            &st,
+                            &[2],
+                            format!("{}: the size must be a known constant", h.name),
+                        ))
+                    }
+                };
+                let id = self.fresh_id();
+                st.refs.push((id, self.pcs[i]));
+                Reg::RecordOrNull { size, id }
+            }
+            Ret::NoReturn => {
+                if let Some(&(_, at)) = st.refs.first() {
+                    return Err(self.diag(Rule::RingbufLeak, i, &st, &[], format!("the ringbuf record reserved at insn {at} is neither submitted nor discarded on this path")));
+                }
+                return Ok(Step::End);
+            }
+        };
+        let cur = st.cur_mut();
+        cur.regs[0] = r0;
+        for r in 1..=5 {
+            cur.regs[r] = Reg::Uninit;
+        }
+        Ok(Step::Next(st, i + 1))
+    }
+
+    /// A helper's access to `n` bytes at the pointer in `reg`.
+    fn helper_mem(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        reg: u8,
+        n: i64,
+        access: Access,
+        name: &str,
+    ) -> R<()> {
+        let (r, o) = self.pointer_of(st, i, reg)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let (first, last) = self.bounds(st, i, reg, r, &o, 0, n)?;
+        match r {
+            Region::Stack { .. } => {
+                let f = self.stack_frame(st, r);
+                let func = st.frames[f].func;
+                self.depth[func] = self.depth[func].max(-first);
+                for b in first..last + n {
+                    let slot = (-(b + 1) / 8) as usize;
+                    let bit = 1u8 << (7 - (-(b + 1) % 8) as u8);
+                    let cur = st.frames[f].slot_mut(slot);
+                    match access {
+                        Access::Read => {
+                            let ok = match cur {
+                                Slot::Spill(Reg::Scalar(_)) => true,
+                                Slot::Spill(_) => false,
+                                Slot::Bytes(m) => *m & bit != 0,
+                            };
+                            if !ok {
+                                return Err(self.diag(
+                                    Rule::StackUninit,
+                                    i,
+                                    st,
+                                    &[reg],
+                                    format!(
+                                        "{name} reads uninitialised (or pointer) stack at fp{b}"
+                                    ),
+                                ));
+                            }
+                        }
+                        Access::Write => {
+                            let m = match cur {
+                                Slot::Spill(_) => 0xff,
+                                Slot::Bytes(m) => *m,
+                            };
+                            *cur = Slot::Bytes(m | bit);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Region::MapValue { map }
+                if access == Access::Write
+                    && self.obj.maps[map as usize].flags & RDONLY_PROG != 0 =>
+            {
+                Err(self.diag(
+                    Rule::RodataWrite,
+                    i,
+                    st,
+                    &[reg],
+                    format!(
+                        "{name} would write into read-only map {}",
+                        self.obj.maps[map as usize].name
+                    ),
+                ))
+            }
+            Region::Ctx if access == Access::Write && !self.entry.ctx_writable() => Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[reg],
+                "the context is read-only".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn const_str(&self, st: &State, i: usize, reg: u8, v: &Reg, name: &str) -> R<()> {
+        let bad = |why: &str| {
+            self.diag(
+                Rule::HelperArg,
+                i,
+                st,
+                &[reg],
+                format!(
+                    "{name}: r{reg} must point to a NUL-terminated string in read-only data: {why}"
+                ),
+            )
+        };
+        let Reg::Ptr(Region::MapValue { map }, off) = v else {
+            return Err(bad("not a map value"));
+        };
+        let m = &self.obj.maps[*map as usize];
+        if m.origin != MapOrigin::GlobalData || m.flags & RDONLY_PROG == 0 {
+            return Err(bad("the map is not read-only global data"));
+        }
+        let Some(off) = off.as_const() else {
+            return Err(bad("the offset is not constant"));
+        };
+        let data = m.init.as_deref().unwrap_or(&[]);
+        match data.get(off as usize..) {
+            Some(rest) if rest.contains(&0) => Ok(()),
+            _ => Err(bad("no NUL before the end of the data")),
+        }
+    }
+}

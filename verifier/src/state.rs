@@ -1,0 +1,256 @@
+//! The abstract state the verifier tracks along a path: registers, stack slots, call
+//! frames and the ringbuf records a path holds.
+
+use crate::scalar::Scalar;
+use std::collections::HashMap;
+use std::fmt;
+
+/// What a pointer points into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// The program's context (r1 at entry), `size` bytes.
+    Ctx,
+    /// The stack of call frame `frame` (0 = the entry function); offsets are relative to
+    /// that frame's r10, so valid bytes are at -512..0.
+    Stack {
+        /// Frame index.
+        frame: u8,
+    },
+    /// A value of map `map`.
+    MapValue {
+        /// Map index.
+        map: u32,
+    },
+    /// The input memory of a bpf_conformance test (r1), read-write.
+    Mem,
+    /// A reserved ringbuf record of `size` bytes.
+    Record {
+        /// Record size.
+        size: u32,
+        /// Reference id (released by submit/discard).
+        id: u32,
+    },
+}
+
+/// A register's abstract value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reg {
+    /// Never written on this path: reading it is an error.
+    Uninit,
+    /// A number.
+    Scalar(Scalar),
+    /// A pointer: region plus byte offset (a scalar, so it may vary).
+    Ptr(Region, Scalar),
+    /// A map value pointer that may be NULL until checked; `id` ties together copies of
+    /// the same lookup result so one check refines them all.
+    MapValueOrNull {
+        /// Map index.
+        map: u32,
+        /// Lookup id.
+        id: u32,
+    },
+    /// A ringbuf record that may be NULL until checked.
+    RecordOrNull {
+        /// Record size.
+        size: u32,
+        /// Reference id.
+        id: u32,
+    },
+    /// A map itself (only helpers take it).
+    Map(u32),
+}
+
+impl Reg {
+    /// A known constant.
+    pub fn constant(v: u64) -> Reg {
+        Reg::Scalar(Scalar::constant(v))
+    }
+
+    /// Whether this is a pointer of any kind.
+    pub fn is_pointer(&self) -> bool {
+        !matches!(self, Reg::Uninit | Reg::Scalar(_))
+    }
+}
+
+impl fmt::Display for Reg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reg::Uninit => f.write_str("uninit"),
+            Reg::Scalar(s) => write!(f, "{s}"),
+            Reg::Ptr(r, off) => {
+                let name = match r {
+                    Region::Ctx => "ctx".to_string(),
+                    Region::Stack { frame } => format!("fp{frame}"),
+                    Region::MapValue { map } => format!("map_value(map#{map})"),
+                    Region::Mem => "mem".to_string(),
+                    Region::Record { size, .. } => format!("ringbuf_record({size})"),
+                };
+                match off.as_const() {
+                    Some(0) => f.write_str(&name),
+                    Some(c) => write!(f, "{name}{:+}", c as i64),
+                    None => write!(f, "{name}+{off}"),
+                }
+            }
+            Reg::MapValueOrNull { map, .. } => write!(f, "map_value_or_null(map#{map})"),
+            Reg::RecordOrNull { size, .. } => write!(f, "ringbuf_record_or_null({size})"),
+            Reg::Map(m) => write!(f, "map_ptr(map#{m})"),
+        }
+    }
+}
+
+/// One 8-byte stack slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A whole register spilled by an aligned 8-byte store: filled back exactly.
+    Spill(Reg),
+    /// Raw bytes; bit i set = byte i is initialised (its value unknown).
+    Bytes(u8),
+}
+
+/// Slots per frame (512 bytes).
+pub const SLOTS: usize = 64;
+
+/// One call frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// r0-r10.
+    pub regs: [Reg; 11],
+    /// The stack, slot 0 = bytes -8..-1 below r10, slot 63 = -512..-505; only as long as
+    /// the deepest slot touched so far (the rest is uninitialised), which keeps the states
+    /// the verifier copies and compares small.
+    pub stack: Vec<Slot>,
+    /// Index of the function (in the program's function list).
+    pub func: usize,
+    /// Instruction index to return to in the caller (unused for frame 0).
+    pub ret_to: usize,
+}
+
+impl Frame {
+    /// A fresh frame with uninitialised registers except r10.
+    pub fn new(depth: u8, func: usize, ret_to: usize) -> Frame {
+        let mut regs: [Reg; 11] = std::array::from_fn(|_| Reg::Uninit);
+        regs[10] = Reg::Ptr(Region::Stack { frame: depth }, Scalar::constant(0));
+        Frame {
+            regs,
+            stack: Vec::new(),
+            func,
+            ret_to,
+        }
+    }
+
+    /// Stack slot `i` (uninitialised bytes beyond what was touched).
+    pub fn slot(&self, i: usize) -> &Slot {
+        const EMPTY: Slot = Slot::Bytes(0);
+        self.stack.get(i).unwrap_or(&EMPTY)
+    }
+
+    /// Stack slot `i`, mutably (the stack grows to include it).
+    pub fn slot_mut(&mut self, i: usize) -> &mut Slot {
+        debug_assert!(i < SLOTS, "slot {i} beyond the 512-byte stack");
+        if self.stack.len() <= i {
+            self.stack.resize(i + 1, Slot::Bytes(0));
+        }
+        &mut self.stack[i]
+    }
+}
+
+/// The state of one path at one instruction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    /// Call frames, the current one last.
+    pub frames: Vec<Frame>,
+    /// Ringbuf records reserved and not yet released: (id, slot index of the reserve).
+    pub refs: Vec<(u32, usize)>,
+}
+
+impl State {
+    /// The current frame.
+    pub fn cur(&self) -> &Frame {
+        self.frames.last().expect("a state always has a frame")
+    }
+
+    /// The current frame, mutably.
+    pub fn cur_mut(&mut self) -> &mut Frame {
+        self.frames.last_mut().expect("a state always has a frame")
+    }
+
+    /// Whether every concrete state `other` stands for is also one `self` stands for, as far
+    /// as the rest of the program can tell. Used only against states whose every path was
+    /// already explored and accepted: a register or slot `self` has as uninitialised was
+    /// then never read before being written, so any content in `other` is fine there.
+    pub fn subsumes(&self, other: &State) -> bool {
+        if self.frames.len() != other.frames.len() || self.refs.len() != other.refs.len() {
+            return false;
+        }
+        let mut ids = IdMap::default();
+        for (a, b) in self.refs.iter().zip(&other.refs) {
+            if !ids.same(a.0, b.0) {
+                return false;
+            }
+        }
+        self.frames.iter().zip(&other.frames).all(|(f, g)| {
+            f.func == g.func
+                && f.ret_to == g.ret_to
+                && f.regs
+                    .iter()
+                    .zip(&g.regs)
+                    .all(|(a, b)| reg_subsumes(a, b, &mut ids))
+                && (0..f.stack.len().max(g.stack.len()))
+                    .all(|k| slot_subsumes(f.slot(k), g.slot(k), &mut ids))
+        })
+    }
+}
+
+/// A bijection between the ids of two states being compared.
+#[derive(Default)]
+struct IdMap(HashMap<u32, u32>, HashMap<u32, u32>);
+
+impl IdMap {
+    fn same(&mut self, a: u32, b: u32) -> bool {
+        match (self.0.get(&a), self.1.get(&b)) {
+            (None, None) => {
+                self.0.insert(a, b);
+                self.1.insert(b, a);
+                true
+            }
+            (Some(&x), Some(&y)) => x == b && y == a,
+            _ => false,
+        }
+    }
+}
+
+fn reg_subsumes(a: &Reg, b: &Reg, ids: &mut IdMap) -> bool {
+    match (a, b) {
+        (Reg::Uninit, _) => true,
+        (Reg::Scalar(x), Reg::Scalar(y)) => x.subsumes(y),
+        (Reg::Ptr(ra, oa), Reg::Ptr(rb, ob)) => {
+            let same_region = match (ra, rb) {
+                (Region::Record { size: s1, id: i1 }, Region::Record { size: s2, id: i2 }) => {
+                    s1 == s2 && ids.same(*i1, *i2)
+                }
+                _ => ra == rb,
+            };
+            same_region && oa.subsumes(ob)
+        }
+        (Reg::MapValueOrNull { map: m1, id: i1 }, Reg::MapValueOrNull { map: m2, id: i2 }) => {
+            m1 == m2 && ids.same(*i1, *i2)
+        }
+        (Reg::RecordOrNull { size: s1, id: i1 }, Reg::RecordOrNull { size: s2, id: i2 }) => {
+            s1 == s2 && ids.same(*i1, *i2)
+        }
+        (Reg::Map(x), Reg::Map(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut IdMap) -> bool {
+    match (a, b) {
+        // Bytes `a` marks initialised must be initialised in `b` too, and `b` must not
+        // hide a pointer where `a` has plain bytes.
+        (Slot::Bytes(ma), Slot::Bytes(mb)) => ma & !mb == 0,
+        (Slot::Bytes(ma), Slot::Spill(r)) => *ma == 0 || matches!(r, Reg::Scalar(_)),
+        (Slot::Spill(ra), Slot::Spill(rb)) => reg_subsumes(ra, rb, ids),
+        (Slot::Spill(Reg::Uninit), _) => true,
+        (Slot::Spill(_), Slot::Bytes(_)) => false,
+    }
+}
