@@ -117,8 +117,13 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             _ => Err(err(
                 file,
                 &sec_name(i),
-                Some(s.sh_offset),
-                "section data lies outside the file",
+                None,
+                format!(
+                    "truncated: the section's {} bytes at file offset 0x{:x} extend past the end of the file ({} bytes)",
+                    s.sh_size,
+                    s.sh_offset,
+                    bytes.len()
+                ),
             )),
         }
     };
@@ -424,12 +429,7 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
                 offset: (pc * SLOT) as u64,
                 source: Box::new(e),
             },
-            None => LoadError::Decode {
-                file: file.to_string(),
-                section: name.clone(),
-                offset: 0,
-                source: Box::new(e),
-            },
+            None => err(file, &name, None, e.to_string()),
         };
         let insns = insn::decode(data).map_err(decode_err)?;
         let pcs = insn::pcs(&insns);
@@ -663,6 +663,47 @@ fn check_header(file: &str, bytes: &[u8]) -> Result<(), LoadError> {
         return Err(e(format!(
             "ELF type {ty} is not a relocatable object (ET_REL)"
         )));
+    }
+    // The section header table and every section's data must lie inside the file; say so
+    // here, by section index, before goblin reports a bare "bad offset".
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
+    let (shoff, shentsize, shnum) = (
+        u64_at(0x28),
+        u64::from(u16_at(0x3a)),
+        u64::from(u16_at(0x3c)),
+    );
+    let table_end = shentsize
+        .checked_mul(shnum)
+        .and_then(|n| n.checked_add(shoff));
+    match table_end {
+        Some(end) if end <= bytes.len() as u64 => {}
+        _ => {
+            return Err(err(file, "", Some(shoff), format!(
+                "truncated: the section header table ({shnum} entries of {shentsize} bytes) extends past the end of the file ({} bytes)",
+                bytes.len()
+            )))
+        }
+    }
+    if shentsize >= 64 {
+        for k in 0..shnum {
+            let h = (shoff + k * shentsize) as usize;
+            let (ty, off, size) = (
+                u32::from_le_bytes(bytes[h + 4..h + 8].try_into().expect("4 bytes")),
+                u64_at(h + 0x18),
+                u64_at(h + 0x20),
+            );
+            if ty != sh::SHT_NOBITS
+                && off
+                    .checked_add(size)
+                    .is_none_or(|end| end > bytes.len() as u64)
+            {
+                return Err(err(file, "", Some(off), format!(
+                    "truncated: section #{k} ({size} bytes at file offset 0x{off:x}) extends past the end of the file ({} bytes)",
+                    bytes.len()
+                )));
+            }
+        }
     }
     Ok(())
 }

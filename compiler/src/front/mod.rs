@@ -52,7 +52,7 @@ pub enum LoadError {
         source: Box<DecodeError>,
     },
     /// `.BTF` or `.BTF.ext` is malformed.
-    #[error("{file}: {source}")]
+    #[error("{file}: section {source}")]
     Btf {
         /// The file.
         file: String,
@@ -60,7 +60,7 @@ pub enum LoadError {
         source: Box<btf::BtfError>,
     },
     /// DWARF line tables are malformed.
-    #[error("{file}: {source}")]
+    #[error("{file}: section {source}")]
     Dwarf {
         /// The file.
         file: String,
