@@ -2,6 +2,7 @@
 
 use bpf2ptx_compiler::back::ptx;
 use bpf2ptx_compiler::program::{Object, SourceKind};
+use bpf2ptx_verifier::{Diagnostic, Entry, Facts};
 use std::io::Write;
 use std::path::Path;
 use thiserror::Error;
@@ -51,27 +52,51 @@ impl CompileError {
     }
 }
 
-/// The registers an attach point initialises at program entry besides r10: r1 (the
-/// context) for ELF programs; r1 and r2 (memory and length) for bpf_conformance tests.
-pub fn entry_regs(obj: &Object) -> &'static [u8] {
-    match obj.kind {
-        SourceKind::Conformance => &[1, 2],
-        _ => &[1],
+/// What a program's registers hold at entry: for a bpf_conformance test, r1 points to its
+/// `-- mem` bytes and r2 holds their length; every other input is a GPU probe.
+pub fn entry(obj: &Object) -> Entry {
+    match (&obj.kind, &obj.test) {
+        (SourceKind::Conformance, Some(t)) => Entry::conformance(t.mem.len()),
+        _ => Entry::probe(),
     }
 }
 
+/// The verdict on one program.
+pub struct Verdict {
+    /// The program's name.
+    pub program: String,
+    /// Its facts, or every violation found.
+    pub result: Result<Facts, Vec<Diagnostic>>,
+}
+
 /// Runs the verifier over every program of an object.
-pub fn verify(obj: &Object) -> Result<(), CompileError> {
-    for p in &obj.programs {
-        if let Err(errs) = bpf2ptx_verifier::check(p, entry_regs(obj)) {
-            return Err(CompileError::Rejected {
-                file: obj.file.clone(),
-                program: p.name.clone(),
-                errors: errs.iter().map(|e| e.to_string()).collect(),
-            });
+pub fn verify_all(obj: &Object) -> Vec<Verdict> {
+    let e = entry(obj);
+    (0..obj.programs.len())
+        .map(|k| Verdict {
+            program: obj.programs[k].name.clone(),
+            result: bpf2ptx_verifier::verify(obj, k, &e),
+        })
+        .collect()
+}
+
+/// Runs the verifier over every program of an object; the first rejected program is an
+/// error.
+pub fn verify(obj: &Object) -> Result<Vec<Facts>, CompileError> {
+    let mut out = Vec::new();
+    for v in verify_all(obj) {
+        match v.result {
+            Ok(f) => out.push(f),
+            Err(errs) => {
+                return Err(CompileError::Rejected {
+                    file: obj.file.clone(),
+                    program: v.program,
+                    errors: errs.iter().map(|e| e.to_string()).collect(),
+                })
+            }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Verifies and lowers an object to PTX text.

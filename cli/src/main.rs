@@ -63,10 +63,16 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Check every program of an input (exit 0 accepted, 1 rejected, 2 bad input).
+    /// Prove every program of an input safe: termination, bounded memory access, helper
+    /// use. Prints each program's worst-case instruction count, or every violation with its
+    /// instruction, source line, register state and path (exit 0 accepted, 1 rejected,
+    /// 2 bad input).
     Verify {
         /// The input file.
         file: PathBuf,
+        /// Output format (`json`: the schema in specs/verifier.md).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Run a program once on the GPU (or the reference interpreter) and print r0; with a
     /// directory, run every .data file in it and print `N passed, N failed`.
@@ -106,7 +112,7 @@ fn main() {
     };
     let code = match cli.command {
         Some(Command::Dump { file, format }) => dump(&file, format),
-        Some(Command::Verify { file }) => verify(&file),
+        Some(Command::Verify { file, format }) => verify(&file, format),
         Some(Command::Run {
             path,
             mem,
@@ -146,27 +152,70 @@ fn dump(file: &Path, format: Format) -> i32 {
     exit::OK
 }
 
-fn verify(file: &Path) -> i32 {
+fn verify(file: &Path, format: Format) -> i32 {
     let obj = match load(file) {
         Ok(o) => o,
         Err(c) => return c,
     };
-    match compile::verify(&obj) {
-        Ok(()) => {
-            for p in &obj.programs {
-                println!(
-                    "{}: program {}: accepted ({} insns)",
-                    obj.file,
-                    p.name,
-                    p.insns.len()
-                );
+    let verdicts = compile::verify_all(&obj);
+    let rejected = verdicts.iter().any(|v| v.result.is_err());
+    match format {
+        Format::Json => {
+            let programs: Vec<serde_json::Value> = verdicts
+                .iter()
+                .map(|v| match &v.result {
+                    Ok(f) => serde_json::json!({
+                        "program": v.program,
+                        "verdict": "accepted",
+                        "cost_bound": f.cost_bound,
+                        "stack_bytes": f.stack_bytes,
+                        "unreachable": f.unreachable,
+                    }),
+                    Err(errs) => serde_json::json!({
+                        "program": v.program,
+                        "verdict": "rejected",
+                        "errors": errs,
+                    }),
+                })
+                .collect();
+            let doc = serde_json::json!({ "file": obj.file, "programs": programs });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("serialises")
+            );
+        }
+        Format::Text => {
+            for v in &verdicts {
+                match &v.result {
+                    Ok(f) => {
+                        println!(
+                            "{}: program {}: accepted; worst case {} instructions, {} bytes of stack",
+                            obj.file, v.program, f.cost_bound, f.stack_bytes
+                        );
+                        if !f.unreachable.is_empty() {
+                            println!("  warning: unreachable instructions at {:?}", f.unreachable);
+                        }
+                    }
+                    Err(errs) => {
+                        eprintln!(
+                            "{}: program {}: rejected ({} error{})",
+                            obj.file,
+                            v.program,
+                            errs.len(),
+                            if errs.len() == 1 { "" } else { "s" }
+                        );
+                        for e in errs {
+                            eprintln!("{e}");
+                        }
+                    }
+                }
             }
-            exit::OK
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            e.exit_code()
-        }
+    }
+    if rejected {
+        exit::REJECTED
+    } else {
+        exit::OK
     }
 }
 

@@ -191,9 +191,23 @@ impl<'a> Explorer<'a> {
                 seen.push(**r);
                 fresh
             })
-            .map(|&r| (r, st.cur().regs[r as usize].to_string()))
+            .map(|&r| {
+                let mut value = st.cur().regs[r as usize].to_string();
+                // Name maps: `map#3)` reads better as the map's own name.
+                for (k, m) in self.obj.maps.iter().enumerate().rev() {
+                    value = value.replace(&format!("map#{k})"), &format!("{})", m.name));
+                }
+                crate::RegState { reg: r, value }
+            })
             .collect();
-        let path = self.history.iter().rev().take(12).rev().copied().collect();
+        let path = self
+            .history
+            .iter()
+            .rev()
+            .take(12)
+            .rev()
+            .map(|&(pc, taken)| crate::Decision { pc, taken })
+            .collect();
         Box::new(Diagnostic {
             rule,
             pc: self.pcs[i],

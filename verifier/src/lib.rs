@@ -136,11 +136,28 @@ pub struct Diagnostic {
     pub line: Option<LineRef>,
     /// What is wrong.
     pub message: String,
-    /// The abstract state of the registers involved: (register, value).
-    pub regs: Vec<(u8, String)>,
-    /// The branch decisions on the path that leads here, oldest first: (slot of the
-    /// branch, taken).
-    pub path: Vec<(usize, bool)>,
+    /// The abstract state of the registers involved.
+    pub regs: Vec<RegState>,
+    /// The branch decisions on the path that leads here, oldest first (at most 12).
+    pub path: Vec<Decision>,
+}
+
+/// A register's abstract value in a diagnostic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RegState {
+    /// Register number.
+    pub reg: u8,
+    /// Its value, as the verifier knows it (`scalar(umin=0,umax=255)`, `fp0-8`, ...).
+    pub value: String,
+}
+
+/// A branch decision on the path to a diagnostic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// Slot index of the conditional jump.
+    pub pc: usize,
+    /// Whether the jump was taken.
+    pub taken: bool,
 }
 
 impl fmt::Display for Diagnostic {
@@ -162,14 +179,14 @@ impl fmt::Display for Diagnostic {
             f.write_str(")")?;
         }
         write!(f, "\n  {}", self.message)?;
-        for (r, v) in &self.regs {
-            write!(f, "\n  r{r} = {v}")?;
+        for r in &self.regs {
+            write!(f, "\n  r{} = {}", r.reg, r.value)?;
         }
         if !self.path.is_empty() {
             let steps: Vec<String> = self
                 .path
                 .iter()
-                .map(|(pc, t)| format!("insn {pc} {}", if *t { "taken" } else { "not taken" }))
+                .map(|d| format!("insn {} {}", d.pc, if d.taken { "taken" } else { "not taken" }))
                 .collect();
             write!(f, "\n  path: {}", steps.join(", "))?;
         }
