@@ -802,6 +802,14 @@ impl<'a> Explorer<'a> {
         }
     }
 
+    /// Records whether this visit's access at `off + extra` is naturally aligned: the
+    /// pointer's offset must be known to be a multiple of the size in its low bits.
+    fn note_alignment(&mut self, i: usize, off: &Scalar, extra: i64, size: u32) {
+        let m = u64::from(size) - 1;
+        let ok = off.bits.mask & m == 0 && (off.bits.value.wrapping_add(extra as u64)) & m == 0;
+        self.facts.aligned[i] &= ok;
+    }
+
     fn note_region(&mut self, i: usize, r: Region) {
         let bit = match r {
             Region::Stack { .. } => 1,
@@ -833,6 +841,7 @@ impl<'a> Explorer<'a> {
         let n = i64::from(size.bytes());
         let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
         self.note_region(i, r);
+        self.note_alignment(i, &o, off.into(), size.bytes());
         match r {
             Region::Stack { .. } => {
                 let f = self.stack_frame(st, r);
@@ -897,6 +906,7 @@ impl<'a> Explorer<'a> {
         let n = i64::from(size.bytes());
         let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
         self.note_region(i, r);
+        self.note_alignment(i, &o, off.into(), size.bytes());
         if v.is_pointer() && !matches!(r, Region::Stack { .. }) {
             return Err(self.diag(
                 Rule::PointerLeak,

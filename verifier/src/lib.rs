@@ -270,6 +270,9 @@ pub struct Facts {
     pub regions: Vec<u8>,
     /// Per instruction: a division or modulo by a register that may be zero.
     pub divisor_may_be_zero: Vec<bool>,
+    /// Per instruction: a memory access whose address is a multiple of its size on every
+    /// path (every region starts 8-byte aligned), so the GPU can access it directly.
+    pub aligned: Vec<bool>,
     /// Per instruction: an atomic without fetch (the device only adds, never reads back).
     pub atomic_no_fetch: Vec<bool>,
     /// Per instruction: a conditional jump that always goes one way.
@@ -283,6 +286,7 @@ impl Facts {
         Facts {
             regions: vec![0; n],
             divisor_may_be_zero: vec![false; n],
+            aligned: vec![true; n],
             atomic_no_fetch: vec![false; n],
             branch_always: vec![None; n],
             ..Facts::default()
