@@ -99,13 +99,28 @@ pub fn verify(obj: &Object) -> Result<Vec<Facts>, CompileError> {
     Ok(out)
 }
 
-/// Verifies and lowers an object to PTX text.
+/// Verifies and lowers an object to PTX text; the verifier's facts let the backend drop
+/// run-time checks it proved unnecessary.
 pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError> {
-    verify(obj)?;
-    ptx::write_string(obj, opts).map_err(|source| CompileError::Lower {
+    let facts = verify(obj)?;
+    let mut opts = opts.clone();
+    opts.hints = facts.iter().map(hints).collect();
+    ptx::write_string(obj, &opts).map_err(|source| CompileError::Lower {
         file: obj.file.clone(),
         source,
     })
+}
+
+/// The backend's view of the verifier's facts: where an access is global memory,
+/// aligned, and which divisions need a zero test.
+pub fn hints(f: &Facts) -> ptx::Hints {
+    // Region bits: 1 stack, 2 context, 4 test memory, 8 map values, 16 ringbuf records.
+    let global = f.regions.iter().map(|&r| r != 0 && r & 0b11 == 0).collect();
+    ptx::Hints {
+        global,
+        aligned: f.aligned.clone(),
+        divisor_may_be_zero: f.divisor_may_be_zero.clone(),
+    }
 }
 
 /// Writes `text` to `out` atomically: to a temporary file in the same directory, then

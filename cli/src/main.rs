@@ -1,5 +1,20 @@
 //! The `bpf2ptx` binary.
 
+/// `println!` that ignores a closed stdout (`bpf2ptx verify x | head` is not an error).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+/// `print!` that ignores a closed stdout.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 use bpf2ptx::compile::{self, CompileError};
 use bpf2ptx::run::{self, RunOptions};
 use bpf2ptx::{dump::Dump, exit};
@@ -179,7 +194,7 @@ fn verify(file: &Path, format: Format) -> i32 {
                 })
                 .collect();
             let doc = serde_json::json!({ "file": obj.file, "programs": programs });
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&doc).expect("serialises")
             );
@@ -188,12 +203,12 @@ fn verify(file: &Path, format: Format) -> i32 {
             for v in &verdicts {
                 match &v.result {
                     Ok(f) => {
-                        println!(
+                        outln!(
                             "{}: program {}: accepted; worst case {} instructions, {} bytes of stack",
                             obj.file, v.program, f.cost_bound, f.stack_bytes
                         );
                         if !f.unreachable.is_empty() {
-                            println!("  warning: unreachable instructions at {:?}", f.unreachable);
+                            outln!("  warning: unreachable instructions at {:?}", f.unreachable);
                         }
                     }
                     Err(errs) => {
@@ -223,6 +238,7 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs) -> i32 {
     let opts = ptx::Options {
         target: t.target.clone(),
         entry: t.entry,
+        ..Default::default()
     };
     let out = output
         .map(Path::to_path_buf)
@@ -244,6 +260,7 @@ fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
     let opts_ptx = ptx::Options {
         target: target.to_string(),
         entry: true,
+        ..Default::default()
     };
     let compile_fn = |obj: &Object| -> Result<(String, String), String> {
         let text = compile::compile(obj, &opts_ptx).map_err(|e| e.to_string())?;
@@ -272,18 +289,18 @@ fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
     }
     match run::run_file(path, &opts) {
         Ok(o) => {
-            print!("r0 = {:#x} ({})", o.r0, o.r0 as i64);
+            out!("r0 = {:#x} ({})", o.r0, o.r0 as i64);
             if let Some(ms) = o.kernel_ms {
-                print!("  [{:?}, kernel {ms:.3} ms]", o.engine);
+                out!("  [{:?}, kernel {ms:.3} ms]", o.engine);
             }
-            println!();
+            outln!();
             match o.passed() {
                 Some(true) => {
-                    println!("expected {:#x}: ok", o.expected.unwrap_or_default());
+                    outln!("expected {:#x}: ok", o.expected.unwrap_or_default());
                     exit::OK
                 }
                 Some(false) => {
-                    println!(
+                    outln!(
                         "FAIL: expected {}",
                         o.expected
                             .map_or_else(|| "an error".to_string(), |e| format!("{e:#x}"))

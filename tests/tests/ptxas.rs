@@ -51,11 +51,14 @@ fn ptxas_accepts_all_emitted_ptx() {
     let conf = conformance_dir().expect("vendored conformance suite");
     for f in files_with_ext(&conf.join("tests"), "data") {
         let obj = bpf2ptx::load_path(&f).unwrap();
-        let text = ptx::write_string(
+        // Through the verifier, so the facts-driven forms (ld.global, no zero test) are
+        // assembled too.
+        let text = bpf2ptx::compile::compile(
             &obj,
             &ptx::Options {
                 target: "sm_70".into(),
                 entry: true,
+                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
@@ -65,11 +68,12 @@ fn ptxas_accepts_all_emitted_ptx() {
     for f in files_with_ext(&repo_root().join("tests/corpus/obj"), "o") {
         let obj = bpf2ptx::load_path(&f).unwrap();
         // Programs that call the device runtime's helpers or maps come with that issue.
-        if let Ok(text) = ptx::write_string(
+        if let Ok(text) = bpf2ptx::compile::compile(
             &obj,
             &ptx::Options {
                 target: "sm_70".into(),
                 entry: true,
+                ..Default::default()
             },
         ) {
             jobs.push((

@@ -1,4 +1,4 @@
-//! Random programs (tests/random.rs) on the CPU tier: each passes the structural checks,
+//! Random programs (tests/random.rs) on the CPU tier: each passes the verifier,
 //! runs in the reference interpreter, and lowers to PTX that ptxas accepts. The GPU tier
 //! runs the same programs on the device and compares r0 with the interpreter
 //! (`cargo run -p bpf2ptx-tests --example gen_random`, then `bpf2ptx run DIR`; results in
@@ -16,9 +16,9 @@ fn random_programs_verify_run_and_assemble() {
         let (text, mem) = random::program(seed, 40 + (seed as usize % 5) * 20);
         let obj = bpf2ptx::load_bytes("random.s", text.as_bytes())
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-        if let Err(errs) = bpf2ptx_verifier::check(&obj.programs[0], &[1]) {
-            panic!("seed {seed}: {}\n{text}", errs[0]);
-        }
+        let entry = bpf2ptx_verifier::Entry::conformance(random::MEM);
+        let facts = bpf2ptx_verifier::verify(&obj, 0, &entry)
+            .unwrap_or_else(|errs| panic!("seed {seed}: {}\n{text}", errs[0]));
         let mut m = mem.clone();
         bpf2ptx_compiler::interp::run(&obj, 0, &mut m, &Default::default())
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
@@ -27,6 +27,7 @@ fn random_programs_verify_run_and_assemble() {
             &ptx::Options {
                 target: "sm_70".into(),
                 entry: true,
+                hints: vec![bpf2ptx::compile::hints(&facts)],
             },
         )
         .unwrap();

@@ -62,6 +62,9 @@ pub struct Options {
     pub target: String,
     /// Also emit a standalone `.entry` kernel per program (for `bpf2ptx run`).
     pub entry: bool,
+    /// What the verifier proved, one entry per program (empty: assume nothing, which is
+    /// always correct but slower).
+    pub hints: Vec<Hints>,
 }
 
 impl Default for Options {
@@ -69,7 +72,29 @@ impl Default for Options {
         Options {
             target: "sm_70".into(),
             entry: false,
+            hints: Vec::new(),
         }
+    }
+}
+
+/// Per-instruction facts from the verifier that let the backend drop run-time checks and
+/// use specific state spaces. Each vector is indexed by instruction; a missing entry means
+/// "not proven".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// The access touches only global memory (map values, the test input, ringbuf
+    /// records): `ld.global`/`st.global`/`atom.global` instead of generic accesses.
+    pub global: Vec<bool>,
+    /// The access's address is a multiple of its size on every path: no run-time
+    /// alignment test and no byte-wise fallback.
+    pub aligned: Vec<bool>,
+    /// The division or modulo's register divisor may be zero (only those get a zero test).
+    pub divisor_may_be_zero: Vec<bool>,
+}
+
+impl Hints {
+    fn get(v: &[bool], i: usize) -> Option<bool> {
+        v.get(i).copied()
     }
 }
 
@@ -125,7 +150,12 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             let name = func_symbol(prog, k);
             let vis = if k == 0 { ".visible " } else { "" };
             let _ = writeln!(decls, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5);");
-            let mut f = FuncWriter::new(obj, prog, k);
+            let pi = obj
+                .programs
+                .iter()
+                .position(|p| std::ptr::eq(p, prog))
+                .unwrap_or(0);
+            let mut f = FuncWriter::new(obj, prog, k, opts.hints.get(pi));
             f.lower()?;
             need.extend(f.need.iter().cloned());
             let _ = writeln!(bodies, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5)\n{{\n{}}}\n", f.out);
@@ -554,6 +584,10 @@ struct FuncWriter<'a> {
     labels: usize,
     /// The frame lives in registers `%s<n>` instead of `.local` memory.
     promote: bool,
+    /// The verifier's facts about this program.
+    hints: Option<&'a Hints>,
+    /// The instruction being lowered.
+    cur: usize,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -582,7 +616,7 @@ fn ty(size: Size) -> &'static str {
 }
 
 impl<'a> FuncWriter<'a> {
-    fn new(obj: &'a Object, prog: &'a Program, k: usize) -> Self {
+    fn new(obj: &'a Object, prog: &'a Program, k: usize, hints: Option<&'a Hints>) -> Self {
         FuncWriter {
             obj,
             prog,
@@ -591,6 +625,8 @@ impl<'a> FuncWriter<'a> {
             need: BTreeSet::new(),
             labels: 0,
             promote: false,
+            hints,
+            cur: 0,
         }
     }
 
@@ -676,7 +712,15 @@ impl<'a> FuncWriter<'a> {
         format!("{}", v)
     }
 
+    /// Whether the verifier proved `what` for the current instruction.
+    fn proven(&self, what: fn(&Hints) -> &Vec<bool>) -> bool {
+        self.hints
+            .and_then(|h| Hints::get(what(h), self.cur))
+            .unwrap_or(false)
+    }
+
     fn insn(&mut self, i: usize, pcs: &[usize], fp: &[Fp; 11], frame: u32) -> Result<(), Error> {
+        self.cur = i;
         let ins = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
         let label = |rel: i64| format!("$L{}", pcs[i] as i64 + 1 + rel);
@@ -1021,7 +1065,20 @@ impl<'a> FuncWriter<'a> {
             }
             return;
         }
-        self.l(format!("setp.eq.{u} %p1, {rhs}, 0;"));
+        // Without a proof that the divisor is non-zero, test it: PTX leaves x / 0 undefined.
+        let may_be_zero = self
+            .hints
+            .and_then(|h| Hints::get(&h.divisor_may_be_zero, self.cur))
+            .unwrap_or(true);
+        if !may_be_zero && !signed {
+            self.l(format!("{instr}.{t} {dst}, {dst}, {rhs};"));
+            return;
+        }
+        if may_be_zero {
+            self.l(format!("setp.eq.{u} %p1, {rhs}, 0;"));
+        } else {
+            self.l("setp.ne.u32 %p1, 0, 0;");
+        }
         if signed {
             self.l(format!("setp.eq.{s} %p2, {rhs}, -1;"));
             self.l("or.pred %p3, %p1, %p2;");
@@ -1087,6 +1144,19 @@ impl<'a> FuncWriter<'a> {
         }
     }
 
+    /// The state space and address register of an access through `base`: global memory
+    /// (converted from the generic address) where the verifier proved it, else generic.
+    /// The byte-wise fallback helpers take generic addresses, so they get `%r{base}`
+    /// through `%t1` either way (a global address is a valid generic one on the GPU).
+    fn address(&mut self, base: u8) -> (&'static str, String) {
+        if self.proven(|h| &h.global) {
+            self.l(format!("cvta.to.global.u64 %t0, %r{base};"));
+            (".global", "%t0".to_string())
+        } else {
+            ("", format!("%r{base}"))
+        }
+    }
+
     /// A load into `val` (a .b64 register), zero- or sign-extended.
     #[allow(clippy::too_many_arguments)]
     fn load(
@@ -1108,16 +1178,18 @@ impl<'a> FuncWriter<'a> {
             self.local_load(val, false, slot, size, signed);
             return;
         }
-        if size == Size::B {
-            self.l(format!("ld.{t} {val}, [%r{base}+{off}];"));
+        let (space, addr) = self.address(base);
+        if size == Size::B || self.proven(|h| &h.aligned) {
+            self.l(format!("ld{space}.{t} {val}, [{addr}+{off}];"));
             return;
         }
         let n = size.bytes();
+        // The alignment test and the byte-wise fallback use the generic address.
         self.l(format!("add.u64 %t1, %r{base}, {off};"));
         self.l(format!("and.b64 %t2, %t1, {};", n - 1));
         self.l("setp.eq.u64 %p0, %t2, 0;");
         let done = self.fresh_label();
-        self.l(format!("@%p0 ld.{t} {val}, [%t1];"));
+        self.l(format!("@%p0 ld{space}.{t} {val}, [{addr}+{off}];"));
         self.l(format!("@%p0 bra {done};"));
         let f = format!("bpf2ptx_ldu{n}");
         self.need.insert(f.clone());
@@ -1140,16 +1212,18 @@ impl<'a> FuncWriter<'a> {
             self.local_store(slot, size, val, false);
             return;
         }
-        if size == Size::B {
-            self.l(format!("st.{t} [%r{base}+{off}], {val};"));
+        let (space, addr) = self.address(base);
+        if size == Size::B || self.proven(|h| &h.aligned) {
+            self.l(format!("st{space}.{t} [{addr}+{off}], {val};"));
             return;
         }
         let n = size.bytes();
+        // The alignment test and the byte-wise fallback use the generic address.
         self.l(format!("add.u64 %t1, %r{base}, {off};"));
         self.l(format!("and.b64 %t2, %t1, {};", n - 1));
         self.l("setp.eq.u64 %p0, %t2, 0;");
         let done = self.fresh_label();
-        self.l(format!("@%p0 st.{t} [%t1], {val};"));
+        self.l(format!("@%p0 st{space}.{t} [{addr}+{off}], {val};"));
         self.l(format!("@%p0 bra {done};"));
         let f = format!("bpf2ptx_stu{n}");
         self.need.insert(f.clone());
@@ -1177,12 +1251,19 @@ impl<'a> FuncWriter<'a> {
     ) {
         // Atomics must be naturally aligned (BPF requires it too), so no byte-wise path.
         let slot = folded(fp, base, off, size, frame);
+        let global = slot.is_none() && self.proven(|h| &h.global);
         let addr = if slot.is_none() {
-            self.l(format!("add.u64 %t1, %r{base}, {off};"));
+            if global {
+                self.l(format!("cvta.to.global.u64 %t1, %r{base};"));
+                self.l(format!("add.u64 %t1, %t1, {off};"));
+            } else {
+                self.l(format!("add.u64 %t1, %r{base}, {off};"));
+            }
             "%t1"
         } else {
             ""
         };
+        let space = if global { ".global" } else { "" };
         let wide = size == Size::DW;
         // Operand registers: 64-bit use the BPF registers, 32-bit their low halves.
         let (v, old) = if wide {
@@ -1232,7 +1313,7 @@ impl<'a> FuncWriter<'a> {
                 AtomicOp::Cmpxchg => ("cas", bt),
             };
             if !fetch {
-                self.l(format!("red.{name}.{t} [{addr}], {v};"));
+                self.l(format!("red{space}.{name}.{t} [{addr}], {v};"));
                 return;
             }
             if op == AtomicOp::Cmpxchg {
@@ -1242,9 +1323,9 @@ impl<'a> FuncWriter<'a> {
                     self.l("cvt.u32.u64 %w3, %r0;");
                     "%w3".to_string()
                 };
-                self.l(format!("atom.cas.{bt} {old}, [{addr}], {r0}, {v};"));
+                self.l(format!("atom{space}.cas.{bt} {old}, [{addr}], {r0}, {v};"));
             } else {
-                self.l(format!("atom.{name}.{t} {old}, [{addr}], {v};"));
+                self.l(format!("atom{space}.{name}.{t} {old}, [{addr}], {v};"));
             }
         }
         if !fetch {
