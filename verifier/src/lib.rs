@@ -186,7 +186,13 @@ impl fmt::Display for Diagnostic {
             let steps: Vec<String> = self
                 .path
                 .iter()
-                .map(|d| format!("insn {} {}", d.pc, if d.taken { "taken" } else { "not taken" }))
+                .map(|d| {
+                    format!(
+                        "insn {} {}",
+                        d.pc,
+                        if d.taken { "taken" } else { "not taken" }
+                    )
+                })
                 .collect();
             write!(f, "\n  path: {}", steps.join(", "))?;
         }
