@@ -686,20 +686,34 @@ fn check_header(file: &str, bytes: &[u8]) -> Result<(), LoadError> {
         }
     }
     if shentsize >= 64 {
+        let hdr = |k: u64| (shoff + k * shentsize) as usize;
+        // Section names, where the name table itself is readable.
+        let shstrndx = u64::from(u16_at(0x3e));
+        let names: Option<&[u8]> = (shstrndx < shnum).then(|| hdr(shstrndx)).and_then(|h| {
+            let (off, size) = (u64_at(h + 0x18) as usize, u64_at(h + 0x20) as usize);
+            bytes.get(off..off.checked_add(size)?)
+        });
+        let name_of = |h: usize| -> String {
+            let at = u32::from_le_bytes(bytes[h..h + 4].try_into().expect("4 bytes")) as usize;
+            names
+                .and_then(|n| n.get(at..))
+                .and_then(|n| n.split(|&b| b == 0).next())
+                .and_then(|n| std::str::from_utf8(n).ok())
+                .filter(|n| !n.is_empty())
+                .map_or_else(String::new, |n| format!("{n} "))
+        };
         for k in 0..shnum {
-            let h = (shoff + k * shentsize) as usize;
-            let (ty, off, size) = (
-                u32::from_le_bytes(bytes[h + 4..h + 8].try_into().expect("4 bytes")),
-                u64_at(h + 0x18),
-                u64_at(h + 0x20),
-            );
+            let h = hdr(k);
+            let ty = u32::from_le_bytes(bytes[h + 4..h + 8].try_into().expect("4 bytes"));
+            let (off, size) = (u64_at(h + 0x18), u64_at(h + 0x20));
             if ty != sh::SHT_NOBITS
                 && off
                     .checked_add(size)
                     .is_none_or(|end| end > bytes.len() as u64)
             {
                 return Err(err(file, "", Some(off), format!(
-                    "truncated: section #{k} ({size} bytes at file offset 0x{off:x}) extends past the end of the file ({} bytes)",
+                    "truncated: section {}#{k} ({size} bytes at file offset 0x{off:x}) extends past the end of the file ({} bytes)",
+                    name_of(h),
                     bytes.len()
                 )));
             }
