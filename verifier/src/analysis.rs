@@ -72,6 +72,8 @@ pub(crate) struct Explorer<'a> {
     pcs: Vec<usize>,
     idx_of_pc: Vec<Option<usize>>,
     prune_point: Vec<bool>,
+    /// Per instruction: the registers whose value matters from there ([`relevance`]).
+    relevant: Vec<u16>,
     store: Vec<Vec<Stored>>,
     path: Vec<(usize, usize, u64)>,
     history: Vec<(usize, bool)>,
@@ -83,9 +85,46 @@ pub(crate) struct Explorer<'a> {
     depth: Vec<i64>,
     visits: Vec<u64>,
     limit: u64,
+    /// Every call chain (the functions of the frames, entry first) a path went through,
+    /// with the instruction of the call that first built it.
+    chains: std::collections::HashMap<Vec<usize>, usize>,
+    /// Per conditional jump: whether some path took it, and whether some path fell through.
+    went: Vec<(bool, bool)>,
 }
 
 type R<T> = Result<T, Box<Diagnostic>>;
+
+/// Map types whose values a direct address (`map_idx_value`) may point into: global data
+/// (any type) and arrays (`array`, `gpu_array`), whose first value is one fixed block.
+const DIRECT_VALUE_KINDS: &[u32] = &[2, 1503];
+
+/// Map types with keys and values (lookup, update, delete).
+const KEY_VALUE_KINDS: &[u32] = &[1, 2, 5, 6, 9, 10, 11, 1501, 1502, 1503];
+
+/// The map types helper `id` takes as its map argument (None: no constraint).
+fn map_kinds(id: i64) -> Option<&'static [u32]> {
+    match id {
+        1..=3 => Some(KEY_VALUE_KINDS),
+        25 => Some(&[4, 1527]),
+        130 | 131 | 134 => Some(&[27, 1527]),
+        _ => None,
+    }
+}
+
+/// The initialised-byte mask a slot keeps when part of it is overwritten: a spilled
+/// number's bytes stay initialised; a spilled pointer's bytes become uninitialised, so
+/// that no part of the pointer can be read back as a number.
+fn spill_bytes(s: &Slot) -> u8 {
+    match s {
+        Slot::Spill(Reg::Scalar(_)) => 0xff,
+        Slot::Spill(_) => 0,
+        Slot::Bytes(m) => *m,
+    }
+}
+
+fn is_zero(r: &Reg) -> bool {
+    matches!(r, Reg::Scalar(k) if k.as_const() == Some(0))
+}
 
 fn width_of(s: Size) -> Width {
     if s == Size::DW {
@@ -123,6 +162,7 @@ impl<'a> Explorer<'a> {
         for f in &prog.funcs {
             prune_point[f.start] = true;
         }
+        let relevant = relevance(prog, &pcs, &idx_of_pc);
         Explorer {
             obj,
             prog,
@@ -130,6 +170,7 @@ impl<'a> Explorer<'a> {
             pcs,
             idx_of_pc,
             prune_point,
+            relevant,
             store: (0..n).map(|_| Vec::new()).collect(),
             path: Vec::new(),
             history: Vec::new(),
@@ -140,6 +181,8 @@ impl<'a> Explorer<'a> {
             depth: vec![0; prog.funcs.len().max(1)],
             visits: vec![0; n],
             limit,
+            chains: std::collections::HashMap::new(),
+            went: vec![(false, false); n],
         }
     }
 
@@ -244,9 +287,17 @@ impl<'a> Explorer<'a> {
             let (mut st, mut at, mut steps) = (p.state, p.at, p.steps);
             loop {
                 if self.prune_point[at] {
+                    // Registers that matter: in the current frame from here, in each
+                    // caller from where it resumes.
+                    let masks: Vec<u16> = (0..st.frames.len())
+                        .map(|k| match st.frames.get(k + 1) {
+                            Some(callee) => self.relevant[callee.ret_to],
+                            None => self.relevant[at],
+                        })
+                        .collect();
                     if let Some(k) = self.store[at]
                         .iter()
-                        .position(|s| s.done && s.state.subsumes(&st))
+                        .position(|s| s.done && s.state.subsumes_with(&st, &masks))
                     {
                         let total = steps + self.store[at][k].remaining;
                         self.finish_path(total);
@@ -326,6 +377,13 @@ impl<'a> Explorer<'a> {
             self.store[i][k].done = true;
         }
         self.check_stack_chains();
+        for (k, &(taken, fell)) in self.went.iter().enumerate() {
+            self.facts.branch_always[k] = match (taken, fell) {
+                (true, false) => Some(true),
+                (false, true) => Some(false),
+                _ => None,
+            };
+        }
         self.facts.unreachable = (0..self.prog.insns.len())
             .filter(|&i| self.visits[i] == 0)
             .map(|i| self.pcs[i])
@@ -350,49 +408,50 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    /// The combined stack of every call chain fits in 512 bytes.
+    /// The combined stack of every call chain fits in 512 bytes. The chains are the ones
+    /// the exploration went through (a path pruned at a function start has the same chain
+    /// as the state that pruned it), so recursion counts as deep as it can really go.
     fn check_stack_chains(&mut self) {
-        // Longest (deepest-stack) chain through the static call graph.
-        let n = self.depth.len();
-        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, ins) in self.prog.insns.iter().enumerate() {
-            if ins.kind() == Kind::Call(CallKind::Local) {
-                let t = self.pcs[i] as i64 + 1 + ins.imm;
-                if let Some(k) = self
-                    .prog
-                    .funcs
-                    .iter()
-                    .position(|f| self.pcs[f.start] as i64 == t)
-                {
-                    callees[self.func_of(i)].push(k);
-                }
+        let own: Vec<i64> = self.depth.iter().map(|d| (d + 7) / 8 * 8).collect();
+        let (mut total, mut worst) = (own[0], vec![0]);
+        for c in self.chains.keys() {
+            let t: i64 = c.iter().map(|&f| own[f]).sum();
+            if t > total || (t == total && c < &worst) {
+                (total, worst) = (t, c.clone());
             }
         }
-        fn chain(f: usize, callees: &[Vec<usize>], depth: &[i64], seen: &mut Vec<usize>) -> i64 {
-            if seen.contains(&f) {
-                return 0;
-            }
-            seen.push(f);
-            let own = (depth[f] + 7) / 8 * 8;
-            let best = callees[f]
-                .iter()
-                .map(|&c| chain(c, callees, depth, seen))
-                .max()
-                .unwrap_or(0);
-            seen.pop();
-            own + best
-        }
-        let total = chain(0, &callees, &self.depth, &mut Vec::new());
         self.facts.stack_bytes = total as u32;
         if total > MAX_STACK {
+            // Blame the call that first takes the chain past the limit.
+            let mut sum = 0;
+            let mut at = 0;
+            for j in 0..worst.len() {
+                sum += own[worst[j]];
+                if sum > MAX_STACK {
+                    at = self.chains.get(&worst[..=j]).copied().unwrap_or(0);
+                    break;
+                }
+            }
             let st = self.initial_state();
+            let names: Vec<String> = worst
+                .iter()
+                .map(|&f| {
+                    let name = self
+                        .prog
+                        .funcs
+                        .get(f)
+                        .map_or_else(|| self.prog.name.clone(), |x| x.name.clone());
+                    format!("{name} ({} bytes)", own[f])
+                })
+                .collect();
             let e = self.diag(
                 Rule::StackSize,
-                0,
+                at,
                 &st,
                 &[],
                 format!(
-                    "the deepest call chain uses {total} bytes of stack, more than {MAX_STACK}"
+                    "the call chain {} uses {total} bytes of stack, more than {MAX_STACK}",
+                    names.join(" -> ")
                 ),
             );
             self.errors.push(*e);
@@ -514,8 +573,22 @@ impl<'a> Explorer<'a> {
                                 format!("map index {map} does not exist"),
                             ));
                         }
+                        let m = &self.obj.maps[map as usize];
                         if p == Pseudo::MapIdx {
                             Reg::Map(map)
+                        } else if m.origin != MapOrigin::GlobalData
+                            && !DIRECT_VALUE_KINDS.contains(&m.map_type)
+                        {
+                            return Err(self.diag(
+                                Rule::HelperArg,
+                                i,
+                                &st,
+                                &[],
+                                format!(
+                                    "map {} has no single value to point at: a value address (map_idx_value) needs global data or an array",
+                                    m.name
+                                ),
+                            ));
                         } else {
                             Reg::Ptr(
                                 Region::MapValue { map },
@@ -579,6 +652,8 @@ impl<'a> Explorer<'a> {
                     f.regs[r] = st.cur().regs[r].clone();
                 }
                 st.frames.push(f);
+                let chain: Vec<usize> = st.frames.iter().map(|f| f.func).collect();
+                self.chains.entry(chain).or_insert(i);
                 Ok(Step::Next(st, t))
             }
             Kind::Call(CallKind::Kfunc) => Err(self.diag(
@@ -647,6 +722,17 @@ impl<'a> Explorer<'a> {
                 }
                 // Read then write: both must be in bounds and (stack) initialised.
                 let old = self.load(&mut st, i, d, ins.off, size, false)?;
+                if old.is_pointer() {
+                    return Err(self.diag(
+                        Rule::StackPointer,
+                        i,
+                        &st,
+                        &[d],
+                        format!(
+                            "an atomic on a spilled pointer ({old}) would turn it into a number"
+                        ),
+                    ));
+                }
                 self.store(
                     &mut st,
                     i,
@@ -940,6 +1026,17 @@ impl<'a> Explorer<'a> {
             }
             Region::Stack { .. } => {
                 let f = self.stack_frame(st, r);
+                if let Reg::Ptr(Region::Stack { frame }, _) = v {
+                    if (frame as usize) > f {
+                        return Err(self.diag(
+                            Rule::PointerLeak,
+                            i,
+                            st,
+                            &[base, src.unwrap_or(base)],
+                            format!("storing a pointer into frame {frame}'s stack in the stack of frame {f}, a caller, would outlive the callee's frame"),
+                        ));
+                    }
+                }
                 let func = st.frames[f].func;
                 self.depth[func] = self.depth[func].max(-first);
                 if first == last && first % 8 == 0 && n == 8 {
@@ -963,10 +1060,7 @@ impl<'a> Explorer<'a> {
                     let slot = (-(b + 1) / 8) as usize;
                     let bit = 1u8 << (7 - (-(b + 1) % 8) as u8);
                     let cur = st.frames[f].slot_mut(slot);
-                    let mask = match cur {
-                        Slot::Spill(_) => 0xff,
-                        Slot::Bytes(m) => *m,
-                    };
+                    let mask = spill_bytes(cur);
                     let certain = b >= last && b < first + n;
                     *cur = Slot::Bytes(if certain { mask | bit } else { mask });
                 }
@@ -976,7 +1070,21 @@ impl<'a> Explorer<'a> {
         }
     }
 
+    /// A conditional jump: the successors it may have, each with the state refined by the
+    /// condition; records which ways it went for [`Facts::branch_always`].
     fn branch(&mut self, st: State, i: usize, c: Cond, w: Width, src: Src) -> R<Step> {
+        let step = self.branch_succs(st, i, c, w, src)?;
+        let went = &mut self.went[i];
+        match &step {
+            Step::Branch(..) => *went = (true, true),
+            Step::Next(_, n) if *n == i + 1 => went.1 = true,
+            Step::Next(..) => went.0 = true,
+            Step::End => {}
+        }
+        Ok(step)
+    }
+
+    fn branch_succs(&mut self, st: State, i: usize, c: Cond, w: Width, src: Src) -> R<Step> {
         let ins = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
         let t = self.target(i, ins.off.into());
@@ -1021,18 +1129,19 @@ impl<'a> Explorer<'a> {
                         (apply(st.clone(), fl), i + 1),
                         (apply(st, tk), t),
                     )),
-                    (Some(tk), None) => {
-                        self.facts.branch_always[i] = Some(true);
-                        Ok(Step::Next(apply(st, tk), t))
-                    }
-                    (None, Some(fl)) => {
-                        self.facts.branch_always[i] = Some(false);
-                        Ok(Step::Next(apply(st, fl), i + 1))
-                    }
+                    (Some(tk), None) => Ok(Step::Next(apply(st, tk), t)),
+                    (None, Some(fl)) => Ok(Step::Next(apply(st, fl), i + 1)),
                     (None, None) => Ok(Step::End),
                 }
             }
-            _ if a.is_pointer() && b.is_pointer() || null_check(&b, &a) => {
+            // Pointers compare with pointers, and with NULL (a pointer already known valid
+            // too: both ways are explored, neither refined).
+            _ if a.is_pointer() && b.is_pointer()
+                || null_check(&b, &a)
+                || (w == Width::W64
+                    && matches!(c, Cond::Eq | Cond::Ne)
+                    && (is_zero(&a) || is_zero(&b))) =>
+            {
                 Ok(Step::Branch((st.clone(), i + 1), (st, t)))
             }
             _ => Err(self.diag(
@@ -1112,6 +1221,26 @@ impl<'a> Explorer<'a> {
             ));
         }
         let callee = st.frames.pop().expect("more than one frame");
+        // Nothing the callers keep may point into the frame that ends here (stores of such
+        // pointers are rejected where they happen; this keeps the invariant explicit).
+        let k = st.frames.len();
+        let dangling =
+            |r: &Reg| matches!(r, Reg::Ptr(Region::Stack { frame }, _) if *frame as usize >= k);
+        if st.frames.iter().any(|f| {
+            f.regs.iter().any(dangling)
+                || f.stack
+                    .iter()
+                    .any(|s| matches!(s, Slot::Spill(r) if dangling(r)))
+        }) {
+            st.frames.push(callee);
+            return Err(self.diag(
+                Rule::PointerLeak,
+                i,
+                &st,
+                &[],
+                "a caller keeps a pointer into the stack of the function that returns here".into(),
+            ));
+        }
         let cur = st.cur_mut();
         cur.regs[0] = r0;
         for r in 1..=5 {
@@ -1151,7 +1280,32 @@ impl<'a> Explorer<'a> {
             match *arg {
                 Arg::Anything => {}
                 Arg::Map => match v {
-                    Reg::Map(m) => map_arg = Some(m),
+                    Reg::Map(m) => {
+                        let map = &self.obj.maps[m as usize];
+                        if let Some(want) = map_kinds(id) {
+                            if !want.contains(&map.map_type) {
+                                let name = bpf2ptx_compiler::program::map_type_name(map.map_type)
+                                    .unwrap_or("unknown");
+                                return Err(bad(
+                                    self,
+                                    &format!(
+                                        "a map of a type this helper takes (not {name}({}))",
+                                        map.map_type
+                                    ),
+                                ));
+                            }
+                        }
+                        if matches!(id, 2 | 3) && map.flags & RDONLY_PROG != 0 {
+                            return Err(self.diag(
+                                Rule::RodataWrite,
+                                i,
+                                &st,
+                                &[r],
+                                format!("{} would change read-only map {}", h.name, map.name),
+                            ));
+                        }
+                        map_arg = Some(m)
+                    }
                     _ => return Err(bad(self, "a map")),
                 },
                 Arg::MapKey | Arg::MapValue => {
@@ -1162,7 +1316,7 @@ impl<'a> Explorer<'a> {
                     } else {
                         map.value_size
                     };
-                    self.helper_mem(&mut st, i, r, n.into(), Access::Read, h.name)?;
+                    self.helper_mem(&mut st, i, r, n.into(), n.into(), Access::Read, h.name)?;
                 }
                 Arg::Mem { size_arg, access } => {
                     let sr = size_arg + 1;
@@ -1187,7 +1341,15 @@ impl<'a> Explorer<'a> {
                             format!("{}: the size (r{sr}) has no upper bound", h.name),
                         ));
                     }
-                    self.helper_mem(&mut st, i, r, size.umax as i64, access, h.name)?;
+                    self.helper_mem(
+                        &mut st,
+                        i,
+                        r,
+                        size.umin as i64,
+                        size.umax as i64,
+                        access,
+                        h.name,
+                    )?;
                 }
                 Arg::Size { zero_ok } => {
                     if let Reg::Scalar(x) = &v {
@@ -1199,7 +1361,7 @@ impl<'a> Explorer<'a> {
                     }
                 }
                 Arg::FixedMem { size, access } => {
-                    self.helper_mem(&mut st, i, r, size.into(), access, h.name)?
+                    self.helper_mem(&mut st, i, r, size.into(), size.into(), access, h.name)?
                 }
                 Arg::Ctx => {
                     if !matches!(v, Reg::Ptr(Region::Ctx, ref o) if o.as_const() == Some(0)) {
@@ -1223,10 +1385,19 @@ impl<'a> Explorer<'a> {
         if let Some((id, _)) = record {
             // Releasing the record invalidates every copy of the pointer.
             st.refs.retain(|(x, _)| *x != id);
+            let released =
+                |r: &Reg| matches!(r, Reg::Ptr(Region::Record { id: x, .. }, _) if *x == id);
             for f in &mut st.frames {
                 for reg in f.regs.iter_mut() {
-                    if matches!(reg, Reg::Ptr(Region::Record { id: x, .. }, _) if *x == id) {
+                    if released(reg) {
                         *reg = Reg::Uninit;
+                    }
+                }
+                // Spilled copies too: a fill after the release would otherwise bring
+                // back a pointer into a record the host may already be reading.
+                for slot in f.stack.iter_mut() {
+                    if matches!(slot, Slot::Spill(r) if released(r)) {
+                        *slot = Slot::Bytes(0);
                     }
                 }
             }
@@ -1240,14 +1411,16 @@ impl<'a> Explorer<'a> {
             },
             Ret::RingbufRecordOrNull => {
                 let size = match &st.cur().regs[2] {
-                    Reg::Scalar(x) if x.as_const().is_some() => x.as_const().expect("const") as u32,
+                    Reg::Scalar(x) if x.as_const().is_some_and(|c| c <= u64::from(u32::MAX)) => {
+                        x.as_const().expect("const") as u32
+                    }
                     _ => {
                         return Err(self.diag(
                             Rule::HelperArg,
                             i,
                             &st,
                             &[2],
-                            format!("{}: the size must be a known constant", h.name),
+                            format!("{}: the size must be a known constant below 2^32", h.name),
                         ))
                     }
                 };
@@ -1270,12 +1443,16 @@ impl<'a> Explorer<'a> {
         Ok(Step::Next(st, i + 1))
     }
 
-    /// A helper's access to `n` bytes at the pointer in `reg`.
+    /// A helper's access to between `n_min` and `n` bytes at the pointer in `reg`: every
+    /// byte it may touch must be in bounds (and, read, initialised); written, only the
+    /// bytes it writes for every offset and size become initialised.
+    #[allow(clippy::too_many_arguments)]
     fn helper_mem(
         &mut self,
         st: &mut State,
         i: usize,
         reg: u8,
+        n_min: i64,
         n: i64,
         access: Access,
         name: &str,
@@ -1314,11 +1491,9 @@ impl<'a> Explorer<'a> {
                             }
                         }
                         Access::Write => {
-                            let m = match cur {
-                                Slot::Spill(_) => 0xff,
-                                Slot::Bytes(m) => *m,
-                            };
-                            *cur = Slot::Bytes(m | bit);
+                            let m = spill_bytes(cur);
+                            let certain = b >= last && b < first + n_min;
+                            *cur = Slot::Bytes(if certain { m | bit } else { m });
                         }
                     }
                 }
@@ -1378,4 +1553,170 @@ impl<'a> Explorer<'a> {
             _ => Err(bad("no NUL before the end of the data")),
         }
     }
+}
+
+/// r0-r5: what a call defines or clobbers.
+const R0_5: u16 = 0b11_1111;
+/// r1-r5: a call's arguments.
+const R1_5: u16 = 0b11_1110;
+
+/// Per instruction: the registers whose numeric value, on entry to it, can still
+/// influence a safety decision on some path from it: a branch condition, a memory
+/// address, a helper argument the prototype checks, a divisor (a fact for the backend), a
+/// value stored where it may be read back (the stack) or a subprogram's argument or result.
+/// Every other register holding a number may hold any number without changing what the
+/// rest of the path does, so pruning ignores its value ([`State::subsumes_with`]). A
+/// backward may-analysis over each function's control flow; stores and loads through
+/// pointers that may point to the stack count as relevant (a forward may-analysis says
+/// which registers may).
+fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<u16> {
+    let n = prog.insns.len();
+    let bit = |r: u8| 1u16 << r;
+    let mut bounds: Vec<(usize, usize)> = prog
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (f.start, prog.funcs.get(k + 1).map_or(n, |g| g.start)))
+        .collect();
+    if bounds.is_empty() {
+        bounds.push((0, n));
+    }
+    // Whether anything calls the entry function (then its exits return r0 to a caller).
+    let entry_called = prog.insns.iter().enumerate().any(|(i, ins)| {
+        ins.kind() == Kind::Call(CallKind::Local) && pcs[i] as i64 + 1 + ins.imm == 0
+    });
+    let succs = |i: usize, (a, b): (usize, usize)| -> Vec<usize> {
+        let ins = &prog.insns[i];
+        let rel = match ins.kind() {
+            Kind::Exit => return Vec::new(),
+            Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+            Kind::Gotol => Some(ins.imm),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        if let Some(rel) = rel {
+            let t = usize::try_from(pcs[i] as i64 + 1 + rel)
+                .ok()
+                .and_then(|pc| idx_of_pc.get(pc).copied().flatten());
+            if let Some(t) = t.filter(|&t| t >= a && t < b) {
+                out.push(t);
+            }
+            if matches!(ins.kind(), Kind::Ja | Kind::Gotol) {
+                return out;
+            }
+        }
+        if i + 1 < b {
+            out.push(i + 1);
+        }
+        out
+    };
+    let mut relevant = vec![0u16; n];
+    for (k, &(a, b)) in bounds.iter().enumerate() {
+        if a >= b {
+            continue;
+        }
+        // Forward: registers that may hold a stack pointer.
+        let mut stackish: Vec<Option<u16>> = vec![None; n];
+        stackish[a] = Some(bit(10) | R1_5);
+        let mut work = vec![a];
+        while let Some(i) = work.pop() {
+            let Some(ms) = stackish[i] else { continue };
+            let ins = &prog.insns[i];
+            let (d, s) = (bit(ins.dst), bit(ins.src));
+            let from_s = if ms & s != 0 { d } else { 0 };
+            let out = match ins.kind() {
+                Kind::Alu(AluOp::Mov, _, Src::K) | Kind::LdImm64(_) => ms & !d,
+                Kind::Alu(AluOp::Mov, _, Src::X) | Kind::Movsx(..) => (ms & !d) | from_s,
+                Kind::Alu(_, _, Src::X) => ms | from_s,
+                Kind::Ldx(..) => (ms & !d) | from_s,
+                Kind::Call(CallKind::Helper) => ms & !R0_5,
+                Kind::Call(_) | Kind::Callx => (ms & !R0_5) | bit(0),
+                Kind::LdAbs(_) | Kind::LdInd(_) => ms & !R0_5,
+                Kind::Atomic(_, op, true) => {
+                    ms & !(if op == AtomicOp::Cmpxchg { bit(0) } else { s })
+                }
+                _ => ms,
+            };
+            for t in succs(i, (a, b)) {
+                let new = stackish[t].map_or(out, |old| old | out);
+                if stackish[t] != Some(new) {
+                    stackish[t] = Some(new);
+                    work.push(t);
+                }
+            }
+        }
+        // Backward: relevant registers, to a fixed point.
+        let exit_uses = if k == 0 && !entry_called { 0 } else { bit(0) };
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for i in a..b {
+            for t in succs(i, (a, b)) {
+                preds[t].push(i);
+            }
+        }
+        let mut work: Vec<usize> = (a..b).collect();
+        let mut queued = vec![true; n];
+        while let Some(i) = work.pop() {
+            queued[i] = false;
+            let ins = &prog.insns[i];
+            let out = succs(i, (a, b))
+                .iter()
+                .fold(0u16, |acc, &t| acc | relevant[t]);
+            let (d, s) = (bit(ins.dst), bit(ins.src));
+            let flows = out & d != 0;
+            let inn = match ins.kind() {
+                Kind::Alu(AluOp::Mov, _, Src::K) | Kind::LdImm64(_) => out & !d,
+                Kind::Alu(AluOp::Mov, _, Src::X) | Kind::Movsx(..) => {
+                    (out & !d) | if flows { s } else { 0 }
+                }
+                Kind::Alu(AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod, _, Src::X) => {
+                    out | s
+                }
+                Kind::Alu(_, _, Src::X) => out | if flows { s } else { 0 },
+                Kind::Alu(_, _, Src::K) | Kind::Neg(_) | Kind::Endian(..) => out,
+                Kind::Jmp(_, _, Src::K) => out | d,
+                Kind::Jmp(_, _, Src::X) => out | d | s,
+                Kind::Ja | Kind::Gotol => out,
+                Kind::Call(CallKind::Helper) => {
+                    let args = match bpf2ptx_runtime::helper(ins.imm) {
+                        Some(h) => h
+                            .args
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, a)| **a != Arg::Anything)
+                            .fold(0, |acc, (k, _)| acc | bit(k as u8 + 1)),
+                        None => R1_5,
+                    };
+                    (out & !R0_5) | args
+                }
+                Kind::Call(_) => (out & !R0_5) | R1_5,
+                Kind::Callx => (out & !R0_5) | R1_5 | d,
+                Kind::Exit => exit_uses,
+                Kind::LdAbs(_) | Kind::LdInd(_) => 0x7ff,
+                Kind::Ldx(..) => (out & !d) | s,
+                Kind::St(_) => out | d,
+                Kind::Stx(_) => {
+                    let to_stack = stackish[i].is_none_or(|ms| ms & d != 0);
+                    out | d | if to_stack { s } else { 0 }
+                }
+                Kind::Atomic(_, op, fetch) => {
+                    let def = match (fetch, op) {
+                        (false, _) => 0,
+                        (true, AtomicOp::Cmpxchg) => bit(0),
+                        (true, _) => s,
+                    };
+                    (out & !def) | d
+                }
+            };
+            if inn != relevant[i] {
+                relevant[i] = inn;
+                for &p in &preds[i] {
+                    if !queued[p] {
+                        queued[p] = true;
+                        work.push(p);
+                    }
+                }
+            }
+        }
+    }
+    relevant
 }

@@ -179,6 +179,15 @@ impl State {
     /// already explored and accepted: a register or slot `self` has as uninitialised was
     /// then never read before being written, so any content in `other` is fine there.
     pub fn subsumes(&self, other: &State) -> bool {
+        self.subsumes_with(other, &[])
+    }
+
+    /// [`State::subsumes`] where only some registers' numeric values matter: `relevant[k]`
+    /// is a bit set of the registers of frame `k` whose value can still influence a
+    /// safety decision (a branch, an address, a checked helper argument, a divisor, a
+    /// stack slot); a register outside it holding a number in both states matches whatever
+    /// number it holds. A frame without an entry in `relevant` compares every register.
+    pub fn subsumes_with(&self, other: &State, relevant: &[u16]) -> bool {
         if self.frames.len() != other.frames.len() || self.refs.len() != other.refs.len() {
             return false;
         }
@@ -188,16 +197,21 @@ impl State {
                 return false;
             }
         }
-        self.frames.iter().zip(&other.frames).all(|(f, g)| {
-            f.func == g.func
-                && f.ret_to == g.ret_to
-                && f.regs
-                    .iter()
-                    .zip(&g.regs)
-                    .all(|(a, b)| reg_subsumes(a, b, &mut ids))
-                && (0..f.stack.len().max(g.stack.len()))
-                    .all(|k| slot_subsumes(f.slot(k), g.slot(k), &mut ids))
-        })
+        self.frames
+            .iter()
+            .zip(&other.frames)
+            .enumerate()
+            .all(|(k, (f, g))| {
+                let mask = relevant.get(k).copied().unwrap_or(u16::MAX);
+                f.func == g.func
+                    && f.ret_to == g.ret_to
+                    && f.regs.iter().zip(&g.regs).enumerate().all(|(r, (a, b))| {
+                        (mask & (1 << r) == 0 && matches!((a, b), (Reg::Scalar(_), Reg::Scalar(_))))
+                            || reg_subsumes(a, b, &mut ids)
+                    })
+                    && (0..f.stack.len().max(g.stack.len()))
+                        .all(|k| slot_subsumes(f.slot(k), g.slot(k), &mut ids))
+            })
     }
 }
 

@@ -1,0 +1,3 @@
+# uninit-register: r3 is never written.
+r0 = r3                   ; error: uninit-register r3
+exit
