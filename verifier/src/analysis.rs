@@ -122,6 +122,29 @@ fn spill_bytes(s: &Slot) -> u8 {
     }
 }
 
+/// After a branch narrowed register `r` to `v`: every register linked to `r` (holding
+/// `r + c` for a constant `c`) is narrowed to its old value intersected with `v + c`.
+fn narrow_linked(f: &mut crate::state::Frame, r: u8, v: &Scalar) {
+    let (id, delta) = f.links[r as usize];
+    if id == 0 {
+        return;
+    }
+    for o in 0..11 {
+        let (oid, odelta) = f.links[o];
+        if o == r as usize || oid != id {
+            continue;
+        }
+        let Reg::Scalar(old) = f.regs[o] else {
+            continue;
+        };
+        let c = Scalar::constant(odelta.wrapping_sub(delta));
+        let shifted = Scalar::alu(AluOp::Add, Width::W64, v, &c);
+        if let Some((met, _)) = Scalar::refine(Cond::Eq, Width::W64, &old, &shifted, true) {
+            f.regs[o] = Reg::Scalar(met);
+        }
+    }
+}
+
 fn is_zero(r: &Reg) -> bool {
     matches!(r, Reg::Scalar(k) if k.as_const() == Some(0))
 }
@@ -498,7 +521,62 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    fn step(&mut self, mut st: State, i: usize) -> R<Step> {
+    /// Executes instruction `i` on `st`: the successor states, or why it is unsafe.
+    fn step(&mut self, st: State, i: usize) -> R<Step> {
+        let step = self.step_inner(st, i)?;
+        let ins = self.prog.insns[i];
+        let fix = |st: &mut State| {
+            let f = st.cur_mut();
+            let (d, s) = (ins.dst, ins.src);
+            match ins.kind() {
+                Kind::Alu(AluOp::Mov, Width::W64, Src::X)
+                    if matches!(f.regs[d as usize], Reg::Scalar(_)) =>
+                {
+                    f.link_copy(d, s)
+                }
+                Kind::Alu(op @ (AluOp::Add | AluOp::Sub), Width::W64, Src::K)
+                    if matches!(f.regs[d as usize], Reg::Scalar(_)) =>
+                {
+                    let k = ins.imm as u64;
+                    f.link_add(
+                        d,
+                        if op == AluOp::Add {
+                            k
+                        } else {
+                            k.wrapping_neg()
+                        },
+                    )
+                }
+                Kind::Alu(..)
+                | Kind::Neg(_)
+                | Kind::Endian(..)
+                | Kind::Movsx(..)
+                | Kind::LdImm64(_)
+                | Kind::Ldx(..) => f.unlink(d),
+                Kind::Atomic(_, op, true) => f.unlink(if op == AtomicOp::Cmpxchg { 0 } else { s }),
+                Kind::Call(CallKind::Helper) | Kind::Callx | Kind::LdAbs(_) | Kind::LdInd(_) => {
+                    (0..=5).for_each(|r| f.unlink(r))
+                }
+                // A return defines the caller's r0-r5 (done in `exit`); a call starts a
+                // frame without links; jumps refine (done in `branch`).
+                _ => {}
+            }
+        };
+        Ok(match step {
+            Step::Next(mut s, n) => {
+                fix(&mut s);
+                Step::Next(s, n)
+            }
+            Step::Branch((mut a, na), (mut b, nb)) => {
+                fix(&mut a);
+                fix(&mut b);
+                Step::Branch((a, na), (b, nb))
+            }
+            Step::End => Step::End,
+        })
+    }
+
+    fn step_inner(&mut self, mut st: State, i: usize) -> R<Step> {
         let ins: Insn = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
         let next = i + 1;
@@ -1119,8 +1197,10 @@ impl<'a> Explorer<'a> {
                 let fall = Scalar::refine(c, w, x, y, false);
                 let apply = |mut st: State, (x2, y2): (Scalar, Scalar)| {
                     st.cur_mut().regs[d as usize] = Reg::Scalar(x2);
+                    narrow_linked(st.cur_mut(), d, &x2);
                     if src == Src::X {
                         st.cur_mut().regs[s as usize] = Reg::Scalar(y2);
+                        narrow_linked(st.cur_mut(), s, &y2);
                     }
                     st
                 };
@@ -1246,6 +1326,7 @@ impl<'a> Explorer<'a> {
         for r in 1..=5 {
             cur.regs[r] = Reg::Uninit;
         }
+        (0..=5).for_each(|r| cur.unlink(r));
         Ok(Step::Next(st, callee.ret_to))
     }
 

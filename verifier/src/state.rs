@@ -115,6 +115,11 @@ pub const SLOTS: usize = 64;
 pub struct Frame {
     /// r0-r10.
     pub regs: [Reg; 11],
+    /// Numbers known to differ by a constant: registers with the same nonzero id `k` in
+    /// `links[r] = (k, delta)` hold `base + delta` (wrapping) for one unknown `base`, so a
+    /// branch that narrows one narrows the others (`r2 = r1; r2 += 4; if r2 > n` bounds
+    /// r1 too). Kept canonical by [`Frame::normalize_links`], so equal states compare equal.
+    pub links: [(u32, u64); 11],
     /// The stack, slot 0 = bytes -8..-1 below r10, slot 63 = -512..-505; only as long as
     /// the deepest slot touched so far (the rest is uninitialised), which keeps the states
     /// the verifier copies and compares small.
@@ -132,9 +137,66 @@ impl Frame {
         regs[10] = Reg::Ptr(Region::Stack { frame: depth }, Scalar::constant(0));
         Frame {
             regs,
+            links: [(0, 0); 11],
             stack: Vec::new(),
             func,
             ret_to,
+        }
+    }
+
+    /// `d = s` for a number: `d` joins `s`'s group of linked registers.
+    pub fn link_copy(&mut self, d: u8, s: u8) {
+        if d == s {
+            return;
+        }
+        if self.links[s as usize].0 == 0 {
+            let id = self.links.iter().map(|l| l.0).max().unwrap_or(0) + 1;
+            self.links[s as usize] = (id, 0);
+        }
+        self.links[d as usize] = self.links[s as usize];
+        self.normalize_links();
+    }
+
+    /// `d += k` keeps `d` in its group, `k` further from the others.
+    pub fn link_add(&mut self, d: u8, k: u64) {
+        let l = &mut self.links[d as usize];
+        if l.0 != 0 {
+            l.1 = l.1.wrapping_add(k);
+            self.normalize_links();
+        }
+    }
+
+    /// `d` got a value unrelated to the others.
+    pub fn unlink(&mut self, d: u8) {
+        if self.links[d as usize].0 != 0 {
+            self.links[d as usize] = (0, 0);
+            self.normalize_links();
+        }
+    }
+
+    /// Canonical form: groups numbered 1, 2, ... in the order of their lowest register,
+    /// that register's delta 0, and no group of one.
+    pub fn normalize_links(&mut self) {
+        let old = self.links;
+        let mut map: Vec<(u32, u32, u64)> = Vec::new();
+        for r in 0..11 {
+            let (id, delta) = old[r];
+            if id == 0 {
+                continue;
+            }
+            let members = old.iter().filter(|l| l.0 == id).count();
+            if members < 2 {
+                self.links[r] = (0, 0);
+                continue;
+            }
+            let (new, base) = match map.iter().find(|m| m.0 == id) {
+                Some(m) => (m.1, m.2),
+                None => {
+                    map.push((id, map.len() as u32 + 1, delta));
+                    (map.len() as u32, delta)
+                }
+            };
+            self.links[r] = (new, delta.wrapping_sub(base));
         }
     }
 
@@ -209,10 +271,33 @@ impl State {
                         (mask & (1 << r) == 0 && matches!((a, b), (Reg::Scalar(_), Reg::Scalar(_))))
                             || reg_subsumes(a, b, &mut ids)
                     })
+                    && links_implied(f, g, mask)
                     && (0..f.stack.len().max(g.stack.len()))
                         .all(|k| slot_subsumes(f.slot(k), g.slot(k), &mut ids))
             })
     }
+}
+
+/// Every relation between relevant registers that `f` knows (and an exploration from it
+/// may have used to narrow one by a branch on the other) holds in `g` too.
+fn links_implied(f: &Frame, g: &Frame, mask: u16) -> bool {
+    for a in 0..11 {
+        let (ia, da) = f.links[a];
+        if ia == 0 || mask & (1 << a) == 0 {
+            continue;
+        }
+        for b in a + 1..11 {
+            let (ib, db) = f.links[b];
+            if ib != ia || mask & (1 << b) == 0 {
+                continue;
+            }
+            let ((ga, gda), (gb, gdb)) = (g.links[a], g.links[b]);
+            if ga == 0 || ga != gb || gdb.wrapping_sub(gda) != db.wrapping_sub(da) {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// A bijection between the ids of two states being compared.

@@ -1,0 +1,19 @@
+# mem-bounds: a 64-bit index checked only in its low 32 bits (`if w0 > 7`): the high
+# bits are still unknown.
+.map vals array 4 64 4
+r1 = 1
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r6 = r0
+call 5
+if w0 > 7 goto out
+r0 <<= 3
+r6 += r0
+r1 = *(u64 *)(r6 + 0)    ; error: mem-bounds
+out:
+r0 = 0
+exit

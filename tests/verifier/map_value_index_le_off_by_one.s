@@ -1,0 +1,18 @@
+# mem-bounds: `if i <= 8` lets i = 8 through: value[8] is one element past the end.
+.map vals array 4 64 4
+r1 = 1
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r6 = r0
+call 5
+if r0 > 8 goto out
+r0 <<= 3
+r6 += r0
+r1 = *(u64 *)(r6 + 0)    ; error: mem-bounds offsets 0..64
+out:
+r0 = 0
+exit

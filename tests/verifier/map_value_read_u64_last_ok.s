@@ -1,0 +1,13 @@
+# mem-bounds, accepted: a 8-byte read at offset 8, the last one that fits a 16-byte value.
+.map vals array 4 16 4
+r1 = 1
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r1 = *(u64 *)(r0 + 8)
+out:
+r0 = 0
+exit

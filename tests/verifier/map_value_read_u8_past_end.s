@@ -1,0 +1,13 @@
+# mem-bounds: a 1-byte read at offset 16 of a 16-byte value ends one byte past it.
+.map vals array 4 16 4
+r1 = 1
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r1 = *(u8 *)(r0 + 16)    ; error: mem-bounds outside the value of map vals (16 bytes)
+out:
+r0 = 0
+exit
