@@ -1,0 +1,6 @@
+# call-depth: recursion with no base case.
+call f
+exit
+f:
+call f                   ; error: call-depth
+exit

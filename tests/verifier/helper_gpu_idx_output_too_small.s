@@ -1,0 +1,18 @@
+# mem-bounds: get_grid_dim's z output at offset 16 of a 20-byte value needs 8 bytes.
+.map dims array 4 20 1
+r1 = 0
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r1 = r0
+r2 = r0
+r2 += 8
+r3 = r0
+r3 += 16
+call 508                 ; error: mem-bounds
+out:
+r0 = 0
+exit

@@ -1,0 +1,14 @@
+# helper-arg, accepted: the size masked to 0..7 into an 8-byte initialised buffer.
+.map rb ringbuf 0 0 4096
+r1 = 0
+*(u64 *)(r10 - 8) = r1
+call 5
+r3 = r0
+r3 &= 7
+r2 = r10
+r2 += -8
+r4 = 0
+r1 = map_idx(0) ll
+call 130
+r0 = 0
+exit

@@ -1,0 +1,15 @@
+# null-deref, accepted: the `if r0 != 0 goto use` form.
+.map m array 4 16 4
+r1 = 0
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 != 0 goto use
+r0 = 0
+exit
+use:
+r1 = *(u64 *)(r0 + 0)
+r0 = 0
+exit

@@ -1,0 +1,5 @@
+# pointer-arith: negating a pointer.
+r1 = r10
+r1 = -r1                 ; error: pointer-arith
+r0 = 0
+exit

@@ -1,0 +1,21 @@
+# stack-pointer, accepted: a bounded index spilled and filled keeps its bounds (0..7).
+.map m array 4 64 4
+r1 = 0
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r6 = r0
+call 5
+r0 &= 7
+*(u64 *)(r10 - 16) = r0
+call 5
+r1 = *(u64 *)(r10 - 16)
+r1 <<= 3
+r6 += r1
+r0 = *(u64 *)(r6 + 0)
+out:
+r0 = 0
+exit

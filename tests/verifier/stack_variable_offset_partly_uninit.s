@@ -1,0 +1,13 @@
+# stack-uninit: a variable-offset read over a buffer whose last slot was never written.
+r1 = 0
+*(u64 *)(r10 - 32) = r1
+*(u64 *)(r10 - 24) = r1
+*(u64 *)(r10 - 16) = r1
+call 5
+r0 &= 3
+r0 <<= 3
+r1 = r10
+r1 += -32
+r1 += r0
+r0 = *(u64 *)(r1 + 0)    ; error: stack-uninit
+exit
