@@ -48,6 +48,8 @@ objects=(
 	"subprog      v3 -"
 	"gpu_maps     v3 -"
 	"launch_stamp v3 -"
+	"stress_array v3 -"
+	"stress_hash  v3 -"
 	"big          v3 -"
 	"big_globals  v3 -"
 	"hist_log2    v4 -"
