@@ -92,14 +92,17 @@ fn main() {
                 .collect::<String>()
         })
         .unwrap_or_default();
-    // The code measured: the commit, and whether the tree had changes (where git works).
-    let code = Command::new("git")
-        .args(["describe", "--always", "--dirty"])
-        .current_dir(repo_root())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    // The code measured: `$BPF2PTX_CODE` (for a run from an exported tree), else the
+    // commit and whether the tree had changes, where git works.
+    let code = std::env::var("BPF2PTX_CODE").ok().or_else(|| {
+        Command::new("git")
+            .args(["describe", "--always", "--dirty"])
+            .current_dir(repo_root())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    });
     let version = match code {
         Some(c) => format!("{version}; code: `{c}`"),
         None => version,
