@@ -4,7 +4,7 @@
  * through BPF_PROG_TEST_RUN. The kernel side of tests/tests/kernel_diff.rs.
  *
  *     gcc -O2 -Wall -Wextra testrun.c -lbpf -o testrun
- *     testrun [--type T] PROG.bin [MEM.bin]
+ *     testrun [--type T] [--map SPEC]... [--load-only] PROG.bin [MEM.bin]
  *     testrun --probe
  *
  * PROG.bin holds the program as raw little-endian 8-byte instruction slots,
@@ -20,6 +20,19 @@
  *   socket_filter  data_in = MEM (at least 14 bytes); r1 = a struct __sk_buff.
  *   xdp            data_in = MEM (at least 14 bytes); r1 = a struct xdp_md.
  *   raw_tp         ctx_in = MEM (u64 arguments); r1 = the argument array.
+ *   kprobe         BPF_PROG_TYPE_KPROBE: r1 = a read-only struct pt_regs. It
+ *                  cannot be test-run; use it with --load-only (the verdict).
+ *
+ * --map TYPE:KEY:VALUE:ENTRIES:FLAGS[:HEXINIT] creates a map (numbers in
+ * decimal or 0x hex) before the load; the maps, in the order given, form the
+ * load's fd_array, so `ld_imm64` with src 5 (BPF_PSEUDO_MAP_IDX) or 6
+ * (BPF_PSEUDO_MAP_IDX_VALUE) and imm N names the N-th --map. HEXINIT, when
+ * given, is written as the value of key 0 (padded with zeros to VALUE bytes);
+ * a map with BPF_F_RDONLY_PROG (0x80) is then frozen, as libbpf does for
+ * .rodata. A map the kernel cannot create prints `verdict=map-failed`.
+ *
+ * --load-only stops after the load: it prints `verdict=accepted` instead of
+ * running the program.
  *
  * Output, one `key=value` per line on stdout, exit status 0 for all three:
  *   retval=<u32>                        the program ran; the low 32 bits of r0
@@ -27,7 +40,9 @@
  *                                       the program left it (syscall, raw_tp: the
  *                                       ctx the kernel copies back into ctx_in;
  *                                       packet types: the first bytes of data_out)
+ *   verdict=accepted                    (--load-only) the verifier accepted it
  *   verdict=rejected errno=<E> reason=<last line of the verifier log>
+ *   verdict=map-failed errno=<E> reason=<which map and why>
  *   verdict=run-failed errno=<E> reason=<why BPF_PROG_TEST_RUN failed>
  * The whole verifier log of a rejected program goes to stderr. Exit status 2
  * is a usage or I/O error.
@@ -142,9 +157,69 @@ static int probe(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: testrun [--type syscall|socket_filter|xdp|raw_tp] PROG.bin [MEM.bin]\n"
+	fprintf(stderr, "usage: testrun [--type syscall|socket_filter|xdp|raw_tp|kprobe]\n"
+			"               [--map TYPE:KEY:VALUE:ENTRIES:FLAGS[:HEXINIT]]... [--load-only]\n"
+			"               PROG.bin [MEM.bin]\n"
 			"       testrun --probe\n");
 	return 2;
+}
+
+#define MAX_MAPS 64
+
+/* Creates the map SPEC describes; returns its fd, or -1 after printing why. */
+static int create_map(const char *spec, int index)
+{
+	unsigned long long f[5];
+	const char *p = spec;
+	char *end;
+	int fd;
+
+	for (int i = 0; i < 5; i++) {
+		f[i] = strtoull(p, &end, 0);
+		if (end == p || (i < 4 && *end != ':') || (i == 4 && *end != ':' && *end != 0)) {
+			fprintf(stderr, "testrun: bad --map `%s`\n", spec);
+			exit(2);
+		}
+		p = *end ? end + 1 : end;
+	}
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = (unsigned)f[4]);
+	fd = bpf_map_create((enum bpf_map_type)f[0], NULL, (unsigned)f[1], (unsigned)f[2],
+			    (unsigned)f[3], &opts);
+	if (fd < 0) {
+		int e = errno;
+
+		printf("verdict=map-failed\nerrno=%s\nreason=map %d (%s) cannot be created: %s\n",
+		       strerror(e), index, spec, strerror(e));
+		return -1;
+	}
+	if (*p) {
+		size_t hex = strlen(p), n = (size_t)f[2];
+		unsigned char *val = calloc(1, n ? n : 1);
+		unsigned int key = 0;
+
+		if (!val || hex % 2 || hex / 2 > n) {
+			fprintf(stderr, "testrun: bad init data in --map `%s`\n", spec);
+			exit(2);
+		}
+		for (size_t i = 0; i < hex / 2; i++)
+			sscanf(p + 2 * i, "%2hhx", &val[i]);
+		if (bpf_map_update_elem(fd, &key, val, 0) < 0) {
+			int e = errno;
+
+			printf("verdict=map-failed\nerrno=%s\nreason=map %d (%s): initial value: %s\n",
+			       strerror(e), index, spec, strerror(e));
+			return -1;
+		}
+		free(val);
+	}
+	if ((f[4] & BPF_F_RDONLY_PROG) && bpf_map_freeze(fd) < 0) {
+		int e = errno;
+
+		printf("verdict=map-failed\nerrno=%s\nreason=map %d (%s): freeze: %s\n",
+		       strerror(e), index, spec, strerror(e));
+		return -1;
+	}
+	return fd;
 }
 
 int main(int argc, char **argv)
@@ -157,27 +232,50 @@ int main(int argc, char **argv)
 	unsigned char pad[64] = { 0 };
 	unsigned char *out = NULL;
 	void *prog, *mem = NULL;
+	int map_fds[MAX_MAPS];
+	int n_maps = 0, load_only = 0;
 	int fd;
 
 	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
 		return probe();
-	if (argc >= 3 && strcmp(argv[1], "--type") == 0) {
-		type_name = argv[2];
-		if (strcmp(type_name, "syscall") == 0)
-			type = BPF_PROG_TYPE_SYSCALL;
-		else if (strcmp(type_name, "socket_filter") == 0)
-			type = BPF_PROG_TYPE_SOCKET_FILTER;
-		else if (strcmp(type_name, "xdp") == 0)
-			type = BPF_PROG_TYPE_XDP;
-		else if (strcmp(type_name, "raw_tp") == 0)
-			type = BPF_PROG_TYPE_RAW_TRACEPOINT;
-		else
-			return usage();
-		argv += 2;
-		argc -= 2;
+	for (;;) {
+		if (argc >= 3 && strcmp(argv[1], "--type") == 0) {
+			type_name = argv[2];
+			if (strcmp(type_name, "syscall") == 0)
+				type = BPF_PROG_TYPE_SYSCALL;
+			else if (strcmp(type_name, "socket_filter") == 0)
+				type = BPF_PROG_TYPE_SOCKET_FILTER;
+			else if (strcmp(type_name, "xdp") == 0)
+				type = BPF_PROG_TYPE_XDP;
+			else if (strcmp(type_name, "raw_tp") == 0)
+				type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+			else if (strcmp(type_name, "kprobe") == 0)
+				type = BPF_PROG_TYPE_KPROBE;
+			else
+				return usage();
+			argv += 2;
+			argc -= 2;
+		} else if (argc >= 3 && strcmp(argv[1], "--map") == 0) {
+			if (n_maps == MAX_MAPS)
+				return usage();
+			map_fds[n_maps] = create_map(argv[2], n_maps);
+			if (map_fds[n_maps] < 0)
+				return 0;
+			n_maps++;
+			argv += 2;
+			argc -= 2;
+		} else if (argc >= 2 && strcmp(argv[1], "--load-only") == 0) {
+			load_only = 1;
+			argv += 1;
+			argc -= 1;
+		} else {
+			break;
+		}
 	}
 	if (argc < 2 || argc > 3)
 		return usage();
+	if (n_maps)
+		load.fd_array = map_fds;
 
 	prog = read_file(argv[1], &prog_len);
 	if (prog_len == 0 || prog_len % sizeof(struct bpf_insn) != 0) {
@@ -203,6 +301,11 @@ int main(int argc, char **argv)
 		fputs(log_buf, stderr);
 		printf("verdict=rejected\nerrno=%s\nreason=%s\n", strerror(e),
 		       log_buf[0] ? last_reason(log_buf) : strerror(e));
+		return 0;
+	}
+	if (load_only) {
+		printf("verdict=accepted\n");
+		close(fd);
 		return 0;
 	}
 

@@ -335,9 +335,19 @@ pub fn verify_with(
         entry_regs.push(2);
     }
     if let Err(errs) = structure::check(p, &entry_regs) {
+        let pcs = p.pcs();
+        let line_of = |pc: usize| {
+            let i = pcs.iter().position(|&x| x == pc)?;
+            p.lines
+                .iter()
+                .rev()
+                .find(|(j, _)| *j <= i)
+                .map(|(_, l)| l.clone())
+        };
         return Err(errs
             .into_iter()
             .map(|e| Diagnostic {
+                line: line_of(e.pc),
                 rule: match e.rule {
                     structure::Rule::JumpRange => Rule::JumpRange,
                     structure::Rule::JumpIntoLdImm64 => Rule::JumpIntoLdImm64,
@@ -354,7 +364,6 @@ pub fn verify_with(
                     .rev()
                     .find(|f| p.pcs()[f.start] <= e.pc)
                     .map_or_else(|| p.name.clone(), |f| f.name.clone()),
-                line: None,
                 message: e.message,
                 regs: Vec::new(),
                 path: Vec::new(),
