@@ -8,6 +8,8 @@
 //! unchanged. `include/bpf2ptx_helpers.h` declares the GPU helpers for probe authors.
 #![deny(missing_docs)]
 
+pub mod maps;
+
 /// How a helper accesses memory it is given a pointer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
