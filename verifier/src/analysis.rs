@@ -874,16 +874,9 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    fn ptr_arith(&self, st: &State, i: usize, r: Region, off: Scalar) -> R<Reg> {
-        if r == Region::Ctx && off.as_const().is_none() {
-            return Err(self.diag(
-                Rule::CtxAccess,
-                i,
-                st,
-                &[self.prog.insns[i].dst],
-                "the context pointer may only move by constants".into(),
-            ));
-        }
+    fn ptr_arith(&self, _st: &State, _i: usize, r: Region, off: Scalar) -> R<Reg> {
+        // A context pointer moved by a variable amount is rejected where it is used (an
+        // access or a helper argument), so that the check reads only relevant values.
         Ok(Reg::Ptr(r, off))
     }
 
@@ -911,6 +904,15 @@ impl<'a> Explorer<'a> {
         extra: i64,
         size: i64,
     ) -> R<(i64, i64)> {
+        if r == Region::Ctx && off.as_const().is_none() {
+            return Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[reg],
+                "the context pointer may only move by constants: this one moved by a variable amount".into(),
+            ));
+        }
         let (lo, hi) = self.region_bounds(r);
         let (smin, smax) = (off.smin, off.smax);
         let first = smin.checked_add(extra);

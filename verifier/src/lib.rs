@@ -26,24 +26,34 @@
 //!   the attach point, the test input memory, a ringbuf record;
 //! - `stack-uninit`: stack bytes are written before they are read (by the program or by a
 //!   helper that reads them);
-//! - `stack-pointer`: a pointer is spilled only by an aligned 8-byte store and never read
-//!   back partially;
-//! - `rodata-write`: nothing writes read-only maps (`.rodata`);
-//! - `ctx-access`: the context is read-only and moves only by constants;
+//! - `stack-pointer`: a pointer is spilled only by an aligned 8-byte store, never read
+//!   back partially and never the target of an atomic (a partial overwrite leaves the rest
+//!   of a spilled pointer unreadable);
+//! - `rodata-write`: nothing writes read-only maps (`.rodata`): no store, atomic, helper
+//!   output, `map_update_elem` or `map_delete_elem`;
+//! - `ctx-access`: the context is read-only and accessed (or passed to a helper) only
+//!   through a pointer moved by constants;
 //! - `pointer-leak`: pointers are stored only on the stack and never returned by the
-//!   program, a 32-bit move never truncates one, and a function never returns a pointer
-//!   into its own frame;
+//!   program, a 32-bit move never truncates one, a function never returns a pointer into
+//!   its own frame, and no pointer into a frame is stored in an older frame (it would
+//!   dangle once the frame returns);
 //! - `pointer-arith`: only 64-bit add/sub of a number to a pointer, or the difference of
 //!   two pointers into one region; pointers are compared only with pointers or NULL;
 //! - `atomic-region`: atomics only on the stack and map values;
 //! - `helper-unknown` / `helper-arg`: calls only helpers of the runtime catalogue
-//!   (`bpf2ptx-runtime`), with arguments of the prototype's types and sizes;
+//!   (`bpf2ptx-runtime`), with arguments of the prototype's types and sizes, maps of the
+//!   types the helper takes, and direct value addresses only into global data and arrays;
 //! - `ringbuf-leak`: a reserved ringbuf record is submitted or discarded on every path;
-//! - `call-depth`: at most 8 frames; `stack-size`: the combined stack of any call chain is
-//!   at most 512 bytes;
+//! - `call-depth`: at most 8 frames; `stack-size`: the combined stack of any call chain
+//!   the exploration goes through (recursion included) is at most 512 bytes;
 //! - `loop-bound` / `infinite-loop`: exploration ends, which proves every loop bounded (a
 //!   loop whose state repeats exactly, or that needs more than 1,000,000 explored
 //!   instructions, is rejected at the loop);
+//!
+//! Pruning: a path stops at a state subsumed by one whose every path was explored, where
+//! registers whose value no later decision reads match any number
+//! ([`state::State::subsumes_with`]). specs/verifier.md describes the whole algorithm,
+//! the limits, the JSON output and the agreement with the Linux verifier.
 //! - `unsupported`: instructions with no GPU meaning (legacy packet access, kfuncs).
 #![deny(missing_docs)]
 
@@ -51,6 +61,9 @@ pub mod analysis;
 pub mod scalar;
 pub mod state;
 pub mod structure;
+
+#[cfg(test)]
+mod soundness_tests;
 
 use bpf2ptx_compiler::program::{LineRef, Object};
 use serde::Serialize;
