@@ -138,6 +138,42 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
 }
 
+/// A one-dimensional launch: `grid` blocks of `block` threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+}
+
+impl Default for Launch {
+    fn default() -> Self {
+        Launch { grid: 1, block: 1 }
+    }
+}
+
+impl Launch {
+    /// Threads in the whole launch.
+    pub fn threads(&self) -> u64 {
+        u64::from(self.grid) * u64::from(self.block)
+    }
+}
+
+/// A device allocation the host loader made (freed on drop).
+pub struct Buffer {
+    buf: cudarc::driver::CudaSlice<u8>,
+    stream: Arc<CudaStream>,
+}
+
+impl Buffer {
+    /// The device address.
+    pub fn ptr(&mut self) -> u64 {
+        let (p, _g) = self.buf.device_ptr_mut(&self.stream);
+        p
+    }
+}
+
 /// A PTX module loaded into a [`Gpu`]'s context; unloaded when dropped.
 #[derive(Debug)]
 pub struct Module {
@@ -205,6 +241,59 @@ impl Gpu {
     }
 
     /// JIT-compiles PTX text into a module of this context.
+    /// The address and size of a module-scope variable (`cuModuleGetGlobal`), or `None`
+    /// when the module has no such symbol.
+    pub fn global(&self, module: &Module, name: &str) -> Result<Option<(u64, usize)>, GpuError> {
+        let c = CString::new(name).map_err(|_| GpuError::NoEntry {
+            entry: name.to_string(),
+        })?;
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        let (mut ptr, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: the module is loaded in this context; the out-pointers are valid.
+        match unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut size, module.module, c.as_ptr()) } {
+            CUresult::CUDA_SUCCESS => Ok(Some((ptr, size))),
+            CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+            code => Err(driver("get global")(DriverError(code))),
+        }
+    }
+
+    /// Copies `len` bytes from device address `ptr`.
+    pub fn read(&self, ptr: u64, len: usize) -> Result<Vec<u8>, GpuError> {
+        let mut out = vec![0u8; len];
+        if len == 0 {
+            return Ok(out);
+        }
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        // SAFETY: `ptr..ptr+len` is device memory the caller got from `global` or `alloc`.
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut out, ptr) }
+            .map_err(driver("copy to host"))?;
+        Ok(out)
+    }
+
+    /// Copies `bytes` to device address `ptr`.
+    pub fn write(&self, ptr: u64, bytes: &[u8]) -> Result<(), GpuError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        // SAFETY: as for `read`.
+        unsafe { cudarc::driver::result::memcpy_htod_sync(ptr, bytes) }
+            .map_err(driver("copy to device"))
+    }
+
+    /// A zeroed device allocation of `len` bytes.
+    pub fn alloc(&self, len: usize) -> Result<Buffer, GpuError> {
+        let buf = self
+            .stream
+            .alloc_zeros::<u8>(len.max(1))
+            .map_err(driver("alloc"))?;
+        Ok(Buffer {
+            buf,
+            stream: self.stream.clone(),
+        })
+    }
+
+    /// Loads PTX text (JIT-compiled by the driver); the driver's log comes with a failure.
     pub fn load(&self, ptx: &str) -> Result<Module, GpuError> {
         let c_src = CString::new(ptx).map_err(|e| GpuError::NulInPtx {
             offset: e.nul_position(),
@@ -254,7 +343,19 @@ impl Gpu {
         entry: &str,
         mem: &[u8],
     ) -> Result<RunResult, GpuError> {
-        let r = self.launch(module, entry, mem);
+        self.run_entry_on(module, entry, mem, Launch::default())
+    }
+
+    /// [`Gpu::run_entry`] with a grid of threads: every thread runs the program with the
+    /// same r1/r2; the r0 reported is one thread's (they race on one result word).
+    pub fn run_entry_on(
+        &self,
+        module: &Module,
+        entry: &str,
+        mem: &[u8],
+        launch: Launch,
+    ) -> Result<RunResult, GpuError> {
+        let r = self.launch(module, entry, mem, launch);
         // Errors recorded by cudarc in drops (frees, unloads) belong to this run, not the
         // next one.
         match (r, self.ctx.check_err()) {
@@ -266,7 +367,13 @@ impl Gpu {
         }
     }
 
-    fn launch(&self, module: &Module, entry: &str, mem: &[u8]) -> Result<RunResult, GpuError> {
+    fn launch(
+        &self,
+        module: &Module,
+        entry: &str,
+        mem: &[u8],
+        launch: Launch,
+    ) -> Result<RunResult, GpuError> {
         let kernel_err = |source| GpuError::Kernel {
             entry: entry.to_string(),
             source,
@@ -317,8 +424,8 @@ impl Gpu {
             unsafe {
                 cudarc::driver::result::launch_kernel(
                     func,
-                    (1, 1, 1),
-                    (1, 1, 1),
+                    (launch.grid, 1, 1),
+                    (launch.block, 1, 1),
                     0,
                     self.stream.cu_stream(),
                     &mut params,

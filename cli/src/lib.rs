@@ -5,6 +5,7 @@
 pub mod compile;
 pub mod dump;
 pub mod gpu;
+pub mod loader;
 pub mod run;
 
 pub use bpf2ptx_compiler::front::{load_bytes, load_path, LoadError};

@@ -103,6 +103,15 @@ enum Command {
         /// GPU target of the PTX.
         #[arg(long, default_value = "sm_70")]
         target: String,
+        /// Blocks to launch (GPU; every thread runs the program).
+        #[arg(long, default_value_t = 1)]
+        grid: u32,
+        /// Threads per block (GPU).
+        #[arg(long, default_value_t = 1)]
+        block: u32,
+        /// After the run, print every map as JSON (GPU).
+        #[arg(long)]
+        maps: bool,
     },
 }
 
@@ -133,7 +142,17 @@ fn main() {
             mem,
             cpu,
             target,
-        }) => run_cmd(&path, mem.as_deref(), cpu, &target),
+            grid,
+            block,
+            maps,
+        }) => {
+            if !cpu && !path.is_dir() && (grid > 1 || block > 1 || maps) {
+                let launch = bpf2ptx::gpu::Launch { grid, block };
+                run_probe(&path, mem.as_deref(), &target, launch, maps)
+            } else {
+                run_cmd(&path, mem.as_deref(), cpu, &target)
+            }
+        }
         None => match cli.compile.file {
             Some(file) => compile_cmd(&file, cli.compile.output.as_deref(), &cli.compile.target),
             None => {
@@ -313,6 +332,80 @@ fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             run_error_code(&e)
+        }
+    }
+}
+
+/// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
+fn run_probe(
+    path: &Path,
+    mem: Option<&Path>,
+    target: &str,
+    launch: bpf2ptx::gpu::Launch,
+    maps: bool,
+) -> i32 {
+    use bpf2ptx::{gpu::Gpu, loader};
+    let obj = match load(path) {
+        Ok(o) => o,
+        Err(c) => return c,
+    };
+    let opts = ptx::Options {
+        target: target.to_string(),
+        entry: true,
+        ..Default::default()
+    };
+    let text = match compile::compile(&obj, &opts) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return e.exit_code();
+        }
+    };
+    let input = match mem {
+        Some(p) => match std::fs::read(p) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.display());
+                return exit::BAD_INPUT;
+            }
+        },
+        None => obj.test.as_ref().map(|t| t.mem.clone()).unwrap_or_default(),
+    };
+    let result = (|| -> Result<(u64, f32, Option<serde_json::Value>), bpf2ptx::gpu::GpuError> {
+        let gpu = Gpu::open()?;
+        let module = gpu.load(&text)?;
+        let _bound = loader::bind(&gpu, &module, &obj, launch)?;
+        let r = gpu.run_entry_on(
+            &module,
+            &ptx::entry_symbol(&obj.programs[0]),
+            &input,
+            launch,
+        )?;
+        let dump = if maps {
+            Some(loader::dump(&gpu, &module, &obj)?)
+        } else {
+            None
+        };
+        Ok((r.r0, r.kernel_ms, dump))
+    })();
+    match result {
+        Ok((r0, ms, dump)) => {
+            outln!(
+                "r0 = {r0:#x} ({})  [{} threads, kernel {ms:.3} ms]",
+                r0 as i64,
+                launch.threads()
+            );
+            if let Some(d) = dump {
+                outln!("{}", serde_json::to_string_pretty(&d).expect("serialises"));
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                bpf2ptx::gpu::GpuError::NoDriver | bpf2ptx::gpu::GpuError::NoDevice => exit::NO_GPU,
+                _ => exit::REJECTED,
+            }
         }
     }
 }

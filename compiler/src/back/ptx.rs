@@ -132,8 +132,35 @@ pub enum Error {
     },
 }
 
-/// Helper ids the backend lowers inline (the device runtime grows this set).
-const INLINE_HELPERS: &[i64] = &[5];
+/// Helper ids the backend lowers inline: special registers and fences.
+const INLINE_HELPERS: &[i64] = &[5, 8, 14, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511];
+
+/// Helper ids lowered as calls into the device runtime's map functions, with their PTX
+/// names and argument counts.
+const MAP_HELPERS: &[(i64, &str, u8)] = &[
+    (1, "bpf2ptx_map_lookup_elem", 2),
+    (2, "bpf2ptx_map_update_elem", 4),
+    (3, "bpf2ptx_map_delete_elem", 2),
+];
+
+/// Map types the device runtime implements: arrays (2, 6, 1503), per-thread arrays (1502)
+/// and hash maps (1, 1501). Storage bytes the module reserves for one, or `None` when the
+/// host sizes it from the launch (per-thread arrays).
+fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
+    let stride = bpf2ptx_runtime::maps::round8(u64::from(m.value_size));
+    let entries = u64::from(m.max_entries);
+    match m.map_type {
+        2 | 6 | 1503 => Ok(Some(stride * entries)),
+        1502 => Ok(None),
+        1 | 1501 => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(m.key_size, m.value_size, m.max_entries))),
+        _ => Err("this map type needs parts of the device runtime that do not exist yet (ringbuf, perf events)"),
+    }
+}
+
+/// The descriptor symbol of a runtime map.
+pub fn map_desc_symbol(name: &str) -> String {
+    format!("bpf2ptx_map_{}", sanitize(name))
+}
 
 /// Lowers every program of an object to one PTX module.
 pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
@@ -198,15 +225,54 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             }
         }
     }
+    for m in obj
+        .maps
+        .iter()
+        .filter(|m| m.origin != MapOrigin::GlobalData)
+    {
+        // Only maps the runtime implements get a descriptor; a program that uses another
+        // is rejected where it loads the map.
+        let Ok(storage) = map_storage(m) else {
+            continue;
+        };
+        let desc = map_desc_symbol(&m.name);
+        let stride = u64::from(m.value_size).div_ceil(8) * 8;
+        let w0 = u64::from(m.map_type) | (u64::from(m.flags) << 32);
+        let w1 = u64::from(m.key_size) | (u64::from(m.value_size) << 32);
+        let w2 = u64::from(m.max_entries) | (stride << 32);
+        let aux = match m.map_type {
+            1 | 1501 => bpf2ptx_runtime::maps::hash_slots(m.max_entries),
+            _ => 0,
+        };
+        let data = match storage {
+            Some(bytes) => {
+                let store = format!("bpf2ptx_mapdata_{}", sanitize(&m.name));
+                let _ = writeln!(
+                    out,
+                    ".visible .global .align 8 .b8 {store}[{}];",
+                    bytes.max(8)
+                );
+                format!("generic({store})")
+            }
+            None => "0".to_string(),
+        };
+        let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[8] = {{{w0}, {w1}, {w2}, {data}, {aux}, 0, 0, 0}};");
+    }
     out.push('\n');
     out.push_str(&decls);
-    for n in &need {
+    for n in need.iter().filter(|n| *n != "maps") {
         let _ = writeln!(out, "{}", runtime_decl(n));
+    }
+    if need.contains("maps") {
+        out.push_str(bpf2ptx_runtime::maps::declarations());
     }
     out.push('\n');
     out.push_str(&bodies);
-    for n in &need {
+    for n in need.iter().filter(|n| *n != "maps") {
         out.push_str(&runtime_body(n));
+    }
+    if need.contains("maps") {
+        out.push_str(bpf2ptx_runtime::maps::functions());
     }
     if opts.entry {
         for prog in &obj.programs {
@@ -818,6 +884,27 @@ impl<'a> FuncWriter<'a> {
             }
             Kind::Ja => self.l(format!("bra {};", label(ins.off.into()))),
             Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
+            Kind::Call(CallKind::Helper) if MAP_HELPERS.iter().any(|h| h.0 == ins.imm) => {
+                let &(_, name, argc) = MAP_HELPERS
+                    .iter()
+                    .find(|h| h.0 == ins.imm)
+                    .expect("checked");
+                self.need.insert("maps".into());
+                self.l("{");
+                let mut params = Vec::new();
+                for r in 1..=argc {
+                    self.l(format!(".param .b64 bpf_h{r};"));
+                    self.l(format!("st.param.b64 [bpf_h{r}], %r{r};"));
+                    params.push(format!("bpf_h{r}"));
+                }
+                self.l(".param .b64 bpf_hr;");
+                self.l(format!(
+                    "call.uni (bpf_hr), {name}, ({});",
+                    params.join(", ")
+                ));
+                self.l("ld.param.b64 %r0, [bpf_hr];");
+                self.l("}");
+            }
             Kind::Call(CallKind::Helper) => {
                 if !INLINE_HELPERS.contains(&ins.imm) {
                     return Err(Error::UnknownHelper {
@@ -906,11 +993,23 @@ impl<'a> FuncWriter<'a> {
                 }
             }
             Kind::LdImm64(Pseudo::MapIdx) => {
-                return Err(self.unsupported(
-                    i,
-                    pcs,
-                    "maps other than global data need the device runtime",
-                ))
+                let m = self
+                    .obj
+                    .maps
+                    .get(ins.imm as u32 as usize)
+                    .ok_or_else(|| self.unsupported(i, pcs, "map index out of range"))?;
+                if m.origin == MapOrigin::GlobalData {
+                    return Err(self.unsupported(
+                        i,
+                        pcs,
+                        "a global-data section used as a map (not its value)",
+                    ));
+                }
+                if let Err(why) = map_storage(m) {
+                    return Err(self.unsupported(i, pcs, why));
+                }
+                self.l(format!("mov.u64 %r{d}, {};", map_desc_symbol(&m.name)));
+                self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
             }
             Kind::LdImm64(_) => {
                 return Err(self.unsupported(
@@ -945,10 +1044,82 @@ impl<'a> FuncWriter<'a> {
 
     fn helper(&mut self, id: i64) {
         match id {
-            // ktime_get_ns: the GPU's global nanosecond timer.
-            5 => self.l("mov.u64 %r0, %globaltimer;"),
+            // ktime_get_ns / get_globaltimer: the GPU's global nanosecond timer.
+            5 | 502 => self.l("mov.u64 %r0, %globaltimer;"),
+            // get_smp_processor_id / get_sm_id: the SM the thread runs on.
+            8 | 509 => {
+                self.l("mov.u32 %w0, %smid;");
+                self.l("cvt.u64.u32 %r0, %w0;");
+            }
+            // get_current_pid_tgid: (linear block index << 32) | linear thread index.
+            14 => {
+                self.linear_block("%t1");
+                self.linear_thread("%t2");
+                self.l("shl.b64 %t1, %t1, 32;");
+                self.l("or.b64 %r0, %t1, %t2;");
+            }
+            // get_block_idx / get_block_dim / get_thread_idx / get_grid_dim: x, y, z as
+            // u64 through the pointers in r1, r2, r3.
+            503 | 504 | 505 | 508 => {
+                let reg = match id {
+                    503 => "%ctaid",
+                    504 => "%ntid",
+                    505 => "%tid",
+                    _ => "%nctaid",
+                };
+                for (k, c) in ["x", "y", "z"].iter().enumerate() {
+                    self.l(format!("mov.u32 %w0, {reg}.{c};"));
+                    self.l("cvt.u64.u32 %t3, %w0;");
+                    // The pointer's alignment is not known: the checked store path.
+                    let saved = std::mem::replace(&mut self.cur, usize::MAX);
+                    self.store(Size::DW, k as u8 + 1, 0, &[Fp::Any; 11], 0, "%t3");
+                    self.cur = saved;
+                }
+                self.l("mov.u64 %r0, 0;");
+            }
+            // gpu_membar: order this thread's writes for every observer.
+            506 => {
+                self.l("membar.sys;");
+                self.l("mov.u64 %r0, 0;");
+            }
+            // gpu_exit: the thread ends here (bpftime's meaning).
+            507 => self.l("exit;"),
+            // get_warp_id: the warp's index in its block.
+            510 => {
+                self.linear_thread("%t2");
+                self.l("shr.u64 %r0, %t2, 5;");
+            }
+            // get_lane_id.
+            511 => {
+                self.l("mov.u32 %w0, %laneid;");
+                self.l("cvt.u64.u32 %r0, %w0;");
+            }
             _ => unreachable!("only INLINE_HELPERS reach here"),
         }
+    }
+
+    /// `dst` = tid.x + tid.y * ntid.x + tid.z * ntid.x * ntid.y (u64).
+    fn linear_thread(&mut self, dst: &str) {
+        self.l("mov.u32 %w0, %tid.z;");
+        self.l("mov.u32 %w1, %ntid.y;");
+        self.l("mov.u32 %w2, %tid.y;");
+        self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
+        self.l("mov.u32 %w1, %ntid.x;");
+        self.l("mov.u32 %w2, %tid.x;");
+        self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
+        self.l(format!("cvt.u64.u32 {dst}, %w0;"));
+    }
+
+    /// `dst` = ctaid.x + ctaid.y * nctaid.x + ctaid.z * nctaid.x * nctaid.y (u64).
+    fn linear_block(&mut self, dst: &str) {
+        self.l("mov.u32 %w0, %ctaid.z;");
+        self.l("mov.u32 %w1, %nctaid.y;");
+        self.l("mov.u32 %w2, %ctaid.y;");
+        self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
+        self.l("mov.u32 %w1, %nctaid.x;");
+        self.l("mov.u32 %w2, %ctaid.x;");
+        self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
+        self.l(format!("cvt.u64.u32 {dst}, %w0;"));
     }
 
     fn call_local(&mut self, k: usize) {
