@@ -1100,24 +1100,23 @@ impl<'a> FuncWriter<'a> {
 
     /// `dst` = tid.x + tid.y * ntid.x + tid.z * ntid.x * ntid.y (u64).
     fn linear_thread(&mut self, dst: &str) {
-        self.l("mov.u32 %w0, %tid.z;");
-        self.l("mov.u32 %w1, %ntid.y;");
-        self.l("mov.u32 %w2, %tid.y;");
-        self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
-        self.l("mov.u32 %w1, %ntid.x;");
-        self.l("mov.u32 %w2, %tid.x;");
-        self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
-        self.l(format!("cvt.u64.u32 {dst}, %w0;"));
+        self.linear(dst, "%tid", "%ntid");
     }
 
     /// `dst` = ctaid.x + ctaid.y * nctaid.x + ctaid.z * nctaid.x * nctaid.y (u64).
     fn linear_block(&mut self, dst: &str) {
-        self.l("mov.u32 %w0, %ctaid.z;");
-        self.l("mov.u32 %w1, %nctaid.y;");
-        self.l("mov.u32 %w2, %ctaid.y;");
+        self.linear(dst, "%ctaid", "%nctaid");
+    }
+
+    /// `dst` = idx.x + idx.y * dim.x + idx.z * dim.x * dim.y, in 32-bit arithmetic: exact
+    /// for threads (a block has at most 1024) and for grids below 2^32 blocks.
+    fn linear(&mut self, dst: &str, idx: &str, dim: &str) {
+        self.l(format!("mov.u32 %w0, {idx}.z;"));
+        self.l(format!("mov.u32 %w1, {dim}.y;"));
+        self.l(format!("mov.u32 %w2, {idx}.y;"));
         self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
-        self.l("mov.u32 %w1, %nctaid.x;");
-        self.l("mov.u32 %w2, %ctaid.x;");
+        self.l(format!("mov.u32 %w1, {dim}.x;"));
+        self.l(format!("mov.u32 %w2, {idx}.x;"));
         self.l("mad.lo.u32 %w0, %w0, %w1, %w2;");
         self.l(format!("cvt.u64.u32 {dst}, %w0;"));
     }
