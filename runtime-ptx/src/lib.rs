@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod maps;
+pub mod ringbuf;
 
 /// How a helper accesses memory it is given a pointer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

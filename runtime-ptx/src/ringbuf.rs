@@ -1,0 +1,800 @@
+//! The ring buffer helpers on the device: PTX bodies of `ringbuf_reserve`,
+//! `ringbuf_submit`, `ringbuf_discard`, `ringbuf_output` and `ringbuf_query`, and the
+//! host-side record decoder, [`records`] / [`decode`].
+//!
+//! # Layout
+//!
+//! The descriptor and the ring's storage are specified in `specs/abi.md`, section "Maps
+//! (device runtime)"; this module implements that contract for ringbufs (27), GPU ringbufs
+//! (1527) and perf event arrays (4, which the compiler gives the same layout). The helpers
+//! read descriptor word 0 (type), 3 (`data`: the ring, `aux` bytes, 8-aligned), 4 (`aux`:
+//! ring bytes, a power of two ≥ 4096) and 5 (`aux2`: the address of two u64 counters
+//! `[producer, consumer]`, byte positions that only grow and never wrap), and count drops
+//! in word 6.
+//!
+//! A record at position `pos` lies at ring offset `pos % aux`: an 8-byte header
+//! `{u32 len, u32 flags}` (flags: [`BUSY`] bit 31, [`DISCARD`] bit 30), then `len` data
+//! bytes, padded to [`record_size`]`(len) = 8 + round8(len)` bytes.
+//!
+//! # Reserving never blocks
+//!
+//! A probe runs inside someone's kernel and must never wait for the host. A reservation is
+//! at most [`RESERVE_TRIES`] rounds of: read the producer and consumer counters, compute the
+//! new producer, give up if it would be more than `aux` bytes ahead of the consumer (full),
+//! else `atom.cas` the producer from the value read to the new one. A failed `cas` means
+//! another thread reserved in between, and the round repeats. A full ring, or 64 lost
+//! rounds, drops the record: `reserve` returns NULL (`output` -EAGAIN) and the descriptor's
+//! `drops` word is incremented. A size of 0, or above `aux / 2`, is also a drop (counted):
+//! such a record could never be (usefully) stored.
+//!
+//! The price is throughput under contention: one `cas` wins per round trip to L2, so when
+//! many threads reserve at once most of them drop. Measured on an H200 (1,048,576 threads
+//! of a 4096 x 256 launch each reserving once, 32 MiB ring): about 1,250 records kept,
+//! the rest counted in `drops`; 256 threads of one block: about 60 kept. (Reusing the
+//! lost `cas`'s value instead of re-reading the producer kept half as many.) A probe that
+//! needs every event should record it in a map and let the host read that. A descriptor that is unbound (`data` or
+//! `aux2` 0), of another map type, or whose `aux` is not a power of two in 4096..=2^32 makes
+//! `reserve` return NULL and `output` -EINVAL, without counting.
+//!
+//! # A record never wraps
+//!
+//! So that the record is one contiguous range the probe can write through a plain pointer.
+//! When `(producer % aux) + size > aux`, the reserving thread claims the rest of the ring
+//! as well (in the same `cas`) and writes a padding header there (`len = pad - 8`,
+//! `flags = DISCARD`), which a reader skips; the record starts at offset 0.
+//!
+//! # What a reader can rely on
+//!
+//! After a winning `cas`, the thread writes the header `{len, BUSY}` (one 64-bit store).
+//! `submit` clears the flags with `st.release.gpu` (0), `discard` sets them to `DISCARD`
+//! the same way; the release orders the probe's writes to the record before the flags.
+//! So a reader that reads the flags with acquire semantics and sees BUSY clear also sees
+//! the record's bytes. A reader goes from `consumer` to `producer` and stops at the first
+//! record not yet committed: flags with BUSY, or a header that is all zeros (the producer
+//! has moved past it but the reserving thread has not written it yet; no committed record
+//! has length 0). For the second rule to hold, the ring starts zeroed (module storage does)
+//! and a reader that consumes while producers run zeroes the bytes it consumed before it
+//! advances `consumer` ([`clear`]); the producers read `consumer` with acquire semantics,
+//! so they write a reclaimed range only after it was cleared.
+//!
+//! As in `maps.rs`, the orderings use `.gpu` scope: device readers, and the host after the
+//! kernel (or a stream synchronisation), get the guarantee above; a host polling mapped
+//! memory while the kernel runs has no ordering promise from the PTX memory model.
+
+use std::fmt;
+
+use crate::maps::round8;
+
+/// Map type id: perf event array (Linux `BPF_MAP_TYPE_PERF_EVENT_ARRAY`), one GPU ring.
+pub const MAP_PERF_EVENT_ARRAY: u32 = 4;
+/// Map type id: ring buffer (Linux `BPF_MAP_TYPE_RINGBUF`).
+pub const MAP_RINGBUF: u32 = 27;
+/// Map type id: GPU ring buffer (bpftime).
+pub const MAP_GPU_RINGBUF: u32 = 1527;
+
+/// Header flag: reserved, not yet submitted or discarded.
+pub const BUSY: u32 = 1 << 31;
+/// Header flag: discarded record, or padding up to the ring's end; readers skip it.
+pub const DISCARD: u32 = 1 << 30;
+/// Bytes of a record header.
+pub const HEADER_SIZE: u64 = 8;
+/// Reservation rounds (lost `atom.cas`) before a record is dropped.
+pub const RESERVE_TRIES: u32 = 64;
+/// Smallest ring (`aux`) the helpers accept.
+pub const MIN_RING_SIZE: u64 = 4096;
+
+/// `ringbuf_query` flag: producer - consumer.
+pub const BPF_RB_AVAIL_DATA: u64 = 0;
+/// `ringbuf_query` flag: ring bytes (`aux`).
+pub const BPF_RB_RING_SIZE: u64 = 1;
+/// `ringbuf_query` flag: the consumer position.
+pub const BPF_RB_CONS_POS: u64 = 2;
+/// `ringbuf_query` flag: the producer position.
+pub const BPF_RB_PROD_POS: u64 = 3;
+
+/// `-EAGAIN`: `ringbuf_output` dropped the record (full ring, contention, or bad size).
+pub const EAGAIN: i64 = -11;
+/// `-EINVAL`: `ringbuf_output` on an unbound or malformed descriptor.
+pub const EINVAL: i64 = crate::maps::EINVAL;
+
+/// Bytes a record of `len` data bytes takes in the ring: header plus data padded to 8.
+pub const fn record_size(len: u64) -> u64 {
+    HEADER_SIZE + round8(len)
+}
+
+/// PTX prototypes of the five ringbuf helpers.
+pub const RINGBUF_DECLARATIONS: &str = "\
+.func (.param .b64 ret) bpf2ptx_ringbuf_reserve(.param .b64 desc, .param .b64 size, \
+.param .b64 flags);
+.func bpf2ptx_ringbuf_submit(.param .b64 data, .param .b64 flags);
+.func bpf2ptx_ringbuf_discard(.param .b64 data, .param .b64 flags);
+.func (.param .b64 ret) bpf2ptx_ringbuf_output(.param .b64 desc, .param .b64 data, \
+.param .b64 size, .param .b64 flags);
+.func (.param .b64 ret) bpf2ptx_ringbuf_query(.param .b64 desc, .param .b64 flags);
+";
+
+/// PTX prototypes of the ringbuf helpers (see [`RINGBUF_DECLARATIONS`]).
+pub fn declarations() -> &'static str {
+    RINGBUF_DECLARATIONS
+}
+
+/// PTX definitions of the ringbuf helpers and their private helpers (see
+/// [`RINGBUF_FUNCTIONS`]).
+pub fn functions() -> &'static str {
+    RINGBUF_FUNCTIONS
+}
+
+/// PTX definitions of `bpf2ptx_ringbuf_reserve`, `_submit`, `_discard`, `_output`,
+/// `_query` and the private `.func`s they call (all named `bpf2ptx_ringbuf_*`).
+///
+/// No `.version`/`.target` header: the text goes into a module that has one (PTX ISA 6.0
+/// or later, sm_70 or later, 64-bit addresses). Every pointer is a generic address; the
+/// functions are module-local. `flags` of reserve, submit, discard and output (Linux's
+/// wakeup hints) are ignored: there is no one to wake.
+pub const RINGBUF_FUNCTIONS: &str = r#"
+// ---- bpf2ptx ringbuf helpers (specs/abi.md, "Maps (device runtime)") ----
+
+// 1 if the descriptor is a usable ring: type 27, 1527 or 4; data and aux2 non-zero; aux a
+// power of two in 4096..=2^32 (so every offset stays inside the ring and every length fits
+// the header's u32). Else 0.
+.func (.param .b32 ret) bpf2ptx_ringbuf_bound(.param .b64 desc)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<6>;
+	ld.param.b64 %rd1, [desc];
+	mov.u32 %r2, 0;
+	ld.u32 %r1, [%rd1];
+	setp.eq.u32 %p1, %r1, 27;
+	setp.eq.u32 %p2, %r1, 1527;
+	or.pred %p1, %p1, %p2;
+	setp.eq.u32 %p2, %r1, 4;
+	or.pred %p1, %p1, %p2;
+	@!%p1 bra $Lbound_done;
+	ld.b64 %rd2, [%rd1+24];
+	ld.b64 %rd3, [%rd1+32];
+	ld.b64 %rd4, [%rd1+40];
+	setp.eq.u64 %p1, %rd2, 0;
+	setp.eq.u64 %p2, %rd4, 0;
+	or.pred %p1, %p1, %p2;
+	setp.lt.u64 %p2, %rd3, 4096;
+	or.pred %p1, %p1, %p2;
+	setp.gt.u64 %p2, %rd3, 0x100000000;
+	or.pred %p1, %p1, %p2;
+	add.s64 %rd5, %rd3, -1;
+	and.b64 %rd5, %rd5, %rd3;
+	setp.ne.u64 %p3, %rd5, 0;
+	or.pred %p1, %p1, %p3;
+	@%p1 bra $Lbound_done;
+	mov.u32 %r2, 1;
+$Lbound_done:
+	st.param.b32 [ret], %r2;
+	ret;
+}
+
+// Copy `len` bytes from `src` to `dst`: by 8-byte words while both are 8-aligned, else by
+// 4-byte words while both are 4-aligned, then byte by byte (the source may be anywhere in
+// the caller's stack or a map value; the record is 8-aligned).
+.func bpf2ptx_ringbuf_copy(.param .b64 dst, .param .b64 src, .param .b64 len)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<7>;
+	ld.param.b64 %rd1, [dst];
+	ld.param.b64 %rd2, [src];
+	ld.param.b64 %rd3, [len];
+	or.b64 %rd4, %rd1, %rd2;
+	and.b64 %rd5, %rd4, 7;
+	setp.ne.u64 %p1, %rd5, 0;
+	@%p1 bra $Lrcopy_words4;
+$Lrcopy_words8:
+	setp.lt.u64 %p2, %rd3, 8;
+	@%p2 bra $Lrcopy_words4;
+	ld.b64 %rd6, [%rd2];
+	st.b64 [%rd1], %rd6;
+	add.s64 %rd1, %rd1, 8;
+	add.s64 %rd2, %rd2, 8;
+	add.s64 %rd3, %rd3, -8;
+	bra $Lrcopy_words8;
+$Lrcopy_words4:
+	and.b64 %rd5, %rd4, 3;
+	setp.ne.u64 %p1, %rd5, 0;
+	@%p1 bra $Lrcopy_bytes;
+$Lrcopy_words4_loop:
+	setp.lt.u64 %p2, %rd3, 4;
+	@%p2 bra $Lrcopy_bytes;
+	ld.b32 %r1, [%rd2];
+	st.b32 [%rd1], %r1;
+	add.s64 %rd1, %rd1, 4;
+	add.s64 %rd2, %rd2, 4;
+	add.s64 %rd3, %rd3, -4;
+	bra $Lrcopy_words4_loop;
+$Lrcopy_bytes:
+	setp.eq.u64 %p3, %rd3, 0;
+	@%p3 bra $Lrcopy_done;
+	ld.u8 %r1, [%rd2];
+	st.u8 [%rd1], %r1;
+	add.s64 %rd1, %rd1, 1;
+	add.s64 %rd2, %rd2, 1;
+	add.s64 %rd3, %rd3, -1;
+	bra $Lrcopy_bytes;
+$Lrcopy_done:
+	ret;
+}
+
+// bpf_ringbuf_reserve: the address of `size` writable bytes in the ring, or 0 (NULL).
+// Unbound or malformed descriptor: 0, not counted. size 0 or > aux/2, a full ring, or 64
+// lost atom.cas rounds: 0, counted in the descriptor's drops word. On success the header
+// is {size, BUSY}, and a padding header {pad - 8, DISCARD} fills the ring's end when the
+// record would not fit before it.
+.func (.param .b64 ret) bpf2ptx_ringbuf_reserve(.param .b64 desc, .param .b64 size, .param .b64 flags)
+{
+	.reg .pred %p<8>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<24>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [size];
+	mov.u64 %rd3, 0;
+	{
+	.param .b64 a0;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	call (r), bpf2ptx_ringbuf_bound, (a0);
+	ld.param.b32 %r1, [r];
+	}
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra $Lrsv_done;
+	// Ring, aux, mask = aux - 1, counters [producer, consumer].
+	ld.b64 %rd4, [%rd1+24];
+	ld.b64 %rd5, [%rd1+32];
+	add.s64 %rd6, %rd5, -1;
+	ld.b64 %rd7, [%rd1+40];
+	add.s64 %rd8, %rd7, 8;
+	// size in 1..=aux/2, else a drop.
+	setp.eq.u64 %p1, %rd2, 0;
+	shr.u64 %rd9, %rd5, 1;
+	setp.gt.u64 %p2, %rd2, %rd9;
+	or.pred %p1, %p1, %p2;
+	@%p1 bra $Lrsv_drop;
+	// total = 8 + round8(size).
+	add.s64 %rd10, %rd2, 15;
+	and.b64 %rd10, %rd10, -8;
+	mov.u32 %r2, 0;
+$Lrsv_try:
+	// prod, then cons (acquire: a consumer clears what it consumed before advancing).
+	ld.relaxed.gpu.u64 %rd11, [%rd7];
+	ld.acquire.gpu.u64 %rd12, [%rd8];
+	// off = prod % aux (8-aligned even if a host wrote an odd position); when the record
+	// does not fit before the end, pad = aux - off and the record goes to offset 0.
+	and.b64 %rd13, %rd11, %rd6;
+	and.b64 %rd13, %rd13, -8;
+	add.s64 %rd14, %rd13, %rd10;
+	setp.gt.u64 %p3, %rd14, %rd5;
+	sub.s64 %rd15, %rd5, %rd13;
+	selp.b64 %rd15, %rd15, 0, %p3;
+	selp.b64 %rd16, 0, %rd13, %p3;
+	// new = prod + pad + total; full when new - cons > aux (also when cons > prod).
+	add.s64 %rd17, %rd11, %rd15;
+	add.s64 %rd17, %rd17, %rd10;
+	sub.s64 %rd18, %rd17, %rd12;
+	setp.gt.u64 %p4, %rd18, %rd5;
+	@%p4 bra $Lrsv_drop;
+	atom.relaxed.gpu.cas.b64 %rd19, [%rd7], %rd11, %rd17;
+	setp.eq.u64 %p5, %rd19, %rd11;
+	@%p5 bra $Lrsv_won;
+	add.u32 %r2, %r2, 1;
+	setp.lt.u32 %p6, %r2, 64;
+	@%p6 bra $Lrsv_try;
+	bra $Lrsv_drop;
+$Lrsv_won:
+	// Padding header {pad - 8, DISCARD} at off, then this record's {size, BUSY}: each one
+	// 64-bit store, so a reader sees a whole header or none (zeros).
+	@!%p3 bra $Lrsv_header;
+	add.s64 %rd20, %rd4, %rd13;
+	add.s64 %rd21, %rd15, -8;
+	or.b64 %rd21, %rd21, 0x4000000000000000;
+	st.relaxed.gpu.b64 [%rd20], %rd21;
+$Lrsv_header:
+	add.s64 %rd20, %rd4, %rd16;
+	or.b64 %rd21, %rd2, 0x8000000000000000;
+	st.relaxed.gpu.b64 [%rd20], %rd21;
+	add.s64 %rd3, %rd20, 8;
+	bra $Lrsv_done;
+$Lrsv_drop:
+	red.relaxed.gpu.add.u64 [%rd1+48], 1;
+$Lrsv_done:
+	st.param.b64 [ret], %rd3;
+	ret;
+}
+
+// bpf_ringbuf_submit: publish the record at `data` (from reserve): flags = 0, a release
+// store, so the probe's writes to the record are visible before BUSY is seen clear.
+.func bpf2ptx_ringbuf_submit(.param .b64 data, .param .b64 flags)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.b64 %rd1, [data];
+	setp.eq.u64 %p1, %rd1, 0;
+	@%p1 bra $Lsubmit_done;
+	add.s64 %rd2, %rd1, -4;
+	mov.u32 %r1, 0;
+	st.release.gpu.b32 [%rd2], %r1;
+$Lsubmit_done:
+	ret;
+}
+
+// bpf_ringbuf_discard: mark the record at `data` discarded (flags = DISCARD, a release
+// store); readers skip it.
+.func bpf2ptx_ringbuf_discard(.param .b64 data, .param .b64 flags)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.b64 %rd1, [data];
+	setp.eq.u64 %p1, %rd1, 0;
+	@%p1 bra $Ldiscard_done;
+	add.s64 %rd2, %rd1, -4;
+	mov.u32 %r1, 0x40000000;
+	st.release.gpu.b32 [%rd2], %r1;
+$Ldiscard_done:
+	ret;
+}
+
+// bpf_ringbuf_output: reserve `size` bytes, copy them from `data`, submit. 0; -EINVAL
+// (-22) for an unbound or malformed descriptor; -EAGAIN (-11) when reserve dropped the
+// record (counted there: full, contention, size 0 or > aux/2).
+.func (.param .b64 ret) bpf2ptx_ringbuf_output(.param .b64 desc, .param .b64 data, .param .b64 size, .param .b64 flags)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<6>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [data];
+	ld.param.b64 %rd3, [size];
+	mov.u64 %rd4, -22;
+	{
+	.param .b64 a0;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	call (r), bpf2ptx_ringbuf_bound, (a0);
+	ld.param.b32 %r1, [r];
+	}
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra $Loutput_done;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], 0;
+	call (r), bpf2ptx_ringbuf_reserve, (a0, a1, a2);
+	ld.param.b64 %rd5, [r];
+	}
+	mov.u64 %rd4, -11;
+	setp.eq.u64 %p2, %rd5, 0;
+	@%p2 bra $Loutput_done;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd5;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd3;
+	call bpf2ptx_ringbuf_copy, (a0, a1, a2);
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd5;
+	st.param.b64 [a1], 0;
+	call bpf2ptx_ringbuf_submit, (a0, a1);
+	}
+	mov.u64 %rd4, 0;
+$Loutput_done:
+	st.param.b64 [ret], %rd4;
+	ret;
+}
+
+// bpf_ringbuf_query: flags 0 (BPF_RB_AVAIL_DATA) producer - consumer, 1 (RING_SIZE) aux,
+// 2 (CONS_POS) consumer, 3 (PROD_POS) producer; other flags, or an unbound or malformed
+// descriptor: 0. The consumer is read first (acquire), so producer - consumer >= 0.
+.func (.param .b64 ret) bpf2ptx_ringbuf_query(.param .b64 desc, .param .b64 flags)
+{
+	.reg .pred %p<5>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<9>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [flags];
+	mov.u64 %rd3, 0;
+	{
+	.param .b64 a0;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	call (r), bpf2ptx_ringbuf_bound, (a0);
+	ld.param.b32 %r1, [r];
+	}
+	setp.eq.u32 %p1, %r1, 0;
+	setp.gt.u64 %p2, %rd2, 3;
+	or.pred %p1, %p1, %p2;
+	@%p1 bra $Lquery_done;
+	ld.b64 %rd4, [%rd1+32];
+	ld.b64 %rd5, [%rd1+40];
+	ld.acquire.gpu.u64 %rd6, [%rd5+8];
+	ld.relaxed.gpu.u64 %rd7, [%rd5];
+	sub.s64 %rd3, %rd7, %rd6;
+	setp.eq.u64 %p3, %rd2, 1;
+	selp.b64 %rd3, %rd4, %rd3, %p3;
+	setp.eq.u64 %p3, %rd2, 2;
+	selp.b64 %rd3, %rd6, %rd3, %p3;
+	setp.eq.u64 %p3, %rd2, 3;
+	selp.b64 %rd3, %rd7, %rd3, %p3;
+$Lquery_done:
+	st.param.b64 [ret], %rd3;
+	ret;
+}
+"#;
+
+/// One committed record, as [`decode`] finds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Position of the record's header in the counters' space (monotonic; the header lies
+    /// at ring offset `offset % ring.len()`).
+    pub offset: u64,
+    /// The record's `len` data bytes.
+    pub data: Vec<u8>,
+}
+
+/// What a reader found between `consumer` and `producer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// Committed records in order (discarded and padding records skipped).
+    pub records: Vec<Record>,
+    /// The position the reader stopped at: where it may advance `consumer` to (after
+    /// [`clear`]ing the bytes, if producers are still running).
+    pub consumer: u64,
+    /// `producer - consumer` after the stop: bytes reserved but not yet committed (a BUSY
+    /// record, or a header not yet written, and everything after it). 0 when all was read.
+    pub pending: u64,
+}
+
+/// A ring that cannot be decoded: a bug in a producer, a host that wrote the counters, or
+/// the wrong bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// The ring's length is not a power of two of at least 16 bytes.
+    RingSize {
+        /// Bytes.
+        len: usize,
+    },
+    /// `consumer > producer`, `producer - consumer > ring length`, or a position not a
+    /// multiple of 8.
+    Positions {
+        /// Producer position.
+        producer: u64,
+        /// Consumer position.
+        consumer: u64,
+    },
+    /// A header whose record would end past the producer position.
+    PastProducer {
+        /// Position of the header.
+        offset: u64,
+        /// Its `len`.
+        len: u32,
+    },
+    /// A header whose record would run past the ring's end.
+    Wraps {
+        /// Position of the header.
+        offset: u64,
+        /// Its `len`.
+        len: u32,
+    },
+    /// A header with flag bits other than BUSY or DISCARD.
+    Flags {
+        /// Position of the header.
+        offset: u64,
+        /// Its flags.
+        flags: u32,
+    },
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::RingSize { len } => {
+                write!(f, "ring of {len} bytes: not a power of two >= 16")
+            }
+            RingError::Positions { producer, consumer } => {
+                write!(f, "bad positions: producer {producer}, consumer {consumer}")
+            }
+            RingError::PastProducer { offset, len } => write!(
+                f,
+                "record at {offset} of length {len} ends past the producer position"
+            ),
+            RingError::Wraps { offset, len } => write!(
+                f,
+                "record at {offset} of length {len} runs past the ring's end"
+            ),
+            RingError::Flags { offset, flags } => {
+                write!(f, "record at {offset}: unknown flags {flags:#010x}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// The committed records between `consumer` and `producer` in `ring` (the `aux` bytes the
+/// descriptor's `data` points at), in order; discarded records and padding are skipped,
+/// and decoding stops at the first record not yet committed ([`decode`] says how many
+/// bytes were pending there).
+pub fn records(ring: &[u8], producer: u64, consumer: u64) -> Result<Vec<Record>, RingError> {
+    decode(ring, producer, consumer).map(|d| d.records)
+}
+
+/// [`records`], plus where the reader stopped and how many bytes were pending.
+///
+/// A header with BUSY set, or all zeros (reserved, header not yet written), stops the
+/// reader. A header with unknown flags, or whose record ends past `producer` or past the
+/// ring's end, is an error. Never panics.
+pub fn decode(ring: &[u8], producer: u64, consumer: u64) -> Result<Decoded, RingError> {
+    let size = ring.len() as u64;
+    if !size.is_power_of_two() || size < 16 {
+        return Err(RingError::RingSize { len: ring.len() });
+    }
+    if consumer > producer || producer - consumer > size || !(producer | consumer).is_multiple_of(8)
+    {
+        return Err(RingError::Positions { producer, consumer });
+    }
+    let word = |at: u64| {
+        let at = at as usize;
+        u32::from_le_bytes([ring[at], ring[at + 1], ring[at + 2], ring[at + 3]])
+    };
+    let mut out = Vec::new();
+    let mut pos = consumer;
+    while pos < producer {
+        // off is a multiple of 8 below size (a power of two >= 16): the header fits.
+        let off = pos % size;
+        let (len, flags) = (word(off), word(off + 4));
+        if flags & BUSY != 0 || (len == 0 && flags == 0) {
+            break;
+        }
+        if flags & !DISCARD != 0 {
+            return Err(RingError::Flags { offset: pos, flags });
+        }
+        let total = record_size(u64::from(len));
+        if off + total > size {
+            return Err(RingError::Wraps { offset: pos, len });
+        }
+        if total > producer - pos {
+            return Err(RingError::PastProducer { offset: pos, len });
+        }
+        if flags == 0 {
+            let at = (off + HEADER_SIZE) as usize;
+            out.push(Record {
+                offset: pos,
+                data: ring[at..at + len as usize].to_vec(),
+            });
+        }
+        pos += total;
+    }
+    Ok(Decoded {
+        records: out,
+        consumer: pos,
+        pending: producer - pos,
+    })
+}
+
+/// Zero the ring bytes of positions `from..to` (what a reader consumed), so that a header
+/// the producers reserve there later reads as "not yet written" until it is. A reader that
+/// consumes while producers run calls this before it advances `consumer` to `to`.
+///
+/// # Panics
+///
+/// If the ring is empty or `to - from` exceeds its length.
+pub fn clear(ring: &mut [u8], from: u64, to: u64) {
+    let size = ring.len() as u64;
+    assert!(size > 0 && from <= to && to - from <= size, "range");
+    for pos in from..to {
+        ring[(pos % size) as usize] = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Write a header at position `pos` of `ring` and `data` after it.
+    fn put(ring: &mut [u8], pos: u64, len: u32, flags: u32, data: &[u8]) {
+        let off = (pos % ring.len() as u64) as usize;
+        ring[off..off + 4].copy_from_slice(&len.to_le_bytes());
+        ring[off + 4..off + 8].copy_from_slice(&flags.to_le_bytes());
+        ring[off + 8..off + 8 + data.len()].copy_from_slice(data);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(record_size(1), 16);
+        assert_eq!(record_size(8), 16);
+        assert_eq!(record_size(9), 24);
+    }
+
+    #[test]
+    fn committed_discarded_and_busy() {
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, 0, 3, 0, b"abc");
+        put(&mut ring, 16, 4, DISCARD, b"gone");
+        put(&mut ring, 32, 8, 0, b"12345678");
+        put(&mut ring, 48, 2, BUSY, b"zz");
+        let d = decode(&ring, 64, 0).unwrap();
+        assert_eq!(
+            d.records,
+            vec![
+                Record {
+                    offset: 0,
+                    data: b"abc".to_vec()
+                },
+                Record {
+                    offset: 32,
+                    data: b"12345678".to_vec()
+                },
+            ]
+        );
+        assert_eq!((d.consumer, d.pending), (48, 16));
+        // Once submitted, the busy record is read too.
+        put(&mut ring, 48, 2, 0, b"zz");
+        let d = decode(&ring, 64, 48).unwrap();
+        assert_eq!(d.records.len(), 1);
+        assert_eq!((d.consumer, d.pending), (64, 0));
+        assert_eq!(records(&ring, 64, 64).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn padding_at_the_ring_end_is_skipped() {
+        // A 64-byte ring, consumer at 40: a 16-byte record at 40, then one of 24 bytes
+        // that does not fit in the 8 bytes left, so padding {0, DISCARD} at 56 and the
+        // record at 64 (offset 0). Offset 0 holds it; the old bytes there were consumed.
+        let mut ring = vec![0xeeu8; 64];
+        put(&mut ring, 40, 5, 0, b"hello");
+        put(&mut ring, 56, 0, DISCARD, b"");
+        put(&mut ring, 64, 16, 0, &[7; 16]);
+        let d = decode(&ring, 88, 40).unwrap();
+        assert_eq!(
+            d.records,
+            vec![
+                Record {
+                    offset: 40,
+                    data: b"hello".to_vec()
+                },
+                Record {
+                    offset: 64,
+                    data: vec![7; 16]
+                },
+            ]
+        );
+        assert_eq!(d.consumer, 88);
+        // A longer padding record (len = pad - 8).
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, 104, 16, DISCARD, b"");
+        put(&mut ring, 128, 1, 0, b"x");
+        let r = records(&ring, 144, 104).unwrap();
+        assert_eq!(
+            r,
+            vec![Record {
+                offset: 128,
+                data: b"x".to_vec()
+            }]
+        );
+    }
+
+    #[test]
+    fn unwritten_header_stops_the_reader() {
+        // The producer moved past 16 but the reserving thread has not written its header.
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, 0, 4, 0, b"abcd");
+        let d = decode(&ring, 48, 0).unwrap();
+        assert_eq!(d.records.len(), 1);
+        assert_eq!((d.consumer, d.pending), (16, 32));
+        // After clearing what was consumed, a stale record there reads as unwritten.
+        clear(&mut ring, 0, 16);
+        assert_eq!(decode(&ring, 64, 0).unwrap().pending, 64);
+    }
+
+    #[test]
+    fn malformed_headers_are_errors() {
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, 0, 20, 0, b"");
+        assert_eq!(
+            records(&ring, 16, 0),
+            Err(RingError::PastProducer { offset: 0, len: 20 })
+        );
+        put(&mut ring, 0, u32::MAX, 0, b"");
+        assert_eq!(
+            records(&ring, 64, 0),
+            Err(RingError::Wraps {
+                offset: 0,
+                len: u32::MAX
+            })
+        );
+        put(&mut ring, 48, 9, DISCARD, b"");
+        assert_eq!(
+            records(&ring, 112, 48),
+            Err(RingError::Wraps { offset: 48, len: 9 })
+        );
+        put(&mut ring, 0, 1, 1, b"");
+        assert_eq!(
+            records(&ring, 64, 0),
+            Err(RingError::Flags {
+                offset: 0,
+                flags: 1
+            })
+        );
+        // Bad positions and ring sizes.
+        for (p, c) in [(0, 8), (72, 0), (12, 4)] {
+            assert_eq!(
+                records(&ring, p, c),
+                Err(RingError::Positions {
+                    producer: p,
+                    consumer: c
+                })
+            );
+        }
+        assert_eq!(
+            records(&[0; 48], 0, 0),
+            Err(RingError::RingSize { len: 48 })
+        );
+        assert_eq!(records(&[], 0, 0), Err(RingError::RingSize { len: 0 }));
+        assert!(RingError::Wraps { offset: 0, len: 1 }
+            .to_string()
+            .contains("ring's end"));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            let mut ring = vec![0u8; 64];
+            for b in ring.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = if x.is_multiple_of(3) {
+                    (x >> 8) as u8 & 0x1f
+                } else {
+                    0
+                };
+            }
+            let consumer = (x % 200) & !7;
+            let producer = consumer + (((x >> 16) % 72) & !7);
+            if let Ok(d) = decode(&ring, producer, consumer) {
+                assert!(d.consumer <= producer && d.consumer + d.pending == producer);
+            }
+        }
+    }
+
+    #[test]
+    fn ptx_text_is_self_contained() {
+        let text = functions();
+        assert!(!text.contains(".version") && !text.contains(".target"));
+        for name in [
+            "bpf2ptx_ringbuf_reserve",
+            "bpf2ptx_ringbuf_submit",
+            "bpf2ptx_ringbuf_discard",
+            "bpf2ptx_ringbuf_output",
+            "bpf2ptx_ringbuf_query",
+        ] {
+            assert!(declarations().contains(&format!(" {name}(")), "{name}");
+            assert_eq!(text.matches(&format!(" {name}(")).count(), 1, "{name}");
+        }
+        for line in text.lines().filter(|l| l.starts_with(".func")) {
+            assert!(line.contains("bpf2ptx_ringbuf_"), "{line}");
+        }
+        // Every declaration matches its definition's signature.
+        for decl in declarations().lines() {
+            assert!(text.contains(decl.trim_end_matches(';')), "{decl}");
+        }
+        assert_eq!(declarations().lines().count(), 5);
+    }
+}

@@ -1,0 +1,184 @@
+//! The ringbuf helpers' PTX assembles with ptxas for every target the backend emits.
+//!
+//! ptxas is `$PTXAS`, else the repository's `.venv/lib/python3*/site-packages/nvidia/
+//! cuda_nvcc/bin/ptxas`; without one the tests fail, unless `BPF2PTX_SKIP_PTXAS=1`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bpf2ptx_runtime::ringbuf;
+
+/// A module with the helpers and a kernel that calls each once (so a whole-program
+/// assembly keeps them all).
+fn module(version: &str, target: &str) -> String {
+    format!(
+        ".version {version}\n.target {target}\n.address_size 64\n\n{}{}\n{}",
+        ringbuf::declarations(),
+        ringbuf::functions(),
+        r#"
+.visible .entry bpf2ptx_ringbuf_test(.param .u64 desc, .param .u64 src, .param .u64 size,
+	.param .u64 out)
+{
+	.reg .pred %p<2>;
+	.reg .b64 %rd<12>;
+	ld.param.u64 %rd1, [desc];
+	ld.param.u64 %rd2, [src];
+	ld.param.u64 %rd3, [size];
+	ld.param.u64 %rd4, [out];
+	cvta.to.global.u64 %rd4, %rd4;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], 0;
+	call (r), bpf2ptx_ringbuf_reserve, (a0, a1, a2);
+	ld.param.b64 %rd5, [r];
+	}
+	setp.eq.u64 %p1, %rd5, 0;
+	@%p1 bra $Lno_record;
+	st.u64 [%rd5], %rd3;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd5;
+	st.param.b64 [a1], 0;
+	call bpf2ptx_ringbuf_submit, (a0, a1);
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], 0;
+	call (r), bpf2ptx_ringbuf_reserve, (a0, a1, a2);
+	ld.param.b64 %rd6, [r];
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd6;
+	st.param.b64 [a1], 0;
+	call bpf2ptx_ringbuf_discard, (a0, a1);
+	}
+$Lno_record:
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 a3;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd3;
+	st.param.b64 [a3], 0;
+	call (r), bpf2ptx_ringbuf_output, (a0, a1, a2, a3);
+	ld.param.b64 %rd7, [r];
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], 0;
+	call (r), bpf2ptx_ringbuf_query, (a0, a1);
+	ld.param.b64 %rd8, [r];
+	}
+	st.global.u64 [%rd4], %rd5;
+	st.global.u64 [%rd4+8], %rd7;
+	st.global.u64 [%rd4+16], %rd8;
+	ret;
+}
+"#
+    )
+}
+
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lib = root.join(".venv/lib");
+    for entry in std::fs::read_dir(lib).ok()?.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("python3") {
+            let p = entry
+                .path()
+                .join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+fn skip() -> bool {
+    std::env::var("BPF2PTX_SKIP_PTXAS").is_ok_and(|v| v == "1")
+}
+
+/// Assemble `text` for `arch` with `extra` options; panics with ptxas's message on error.
+fn assemble(ptxas: &PathBuf, text: &str, arch: &str, extra: &[&str]) {
+    let dir = std::env::temp_dir().join(format!("bpf2ptx-ringbuf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Tests run in parallel and may assemble for the same arch and options: a counter
+    // keeps their files apart.
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let tag = format!("{arch}{}-{n}", extra.join(""));
+    let src = dir.join(format!("ringbuf-{tag}.ptx"));
+    let obj = dir.join(format!("ringbuf-{tag}.cubin"));
+    std::fs::write(&src, text).unwrap();
+    let out = Command::new(ptxas)
+        .arg(format!("--gpu-name={arch}"))
+        .args(extra)
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("running ptxas");
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&obj);
+    assert!(
+        out.status.success(),
+        "ptxas {arch} {extra:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn with_ptxas(f: impl FnOnce(&PathBuf)) {
+    match ptxas() {
+        Some(p) => f(&p),
+        None if skip() => eprintln!("ptxas not found; skipped (BPF2PTX_SKIP_PTXAS=1)"),
+        None => panic!(
+            "ptxas not found: set PTXAS, or create .venv with nvidia-cuda-nvcc-cu12, \
+             or set BPF2PTX_SKIP_PTXAS=1"
+        ),
+    }
+}
+
+#[test]
+fn assembles_for_sm70_sm80_sm90() {
+    with_ptxas(|p| {
+        for (version, arch) in [("6.0", "sm_70"), ("7.0", "sm_80"), ("7.8", "sm_90")] {
+            let text = module(version, arch);
+            assemble(p, &text, arch, &[]);
+            // Relocatable: every function is compiled, called or not.
+            assemble(p, &text, arch, &["-c"]);
+        }
+    });
+}
+
+#[test]
+fn assembles_under_the_minimum_header() {
+    // PTX ISA 6.0 for sm_70 without optimisation, and pasted into a newer module.
+    with_ptxas(|p| {
+        assemble(p, &module("6.0", "sm_70"), "sm_70", &["-c", "-O0"]);
+        assemble(p, &module("8.0", "sm_90"), "sm_90", &["-c"]);
+    });
+}
