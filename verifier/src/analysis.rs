@@ -111,15 +111,28 @@ fn map_kinds(id: i64) -> Option<&'static [u32]> {
     }
 }
 
+/// The number a load of `n` bytes (sign-extending when `signed`) gets back from a narrow
+/// spill of `v`: its low `n` bytes.
+fn narrow_fill(v: &Scalar, n: u8, signed: bool) -> Scalar {
+    if signed {
+        return v.movsx(Width::W64, n * 8);
+    }
+    match n {
+        4 => Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), v),
+        _ => Scalar::alu(
+            AluOp::And,
+            Width::W64,
+            v,
+            &Scalar::constant((1u64 << (8 * u32::from(n))) - 1),
+        ),
+    }
+}
+
 /// The initialised-byte mask a slot keeps when part of it is overwritten: a spilled
 /// number's bytes stay initialised; a spilled pointer's bytes become uninitialised, so
 /// that no part of the pointer can be read back as a number.
 fn spill_bytes(s: &Slot) -> u8 {
-    match s {
-        Slot::Spill(Reg::Scalar(_)) => 0xff,
-        Slot::Spill(_) => 0,
-        Slot::Bytes(m) => *m,
-    }
+    s.init_mask().unwrap_or(0)
 }
 
 /// After a branch narrowed register `r` to `v`: every register linked to `r` (holding
@@ -1021,16 +1034,33 @@ impl<'a> Explorer<'a> {
                     let slot = (-first / 8 - 1) as usize;
                     match st.frames[f].slot(slot) {
                         Slot::Spill(v) => return Ok(v.clone()),
-                        Slot::Bytes(0xff) => return Ok(Reg::Scalar(Scalar::loaded(8, false))),
+                        Slot::Bytes(0xff) | Slot::Narrow { mask: 0xff, .. } => {
+                            return Ok(Reg::Scalar(Scalar::loaded(8, false)))
+                        }
                         _ => {}
+                    }
+                }
+                // A narrow spill filled back by a load of its size at its place.
+                if first == last && n < 8 {
+                    let slot = (-(first + 1) / 8) as usize;
+                    let at = (first + 8 * (slot as i64 + 1)) as u8;
+                    if let Slot::Narrow {
+                        at: a,
+                        size: sz,
+                        value,
+                        ..
+                    } = st.frames[f].slot(slot)
+                    {
+                        if *a == at && i64::from(*sz) == n {
+                            return Ok(Reg::Scalar(narrow_fill(value, n as u8, signed)));
+                        }
                     }
                 }
                 for b in first..last + n {
                     let slot = (-(b + 1) / 8) as usize;
                     let byte = (-(b + 1) % 8) as u8;
-                    let ok = match st.frames[f].slot(slot) {
-                        Slot::Spill(Reg::Scalar(_)) => true,
-                        Slot::Spill(_) => {
+                    let ok = match st.frames[f].slot(slot).init_mask() {
+                        None => {
                             return Err(self.diag(
                                 Rule::StackPointer,
                                 i,
@@ -1039,7 +1069,7 @@ impl<'a> Explorer<'a> {
                                 format!("partial read of a spilled pointer at fp{b}"),
                             ));
                         }
-                        Slot::Bytes(m) => m & (1 << (7 - byte)) != 0,
+                        Some(m) => m & (1 << (7 - byte)) != 0,
                     };
                     if !ok {
                         return Err(self.diag(
@@ -1143,6 +1173,19 @@ impl<'a> Explorer<'a> {
                     let mask = spill_bytes(cur);
                     let certain = b >= last && b < first + n;
                     *cur = Slot::Bytes(if certain { mask | bit } else { mask });
+                }
+                // A number stored narrowly at a constant, naturally aligned offset is kept
+                // (with its bounds) for a fill of the same size.
+                if let (true, Reg::Scalar(value)) = (first == last && first % n == 0, &v) {
+                    let slot = (-(first + 1) / 8) as usize;
+                    let at = (first + 8 * (slot as i64 + 1)) as u8;
+                    let cur = st.frames[f].slot_mut(slot);
+                    *cur = Slot::Narrow {
+                        mask: spill_bytes(cur),
+                        at,
+                        size: n as u8,
+                        value: *value,
+                    };
                 }
                 Ok(())
             }
@@ -1276,7 +1319,13 @@ impl<'a> Explorer<'a> {
     }
 
     fn exit(&mut self, mut st: State, i: usize) -> R<Step> {
-        let r0 = self.read(&st, i, 0)?;
+        // A subprogram may return with r0 unset (clang leaves it so when the result is
+        // unused); the caller's r0 is then uninitialised. The program's own exit needs r0.
+        let r0 = if st.frames.len() == 1 {
+            self.read(&st, i, 0)?
+        } else {
+            st.cur().regs[0].clone()
+        };
         if st.frames.len() == 1 {
             if r0.is_pointer() {
                 return Err(self.diag(
@@ -1561,11 +1610,7 @@ impl<'a> Explorer<'a> {
                     let cur = st.frames[f].slot_mut(slot);
                     match access {
                         Access::Read => {
-                            let ok = match cur {
-                                Slot::Spill(Reg::Scalar(_)) => true,
-                                Slot::Spill(_) => false,
-                                Slot::Bytes(m) => *m & bit != 0,
-                            };
+                            let ok = cur.init_mask().is_some_and(|m| m & bit != 0);
                             if !ok {
                                 return Err(self.diag(
                                     Rule::StackUninit,

@@ -105,6 +105,32 @@ pub enum Slot {
     Spill(Reg),
     /// Raw bytes; bit i set = byte i is initialised (its value unknown).
     Bytes(u8),
+    /// Raw bytes as in [`Slot::Bytes`], where the `size` bytes from byte `at` (counted
+    /// from the slot's lowest address) hold the low bytes of the number `value`: a
+    /// narrow spill (`*(u32 *)(r10 - 4) = w1`), filled back by a load of the same size
+    /// at the same place with its bounds.
+    Narrow {
+        /// Initialised bytes, as in [`Slot::Bytes`].
+        mask: u8,
+        /// Offset of the spilled bytes from the slot's lowest address.
+        at: u8,
+        /// Bytes spilled (1, 2 or 4).
+        size: u8,
+        /// The register spilled (its low `size` bytes are in the slot).
+        value: Scalar,
+    },
+}
+
+impl Slot {
+    /// The initialised-byte mask of a slot of raw bytes, or of a spilled number (all
+    /// bytes); `None` for a spilled pointer.
+    pub fn init_mask(&self) -> Option<u8> {
+        match self {
+            Slot::Spill(Reg::Scalar(_)) => Some(0xff),
+            Slot::Spill(_) => None,
+            Slot::Bytes(m) | Slot::Narrow { mask: m, .. } => Some(*m),
+        }
+    }
 }
 
 /// Slots per frame (512 bytes).
@@ -346,10 +372,25 @@ fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut IdMap) -> bool {
     match (a, b) {
         // Bytes `a` marks initialised must be initialised in `b` too, and `b` must not
         // hide a pointer where `a` has plain bytes.
-        (Slot::Bytes(ma), Slot::Bytes(mb)) => ma & !mb == 0,
+        (Slot::Bytes(ma), Slot::Bytes(mb) | Slot::Narrow { mask: mb, .. }) => ma & !mb == 0,
         (Slot::Bytes(ma), Slot::Spill(r)) => *ma == 0 || matches!(r, Reg::Scalar(_)),
         (Slot::Spill(ra), Slot::Spill(rb)) => reg_subsumes(ra, rb, ids),
         (Slot::Spill(Reg::Uninit), _) => true,
-        (Slot::Spill(_), Slot::Bytes(_)) => false,
+        (
+            Slot::Narrow {
+                mask: ma,
+                at: aa,
+                size: sa,
+                value: va,
+            },
+            Slot::Narrow {
+                mask: mb,
+                at: ab,
+                size: sb,
+                value: vb,
+            },
+        ) => aa == ab && sa == sb && ma & !mb == 0 && va.subsumes(vb),
+        (Slot::Spill(_), Slot::Bytes(_) | Slot::Narrow { .. })
+        | (Slot::Narrow { .. }, Slot::Bytes(_) | Slot::Spill(_)) => false,
     }
 }
