@@ -132,10 +132,192 @@ pub fn dump(gpu: &Gpu, module: &Module, obj: &Object) -> Result<Value, GpuError>
                     }
                 }
             }
+            27 | 1527 | 4 => {
+                let (ring, prod, cons) = read_ring(gpu, &desc)?;
+                match bpf2ptx_runtime::ringbuf::records(&ring, prod, cons) {
+                    Ok(rs) => {
+                        out["records"] = Value::Array(rs.iter().map(|r| hex(&r.data)).collect());
+                    }
+                    Err(e) => out["error"] = json!(e.to_string()),
+                }
+                out["producer"] = json!(prod);
+                maps.push(out);
+                continue;
+            }
             _ => {}
         }
         out["entries"] = Value::Array(entries);
         maps.push(out);
     }
     Ok(Value::Array(maps))
+}
+
+/// A ring's bytes and its producer and consumer positions, from its descriptor.
+fn read_ring(gpu: &Gpu, desc: &[u8]) -> Result<(Vec<u8>, u64, u64), GpuError> {
+    let (data, aux, ctr) = (word(desc, 3), word(desc, 4), word(desc, 5));
+    let ring = gpu.read(data, aux as usize)?;
+    let c = gpu.read(ctr, 16)?;
+    Ok((ring, word(&c, 0), word(&c, 1)))
+}
+
+/// The lines `trace_printk` and `puts` wrote, formatted on the host: each record holds the
+/// address of its format (or string) in a read-only global-data map and its arguments.
+pub fn printk(gpu: &Gpu, module: &Module, obj: &Object) -> Result<Vec<String>, GpuError> {
+    let Some((d, _)) = gpu.global(module, bpf2ptx_compiler::back::ptx::PRINTK_DESC)? else {
+        return Ok(Vec::new());
+    };
+    let desc = gpu.read(d, 64)?;
+    let (ring, prod, cons) = read_ring(gpu, &desc)?;
+    let records = bpf2ptx_runtime::ringbuf::records(&ring, prod, cons).unwrap_or_default();
+    // Where each global-data map lives on the device, to turn addresses into strings.
+    let mut bases = Vec::new();
+    for m in obj
+        .maps
+        .iter()
+        .filter(|m| m.origin == MapOrigin::GlobalData)
+    {
+        if let (Some((p, size)), Some(init)) = (gpu.global(module, &map_symbol(&m.name))?, &m.init)
+        {
+            bases.push((p, size as u64, init.clone()));
+        }
+    }
+    let string_at = |addr: u64, max: u64| -> String {
+        for (p, size, init) in &bases {
+            if (*p..p + size).contains(&addr) {
+                let off = (addr - p) as usize;
+                let end = init.len().min(off + max as usize);
+                let bytes = &init[off.min(end)..end];
+                let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+                return String::from_utf8_lossy(bytes).into_owned();
+            }
+        }
+        format!("<string at 0x{addr:x}>")
+    };
+    let mut lines = Vec::new();
+    for r in records {
+        if r.data.len() < 48 {
+            continue;
+        }
+        let w =
+            |k: usize| u64::from_le_bytes(r.data[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+        let line = if w(0) == 1 {
+            string_at(w(1), 4096)
+        } else {
+            format_printk(&string_at(w(1), w(2)), [w(3), w(4), w(5)])
+        };
+        lines.push(line.trim_end_matches('\n').to_string());
+    }
+    Ok(lines)
+}
+
+/// A small printf for `trace_printk` formats: `%d %i %u %x %X %o %p %c %%` with `l`, `ll`,
+/// `h` and `hh` lengths, flags, width; at most three arguments, as in Linux.
+pub fn format_printk(fmt: &str, args: [u64; 3]) -> String {
+    let mut out = String::new();
+    let mut it = fmt.chars().peekable();
+    let mut next = args.into_iter();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = String::new();
+        while let Some(&f) = it.peek() {
+            if "-+ 0#".contains(f) || f.is_ascii_digit() {
+                spec.push(f);
+                it.next();
+            } else {
+                break;
+            }
+        }
+        let mut long = 0;
+        let mut short = 0;
+        while let Some(&l) = it.peek() {
+            match l {
+                'l' => long += 1,
+                'h' => short += 1,
+                _ => break,
+            }
+            it.next();
+        }
+        let Some(conv) = it.next() else { break };
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        let v = next.next().unwrap_or(0);
+        let (bits, width) = match (long, short) {
+            (0, 0) => (
+                32,
+                spec.trim_start_matches(['-', '+', ' ', '#', '0'])
+                    .parse::<usize>()
+                    .unwrap_or(0),
+            ),
+            (0, 1) => (16, 0),
+            (0, _) => (8, 0),
+            _ => (64, 0),
+        };
+        let width = if width == 0 {
+            spec.trim_start_matches(['-', '+', ' ', '#', '0'])
+                .parse::<usize>()
+                .unwrap_or(0)
+        } else {
+            width
+        };
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let u = v & mask;
+        let signed = if bits == 64 {
+            u as i64
+        } else if u >> (bits - 1) & 1 == 1 {
+            (u | !mask) as i64
+        } else {
+            u as i64
+        };
+        let text = match conv {
+            'd' | 'i' => signed.to_string(),
+            'u' => u.to_string(),
+            'x' => format!("{u:x}"),
+            'X' => format!("{u:X}"),
+            'o' => format!("{u:o}"),
+            'p' => format!("0x{v:x}"),
+            'c' => char::from(u as u8).to_string(),
+            other => format!("%{other}"),
+        };
+        let pad = if spec.starts_with('0') { '0' } else { ' ' };
+        if spec.starts_with('-') {
+            out.push_str(&format!("{text:<width$}"));
+        } else if text.len() < width {
+            out.extend(std::iter::repeat_n(pad, width - text.len()));
+            out.push_str(&text);
+        } else {
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_printk;
+
+    #[test]
+    fn printk_formats() {
+        assert_eq!(
+            format_printk("sm %d lane %u\n", [3, 31, 0]),
+            "sm 3 lane 31\n"
+        );
+        assert_eq!(
+            format_printk("%x %llx %5d|%%", [255, u64::MAX, 42]),
+            "ff ffffffffffffffff    42|%"
+        );
+        assert_eq!(format_printk("[%-4d]", [7, 0, 0]), "[7   ]");
+        assert_eq!(
+            format_printk("%d %lld", [u64::from(u32::MAX), u64::MAX, 0]),
+            "-1 -1"
+        );
+    }
 }

@@ -143,6 +143,19 @@ const MAP_HELPERS: &[(i64, &str, u8)] = &[
     (3, "bpf2ptx_map_delete_elem", 2),
 ];
 
+/// Helper ids lowered as calls into the device runtime's ring functions, with their PTX
+/// names and the BPF registers passed, in order.
+const RING_HELPERS: &[(i64, &str, &[&str])] = &[
+    (130, "bpf2ptx_ringbuf_output", &["%r1", "%r2", "%r3", "%r4"]),
+    (131, "bpf2ptx_ringbuf_reserve", &["%r1", "%r2", "%r3"]),
+    (132, "bpf2ptx_ringbuf_submit", &["%r1", "%r2"]),
+    (133, "bpf2ptx_ringbuf_discard", &["%r1", "%r2"]),
+    (134, "bpf2ptx_ringbuf_query", &["%r1", "%r2"]),
+    // perf_event_output(ctx, map, flags, data, size): the map's GPU ring gets the record;
+    // its flags (a CPU index) have no GPU meaning.
+    (25, "bpf2ptx_ringbuf_output", &["%r2", "%r4", "%r5", "0"]),
+];
+
 /// Map types the device runtime implements: arrays (2, 6, 1503), per-thread arrays (1502)
 /// and hash maps (1, 1501). Storage bytes the module reserves for one, or `None` when the
 /// host sizes it from the launch (per-thread arrays).
@@ -152,10 +165,35 @@ fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
     match m.map_type {
         2 | 6 | 1503 => Ok(Some(stride * entries)),
         1502 => Ok(None),
-        1 | 1501 => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(m.key_size, m.value_size, m.max_entries))),
-        _ => Err("this map type needs parts of the device runtime that do not exist yet (ringbuf, perf events)"),
+        1 | 1501 => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(
+            m.key_size,
+            m.value_size,
+            m.max_entries,
+        ))),
+        27 | 1527 | 4 => Ok(Some(ring_bytes(m))),
+        _ => Err("this map type has no GPU implementation"),
     }
 }
+
+/// Bytes of a ring: a ringbuf's `max_entries` (its size, rounded up to a power of two of at
+/// least 4096); a perf event array becomes one GPU ring of 4096 bytes per entry (at least
+/// 64 KiB), since the GPU has no per-CPU buffers.
+fn ring_bytes(m: &crate::program::Map) -> u64 {
+    match m.map_type {
+        4 => (u64::from(m.max_entries.max(1)) * 4096)
+            .max(65536)
+            .next_power_of_two(),
+        _ => u64::from(m.max_entries).max(4096).next_power_of_two(),
+    }
+}
+
+/// Bytes of the module's `trace_printk`/`puts` ring.
+const PRINTK_RING: u64 = 65536;
+/// The descriptor symbol of the `trace_printk`/`puts` ring.
+pub const PRINTK_DESC: &str = "bpf2ptx_printk";
+/// Bytes of one printk record: kind (0 trace_printk, 1 puts), format or string address,
+/// format size, three arguments.
+pub const PRINTK_RECORD: u64 = 48;
 
 /// The descriptor symbol of a runtime map.
 pub fn map_desc_symbol(name: &str) -> String {
@@ -242,7 +280,15 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         let w2 = u64::from(m.max_entries) | (stride << 32);
         let aux = match m.map_type {
             1 | 1501 => bpf2ptx_runtime::maps::hash_slots(m.max_entries),
+            27 | 1527 | 4 => ring_bytes(m),
             _ => 0,
+        };
+        let aux2 = if matches!(m.map_type, 27 | 1527 | 4) {
+            let counters = format!("bpf2ptx_mapctr_{}", sanitize(&m.name));
+            let _ = writeln!(out, ".visible .global .align 8 .u64 {counters}[2];");
+            format!("generic({counters})")
+        } else {
+            "0".to_string()
         };
         let data = match storage {
             Some(bytes) => {
@@ -256,23 +302,37 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             }
             None => "0".to_string(),
         };
-        let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[8] = {{{w0}, {w1}, {w2}, {data}, {aux}, 0, 0, 0}};");
+        let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[8] = {{{w0}, {w1}, {w2}, {data}, {aux}, {aux2}, 0, 0}};");
+    }
+    if need.contains("printk") {
+        let _ = writeln!(
+            out,
+            ".visible .global .align 8 .b8 bpf2ptx_printk_data[{PRINTK_RING}];"
+        );
+        let _ = writeln!(out, ".visible .global .align 8 .u64 bpf2ptx_printk_ctr[2];");
+        let _ = writeln!(out, ".visible .global .align 8 .u64 {PRINTK_DESC}[8] = {{1527, 0, 0, generic(bpf2ptx_printk_data), {PRINTK_RING}, generic(bpf2ptx_printk_ctr), 0, 0}};");
     }
     out.push('\n');
     out.push_str(&decls);
-    for n in need.iter().filter(|n| *n != "maps") {
+    for n in need.iter().filter(|n| n.starts_with("bpf2ptx_")) {
         let _ = writeln!(out, "{}", runtime_decl(n));
     }
     if need.contains("maps") {
         out.push_str(bpf2ptx_runtime::maps::declarations());
     }
+    if need.contains("ringbuf") {
+        out.push_str(bpf2ptx_runtime::ringbuf::declarations());
+    }
     out.push('\n');
     out.push_str(&bodies);
-    for n in need.iter().filter(|n| *n != "maps") {
+    for n in need.iter().filter(|n| n.starts_with("bpf2ptx_")) {
         out.push_str(&runtime_body(n));
     }
     if need.contains("maps") {
         out.push_str(bpf2ptx_runtime::maps::functions());
+    }
+    if need.contains("ringbuf") {
+        out.push_str(bpf2ptx_runtime::ringbuf::functions());
     }
     if opts.entry {
         for prog in &obj.programs {
@@ -905,6 +965,20 @@ impl<'a> FuncWriter<'a> {
                 self.l("ld.param.b64 %r0, [bpf_hr];");
                 self.l("}");
             }
+            Kind::Call(CallKind::Helper) if RING_HELPERS.iter().any(|h| h.0 == ins.imm) => {
+                let &(id, name, regs) = RING_HELPERS
+                    .iter()
+                    .find(|h| h.0 == ins.imm)
+                    .expect("checked");
+                self.need.insert("ringbuf".into());
+                let returns = !matches!(id, 132 | 133);
+                self.call_runtime(name, regs, returns);
+            }
+            Kind::Call(CallKind::Helper) if matches!(ins.imm, 6 | 501) => {
+                self.need.insert("ringbuf".into());
+                self.need.insert("printk".into());
+                self.printk(ins.imm == 501);
+            }
             Kind::Call(CallKind::Helper) => {
                 if !INLINE_HELPERS.contains(&ins.imm) {
                     return Err(Error::UnknownHelper {
@@ -1096,6 +1170,73 @@ impl<'a> FuncWriter<'a> {
             }
             _ => unreachable!("only INLINE_HELPERS reach here"),
         }
+    }
+
+    /// A call into the runtime with the given operands (BPF registers or constants) as
+    /// arguments; r0 gets the result where the function returns one.
+    fn call_runtime(&mut self, name: &str, args: &[&str], returns: bool) {
+        self.l("{");
+        let mut params = Vec::new();
+        for (k, a) in args.iter().enumerate() {
+            self.l(format!(".param .b64 bpf_h{k};"));
+            self.l(format!("st.param.b64 [bpf_h{k}], {a};"));
+            params.push(format!("bpf_h{k}"));
+        }
+        if returns {
+            self.l(".param .b64 bpf_hr;");
+            self.l(format!(
+                "call.uni (bpf_hr), {name}, ({});",
+                params.join(", ")
+            ));
+            self.l("ld.param.b64 %r0, [bpf_hr];");
+        } else {
+            self.l(format!("call.uni {name}, ({});", params.join(", ")));
+        }
+        self.l("}");
+    }
+
+    /// `trace_printk(fmt, size, a, b, c)` / `puts(str)`: a 48-byte record in the module's
+    /// printk ring (kind, address, size, three arguments) that the host formats; a full
+    /// ring drops the line. r0 = 0.
+    fn printk(&mut self, puts: bool) {
+        self.l("{");
+        self.l(".param .b64 bpf_pd;");
+        self.l(format!("mov.u64 %t0, {PRINTK_DESC};"));
+        self.l("cvta.global.u64 %t0, %t0;");
+        self.l("st.param.b64 [bpf_pd], %t0;");
+        self.l(".param .b64 bpf_ps;");
+        self.l(format!("st.param.b64 [bpf_ps], {PRINTK_RECORD};"));
+        self.l(".param .b64 bpf_pf;");
+        self.l("st.param.b64 [bpf_pf], 0;");
+        self.l(".param .b64 bpf_pr;");
+        self.l("call.uni (bpf_pr), bpf2ptx_ringbuf_reserve, (bpf_pd, bpf_ps, bpf_pf);");
+        self.l("ld.param.b64 %t1, [bpf_pr];");
+        self.l("}");
+        let done = self.fresh_label();
+        self.l("setp.eq.u64 %p1, %t1, 0;");
+        self.l(format!("@%p1 bra {done};"));
+        self.l(format!("st.u64 [%t1], {};", if puts { 1 } else { 0 }));
+        self.l("st.u64 [%t1+8], %r1;");
+        if puts {
+            self.l("st.u64 [%t1+16], 0;");
+            self.l("st.u64 [%t1+24], 0;");
+            self.l("st.u64 [%t1+32], 0;");
+            self.l("st.u64 [%t1+40], 0;");
+        } else {
+            self.l("st.u64 [%t1+16], %r2;");
+            self.l("st.u64 [%t1+24], %r3;");
+            self.l("st.u64 [%t1+32], %r4;");
+            self.l("st.u64 [%t1+40], %r5;");
+        }
+        self.l("{");
+        self.l(".param .b64 bpf_pa;");
+        self.l("st.param.b64 [bpf_pa], %t1;");
+        self.l(".param .b64 bpf_pg;");
+        self.l("st.param.b64 [bpf_pg], 0;");
+        self.l("call.uni bpf2ptx_ringbuf_submit, (bpf_pa, bpf_pg);");
+        self.l("}");
+        let _ = writeln!(self.out, "{done}:");
+        self.l("mov.u64 %r0, 0;");
     }
 
     /// `dst` = tid.x + tid.y * ntid.x + tid.z * ntid.x * ntid.y (u64).
