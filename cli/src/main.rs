@@ -112,6 +112,9 @@ enum Command {
         /// After the run, print every map as JSON (GPU).
         #[arg(long)]
         maps: bool,
+        /// The program to run, by name (default: the object's first).
+        #[arg(long)]
+        program: Option<String>,
     },
 }
 
@@ -145,10 +148,18 @@ fn main() {
             grid,
             block,
             maps,
+            program,
         }) => {
-            if !cpu && !path.is_dir() && (grid > 1 || block > 1 || maps) {
+            if !cpu && !path.is_dir() && (grid > 1 || block > 1 || maps || program.is_some()) {
                 let launch = bpf2ptx::gpu::Launch { grid, block };
-                run_probe(&path, mem.as_deref(), &target, launch, maps)
+                run_probe(
+                    &path,
+                    mem.as_deref(),
+                    &target,
+                    launch,
+                    maps,
+                    program.as_deref(),
+                )
             } else {
                 run_cmd(&path, mem.as_deref(), cpu, &target)
             }
@@ -343,11 +354,27 @@ fn run_probe(
     target: &str,
     launch: bpf2ptx::gpu::Launch,
     maps: bool,
+    program: Option<&str>,
 ) -> i32 {
     use bpf2ptx::{gpu::Gpu, loader};
     let obj = match load(path) {
         Ok(o) => o,
         Err(c) => return c,
+    };
+    let index = match program {
+        None => 0,
+        Some(name) => match obj.programs.iter().position(|p| p.name == name) {
+            Some(k) => k,
+            None => {
+                let names: Vec<&str> = obj.programs.iter().map(|p| p.name.as_str()).collect();
+                eprintln!(
+                    "error: {}: no program `{name}` (programs: {})",
+                    obj.file,
+                    names.join(", ")
+                );
+                return exit::BAD_INPUT;
+            }
+        },
     };
     let opts = ptx::Options {
         target: target.to_string(),
@@ -377,7 +404,7 @@ fn run_probe(
         let _bound = loader::bind(&gpu, &module, &obj, launch)?;
         let r = gpu.run_entry_on(
             &module,
-            &ptx::entry_symbol(&obj.programs[0]),
+            &ptx::entry_symbol(&obj.programs[index]),
             &input,
             launch,
         )?;
