@@ -135,10 +135,12 @@ static __u64 (* const bpf_get_sm_id)(void) = (void *) 509;
 /*
  * bpf_get_warp_id
  *
- * 	Identify the warp of the calling thread within its SM (PTX %warpid).
+ * 	Identify the warp of the calling thread within its block: the thread's
+ * 	linear index in the block divided by 32. (PTX %warpid, the warp's slot
+ * 	on its SM, changes under preemption, so it is not what a probe wants.)
  *
  * Returns
- * 	The warp id.
+ * 	The warp index within the block.
  */
 static __u64 (* const bpf_get_warp_id)(void) = (void *) 510;
 
@@ -151,5 +153,40 @@ static __u64 (* const bpf_get_warp_id)(void) = (void *) 510;
  * 	The lane id, 0 to 31.
  */
 static __u64 (* const bpf_get_lane_id)(void) = (void *) 511;
+
+/*
+ * bpf2ptx_get_global_thread_id
+ *
+ * 	The calling thread's index in the whole launch: linear block index
+ * 	times threads per block plus the linear thread index in the block. A
+ * 	bpf2ptx helper (not in bpftime).
+ *
+ * Returns
+ * 	The global thread id.
+ */
+static __u64 (* const bpf2ptx_get_global_thread_id)(void) = (void *) 600;
+
+/*
+ * bpf2ptx_get_active_mask
+ *
+ * 	The warp's lanes that execute this call together (PTX activemask), e.g.
+ * 	to let one leader lane act for the warp. A bpf2ptx helper.
+ *
+ * Returns
+ * 	A 32-bit lane mask.
+ */
+static __u64 (* const bpf2ptx_get_active_mask)(void) = (void *) 601;
+
+/*
+ * bpf2ptx_clock64
+ *
+ * 	The SM's 64-bit cycle counter (PTX %clock64): cheap, fine-grained, but
+ * 	per SM and in cycles; use bpf_get_globaltimer for nanoseconds
+ * 	comparable across SMs. A bpf2ptx helper.
+ *
+ * Returns
+ * 	The cycle count.
+ */
+static __u64 (* const bpf2ptx_clock64)(void) = (void *) 602;
 
 #endif /* BPF2PTX_HELPERS_H */

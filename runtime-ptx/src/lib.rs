@@ -342,6 +342,27 @@ pub static HELPERS: &[Helper] = &[
         ret: Ret::Integer,
         gpu: "%laneid",
     },
+    Helper {
+        id: 600,
+        name: "get_global_thread_id",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "linear block index * threads per block + linear thread index (a bpf2ptx helper)",
+    },
+    Helper {
+        id: 601,
+        name: "get_active_mask",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "activemask: the warp's lanes executing the call together (a bpf2ptx helper)",
+    },
+    Helper {
+        id: 602,
+        name: "clock64",
+        args: &[],
+        ret: Ret::Integer,
+        gpu: "%clock64: the SM's cycle counter (a bpf2ptx helper)",
+    },
 ];
 
 /// The helper with id `id`, if the runtime has it.

@@ -133,7 +133,9 @@ pub enum Error {
 }
 
 /// Helper ids the backend lowers inline: special registers and fences.
-const INLINE_HELPERS: &[i64] = &[5, 8, 14, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511];
+const INLINE_HELPERS: &[i64] = &[
+    5, 8, 14, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 600, 601, 602,
+];
 
 /// Helper ids lowered as calls into the device runtime's map functions, with their PTX
 /// names and argument counts.
@@ -210,6 +212,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     let mut bodies = String::new();
     let mut decls = String::new();
     let mut need = BTreeSet::new();
+    let mut needs_62 = false;
     for prog in &obj.programs {
         for k in 0..prog.funcs.len().max(1) {
             let name = func_symbol(prog, k);
@@ -223,6 +226,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             let mut f = FuncWriter::new(obj, prog, k, opts.hints.get(pi));
             f.lower()?;
             need.extend(f.need.iter().cloned());
+            needs_62 |= f.ptx_62;
             let _ = writeln!(bodies, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5)\n{{\n{}}}\n", f.out);
         }
     }
@@ -233,6 +237,12 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         env!("CARGO_PKG_VERSION"),
         obj.file
     );
+    // The lowest version the target and the instructions used allow.
+    let version = if needs_62 {
+        version.max((6, 2))
+    } else {
+        version
+    };
     let _ = writeln!(
         out,
         ".version {}.{}\n.target {}\n.address_size 64\n",
@@ -710,6 +720,8 @@ struct FuncWriter<'a> {
     labels: usize,
     /// The frame lives in registers `%s<n>` instead of `.local` memory.
     promote: bool,
+    /// An instruction needs PTX ISA 6.2 (`activemask`).
+    ptx_62: bool,
     /// The verifier's facts about this program.
     hints: Option<&'a Hints>,
     /// The instruction being lowered.
@@ -751,6 +763,7 @@ impl<'a> FuncWriter<'a> {
             need: BTreeSet::new(),
             labels: 0,
             promote: false,
+            ptx_62: false,
             hints,
             cur: 0,
         }
@@ -1163,6 +1176,26 @@ impl<'a> FuncWriter<'a> {
                 self.linear_thread("%t2");
                 self.l("shr.u64 %r0, %t2, 5;");
             }
+            // get_global_thread_id: linear block index * threads per block + thread index.
+            600 => {
+                self.linear_block("%t1");
+                self.linear_thread("%t2");
+                self.l("mov.u32 %w0, %ntid.x;");
+                self.l("mov.u32 %w1, %ntid.y;");
+                self.l("mul.lo.u32 %w0, %w0, %w1;");
+                self.l("mov.u32 %w1, %ntid.z;");
+                self.l("mul.lo.u32 %w0, %w0, %w1;");
+                self.l("cvt.u64.u32 %t3, %w0;");
+                self.l("mad.lo.u64 %r0, %t1, %t3, %t2;");
+            }
+            // get_active_mask: `activemask` needs PTX 6.2, which the module then declares.
+            601 => {
+                self.ptx_62 = true;
+                self.l("activemask.b32 %w0;");
+                self.l("cvt.u64.u32 %r0, %w0;");
+            }
+            // clock64: the SM's cycle counter.
+            602 => self.l("mov.u64 %r0, %clock64;"),
             // get_lane_id.
             511 => {
                 self.l("mov.u32 %w0, %laneid;");
