@@ -24,9 +24,13 @@ use bpf2ptx_runtime::{Access, Arg, Ret};
 
 /// Instructions the exploration may process before it gives up on a program.
 pub const COMPLEXITY_LIMIT: u64 = 1_000_000;
-/// States remembered per instruction. More would make each visit slower (every one is
-/// compared) and the memory grow with the loop count; with fewer, pruning misses more.
-pub const STATES_PER_INSN: usize = 64;
+/// States remembered per instruction. A loop with a branch in its body needs one per
+/// iteration at its head (the path that explores the rest of the loop first holds them all
+/// while the other branches wait to be pruned against them); each visit compares against
+/// the states remembered there, most failing at the first register that differs.
+pub const STATES_PER_INSN: usize = 1024;
+/// States remembered in all (a bound on memory: a state is a few kilobytes at most).
+pub const STATES_TOTAL: usize = 16_384;
 /// Maximum call depth (frames), as in Linux.
 pub const MAX_CALL_DEPTH: usize = 8;
 /// Maximum combined stack of a call chain, as in Linux.
@@ -37,6 +41,8 @@ const RDONLY_PROG: u32 = 0x80;
 /// A remembered state at a prune point.
 struct Stored {
     state: State,
+    /// [`State::fingerprint`] of `state`.
+    fp: u64,
     /// Longest path (in instructions) from here to an exit found so far.
     remaining: u64,
     /// Every path from here has been explored.
@@ -75,7 +81,9 @@ pub(crate) struct Explorer<'a> {
     /// Per instruction: the registers whose value matters from there ([`relevance`]).
     relevant: Vec<u16>,
     store: Vec<Vec<Stored>>,
-    path: Vec<(usize, usize, u64)>,
+    /// The remembered states on the current path, oldest first: (instruction, index in
+    /// its store, steps when reached, longest path length ending below it so far).
+    path: Vec<(usize, usize, u64, u64)>,
     history: Vec<(usize, bool)>,
     next_id: u32,
     processed: u64,
@@ -85,6 +93,12 @@ pub(crate) struct Explorer<'a> {
     depth: Vec<i64>,
     visits: Vec<u64>,
     limit: u64,
+    /// States remembered so far (all instructions).
+    stored: usize,
+    /// Per instruction: fingerprints of its remembered states still being explored.
+    live: Vec<std::collections::HashMap<u64, u32>>,
+    /// Per instruction: how many of its remembered states are fully explored.
+    done_at: Vec<usize>,
     /// Every call chain (the functions of the frames, entry first) a path went through,
     /// with the instruction of the call that first built it.
     chains: std::collections::HashMap<Vec<usize>, usize>,
@@ -217,6 +231,9 @@ impl<'a> Explorer<'a> {
             depth: vec![0; prog.funcs.len().max(1)],
             visits: vec![0; n],
             limit,
+            stored: 0,
+            live: vec![std::collections::HashMap::new(); n],
+            done_at: vec![0; n],
             chains: std::collections::HashMap::new(),
             went: vec![(false, false); n],
         }
@@ -315,8 +332,7 @@ impl<'a> Explorer<'a> {
         }];
         while let Some(p) = work.pop() {
             while self.path.len() > p.path_len {
-                let (i, k, _) = self.path.pop().expect("nonempty");
-                self.store[i][k].done = true;
+                self.pop_path();
             }
             self.history.truncate(p.history_len);
             self.history.extend(p.decision);
@@ -331,26 +347,38 @@ impl<'a> Explorer<'a> {
                             None => self.relevant[at],
                         })
                         .collect();
-                    if let Some(k) = self.store[at]
-                        .iter()
-                        .position(|s| s.done && s.state.subsumes_with(&st, &masks))
-                    {
+                    let pruned = if self.done_at[at] == 0 {
+                        None
+                    } else {
+                        self.store[at]
+                            .iter()
+                            .position(|s| s.done && s.state.subsumes_with(&st, &masks))
+                    };
+                    if let Some(k) = pruned {
                         let total = steps + self.store[at][k].remaining;
                         self.finish_path(total);
                         break;
                     }
-                    if self.store[at].iter().any(|s| !s.done && s.state == st) {
+                    let fp = st.fingerprint();
+                    if self.live[at].contains_key(&fp)
+                        && self.store[at]
+                            .iter()
+                            .any(|s| !s.done && s.fp == fp && s.state == st)
+                    {
                         let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop cannot terminate".into());
                         self.report(e);
                         break;
                     }
-                    if self.store[at].len() < STATES_PER_INSN {
+                    if self.store[at].len() < STATES_PER_INSN && self.stored < STATES_TOTAL {
+                        self.stored += 1;
+                        *self.live[at].entry(fp).or_insert(0) += 1;
                         self.store[at].push(Stored {
                             state: st.clone(),
+                            fp,
                             remaining: 0,
                             done: false,
                         });
-                        self.path.push((at, self.store[at].len() - 1, steps));
+                        self.path.push((at, self.store[at].len() - 1, steps, 0));
                     }
                 }
                 self.processed += 1;
@@ -409,8 +437,8 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
-        while let Some((i, k, _)) = self.path.pop() {
-            self.store[i][k].done = true;
+        while !self.path.is_empty() {
+            self.pop_path();
         }
         self.check_stack_chains();
         for (k, &(taken, fell)) in self.went.iter().enumerate() {
@@ -426,16 +454,43 @@ impl<'a> Explorer<'a> {
             .collect();
     }
 
+    /// Remembered state `k` of instruction `i` has had every path explored.
+    fn mark_done(&mut self, i: usize, k: usize) {
+        let s = &mut self.store[i][k];
+        s.done = true;
+        let fp = s.fp;
+        if let Some(c) = self.live[i].get_mut(&fp) {
+            *c -= 1;
+            if *c == 0 {
+                self.live[i].remove(&fp);
+            }
+        }
+        self.done_at[i] += 1;
+    }
+
+    /// A path ended after `total` instructions: the longest path below every remembered
+    /// state on it is at least that long (recorded at the top, handed down as states pop).
     fn finish_path(&mut self, total: u64) {
-        for &(i, k, at) in &self.path {
-            let s = &mut self.store[i][k];
-            s.remaining = s.remaining.max(total - at);
+        if let Some(top) = self.path.last_mut() {
+            top.3 = top.3.max(total);
         }
         self.facts.cost_bound = self.facts.cost_bound.max(total);
     }
 
-    // Diagnostics travel boxed through `R<T>` (they are large); unboxing here would copy.
-    #[allow(clippy::boxed_local)]
+    /// The newest remembered state on the path has had every path explored: its longest
+    /// remaining path is final, and its callers' paths include it.
+    fn pop_path(&mut self) {
+        let (i, k, at, longest) = self.path.pop().expect("nonempty");
+        if longest >= at {
+            let s = &mut self.store[i][k];
+            s.remaining = s.remaining.max(longest - at);
+        }
+        if let Some(parent) = self.path.last_mut() {
+            parent.3 = parent.3.max(longest);
+        }
+        self.mark_done(i, k);
+    }
+
     fn report(&mut self, e: Box<Diagnostic>) {
         // One report per instruction and rule: another path reaching the same error adds
         // nothing the user can act on.

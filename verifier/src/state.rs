@@ -326,6 +326,55 @@ fn links_implied(f: &Frame, g: &Frame, mask: u16) -> bool {
     true
 }
 
+impl State {
+    /// A hash of everything `==` compares: equal states have equal fingerprints (the
+    /// explorer looks for an exactly repeating state only among those with its own).
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        fn scalar(h: &mut impl Hasher, x: &Scalar) {
+            (x.bits.value, x.bits.mask, x.umin, x.umax, x.smin, x.smax).hash(h);
+            (x.u32min, x.u32max, x.s32min, x.s32max).hash(h);
+        }
+        fn reg(h: &mut impl Hasher, r: &Reg) {
+            std::mem::discriminant(r).hash(h);
+            match r {
+                Reg::Uninit => {}
+                Reg::Scalar(x) => scalar(h, x),
+                Reg::Ptr(region, off) => {
+                    region.hash(h);
+                    scalar(h, off);
+                }
+                Reg::MapValueOrNull { map, id } => (map, id).hash(h),
+                Reg::RecordOrNull { size, id } => (size, id).hash(h),
+                Reg::Map(m) => m.hash(h),
+            }
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.refs.hash(&mut h);
+        for f in &self.frames {
+            (f.func, f.ret_to, f.links, f.stack.len()).hash(&mut h);
+            f.regs.iter().for_each(|r| reg(&mut h, r));
+            for slot in &f.stack {
+                std::mem::discriminant(slot).hash(&mut h);
+                match slot {
+                    Slot::Spill(r) => reg(&mut h, r),
+                    Slot::Bytes(m) => m.hash(&mut h),
+                    Slot::Narrow {
+                        mask,
+                        at,
+                        size,
+                        value,
+                    } => {
+                        (mask, at, size).hash(&mut h);
+                        scalar(&mut h, value);
+                    }
+                }
+            }
+        }
+        h.finish()
+    }
+}
+
 /// A bijection between the ids of two states being compared.
 #[derive(Default)]
 struct IdMap(HashMap<u32, u32>, HashMap<u32, u32>);
