@@ -32,6 +32,12 @@ pub enum CompileError {
         /// The backend error (names the program and instruction).
         source: ptx::Error,
     },
+    /// An ELF object holds only host-side programs.
+    #[error("{file}: no GPU programs (sections {})", GPU_SECTIONS.join(", "))]
+    NoGpuPrograms {
+        /// The input file.
+        file: String,
+    },
     /// The output cannot be written.
     #[error("{path}: {source}")]
     Write {
@@ -50,6 +56,31 @@ impl CompileError {
             _ => crate::exit::BAD_INPUT,
         }
     }
+}
+
+/// Section prefixes of programs that run on the GPU: bpftime's entry and exit probes of a
+/// CUDA kernel. Programs in other sections of an ELF object (`uprobe/...`, `tracepoint/...`,
+/// `xdp`, ...) run on the host under Linux; bpf2ptx leaves them to libbpf.
+pub const GPU_SECTIONS: &[&str] = &["kprobe/", "kretprobe/"];
+
+/// Whether a program of `obj` in section `section` is a GPU program (every program of a
+/// text or bpf_conformance input is).
+pub fn is_gpu_section(obj: &Object, section: &str) -> bool {
+    obj.kind != SourceKind::Elf || GPU_SECTIONS.iter().any(|p| section.starts_with(p))
+}
+
+/// `obj` without its host-side programs, and the (name, section) of those it dropped.
+pub fn gpu_programs(obj: &Object) -> (Object, Vec<(String, String)>) {
+    let mut gpu = obj.clone();
+    let mut skipped = Vec::new();
+    gpu.programs.retain(|p| {
+        let keep = is_gpu_section(obj, &p.section);
+        if !keep {
+            skipped.push((p.name.clone(), p.section.clone()));
+        }
+        keep
+    });
+    (gpu, skipped)
 }
 
 /// What a program's registers hold at entry: for a bpf_conformance test, r1 points to its

@@ -202,6 +202,13 @@ fn verify(file: &Path, format: Format) -> i32 {
         Ok(o) => o,
         Err(c) => return c,
     };
+    let (obj, skipped) = compile::gpu_programs(&obj);
+    for (name, section) in &skipped {
+        eprintln!(
+            "note: {}: skipped host-side program {name} (section {section})",
+            obj.file
+        );
+    }
     let verdicts = compile::verify_all(&obj);
     let rejected = verdicts.iter().any(|v| v.result.is_err());
     match format {
@@ -275,7 +282,21 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs) -> i32 {
         .unwrap_or_else(|| file.with_extension("ptx"));
     let result = bpf2ptx::load_path(file)
         .map_err(CompileError::from)
-        .and_then(|obj| compile::compile(&obj, &opts))
+        .and_then(|obj| {
+            let (gpu, skipped) = compile::gpu_programs(&obj);
+            for (name, section) in &skipped {
+                eprintln!(
+                    "note: {}: skipped host-side program {name} (section {section})",
+                    obj.file
+                );
+            }
+            if gpu.programs.is_empty() {
+                return Err(CompileError::NoGpuPrograms {
+                    file: obj.file.clone(),
+                });
+            }
+            compile::compile(&gpu, &opts)
+        })
         .and_then(|text| compile::write_output(&out, &text));
     match result {
         Ok(()) => exit::OK,

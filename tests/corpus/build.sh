@@ -48,6 +48,7 @@ objects=(
 	"subprog      v3 -"
 	"gpu_maps     v3 -"
 	"launch_stamp v3 -"
+	"mixed        v2 -"
 	"stress_array v3 -"
 	"stress_hash  v3 -"
 	"big          v3 -"

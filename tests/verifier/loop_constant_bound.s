@@ -1,4 +1,4 @@
-# A counted loop with a constant bound: accepted, with a cost bound.
+# loop-bound, accepted: a counted loop with a constant bound, with its cost bound.
 # cost: 33
 r0 = 0
 r1 = 0

@@ -1,4 +1,4 @@
-# A lookup, a null check, then a read and a write inside the value: accepted.
+# null-deref, accepted: a lookup, a null check, then a read and a write inside the value.
 .map counters array 4 8 16
 r1 = 3
 *(u32 *)(r10 - 4) = r1

@@ -1,4 +1,4 @@
-# The same index checked on both sides: accepted.
+# mem-bounds, accepted: the same signed index checked on both sides.
 # entry: mem 64
 r2 = *(u64 *)(r1 + 0)
 if r2 s> 56 goto out

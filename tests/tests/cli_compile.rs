@@ -1,0 +1,85 @@
+//! `bpf2ptx FILE -o OUT` as users run it: host-side programs are skipped by name, the output
+//! appears only on success (written atomically), `-o -` writes to stdout, a rejected
+//! program exits 1 and leaves an existing output untouched.
+
+use bpf2ptx_tests::{bpf2ptx_bin, repo_root};
+use std::process::Command;
+
+fn corpus(name: &str) -> String {
+    repo_root()
+        .join("tests/corpus/obj")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn host_programs_are_skipped_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mixed.ptx");
+    let r = Command::new(bpf2ptx_bin())
+        .arg(corpus("mixed.v2.o"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("skipped host-side program host_launch (section uprobe/cudaLaunchKernel)"),
+        "{stderr}"
+    );
+    let ptx = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        ptx.contains(".visible .func (.param .b64 bpf_ret) gpu_entry("),
+        "GPU program missing"
+    );
+    assert!(!ptx.contains("host_launch"), "host program lowered");
+}
+
+#[test]
+fn stdout_output_and_targets() {
+    let r = Command::new(bpf2ptx_bin())
+        .arg(corpus("launch_stamp.v3.o"))
+        .args(["-o", "-", "--target", "sm_90"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let ptx = String::from_utf8(r.stdout).unwrap();
+    assert!(
+        ptx.contains(".version 7.8\n.target sm_90\n"),
+        "{}",
+        &ptx[..200.min(ptx.len())]
+    );
+    let bad = Command::new(bpf2ptx_bin())
+        .arg(corpus("launch_stamp.v3.o"))
+        .args(["-o", "-", "--target", "sm_42"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown target `sm_42`"));
+}
+
+#[test]
+fn a_rejected_program_leaves_the_old_output_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("probe.ptx");
+    std::fs::write(&out, "previous build\n").unwrap();
+    let src = repo_root().join("tests/verifier/map_value_off_by_one.s");
+    let r = Command::new(bpf2ptx_bin())
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("error[mem-bounds]"));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous build\n");
+    // Nothing else was left behind in the directory (no temporary file).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
