@@ -58,6 +58,7 @@ fn program(rng: &mut Rng) -> String {
         }
     }
     s.push_str("r7 = 0\nr1 = 0\n*(u64 *)(r10 - 8) = r1\n*(u64 *)(r10 - 16) = r1\n");
+    let mut uses_sub = false;
     let in_loop = rng.below(2) == 0;
     let loop_label = fresh(&mut s);
     let iters = 1 + rng.below(6);
@@ -67,7 +68,7 @@ fn program(rng: &mut Rng) -> String {
     for _ in 0..(4 + rng.below(10)) {
         let a = *rng.pick(SCALARS);
         let b = *rng.pick(SCALARS);
-        match rng.below(15) {
+        match rng.below(16) {
             // A load from memory at a constant offset (sometimes out of bounds).
             0 => {
                 let n = 1 << rng.below(4);
@@ -180,6 +181,11 @@ fn program(rng: &mut Rng) -> String {
                 writeln!(s, "r1 = *({ty} *)(r10 {off})").unwrap();
                 writeln!(s, "r1 += r6\nr{b} = *(u64 *)(r1 + 0)\n{l}:").unwrap();
             }
+            // A call of the subprogram with an index (and the memory pointer).
+            14 => {
+                writeln!(s, "r1 = r{a}\nr2 = r6\ncall sub\nr{b} = r0").unwrap();
+                uses_sub = true;
+            }
             // A signed load used as an index.
             _ => {
                 let l = fresh(&mut s);
@@ -193,6 +199,17 @@ fn program(rng: &mut Rng) -> String {
         writeln!(s, "r7 += 1\nif r7 < {iters} goto {loop_label}").unwrap();
     }
     s.push_str("exit\n");
+    if uses_sub {
+        // Checks its index (sometimes off by one), reads, and returns the byte or a number.
+        let limit = MEM as u64 - 8 + rng.below(3);
+        let n = 1 << rng.below(4);
+        writeln!(
+            s,
+            "sub:\nr0 = 0\nif r1 > {limit} goto sub_out\nr2 += r1\nr0 = *({} *)(r2 + 0)\nsub_out:\nexit",
+            size_name(n)
+        )
+        .unwrap();
+    }
     s
 }
 
