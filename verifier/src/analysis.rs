@@ -491,6 +491,8 @@ impl<'a> Explorer<'a> {
         self.mark_done(i, k);
     }
 
+    // Diagnostics travel boxed through `R<T>` (they are large); unboxing here would copy.
+    #[allow(clippy::boxed_local)]
     fn report(&mut self, e: Box<Diagnostic>) {
         // One report per instruction and rule: another path reaching the same error adds
         // nothing the user can act on.
