@@ -269,3 +269,66 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
         "only {accepted} programs accepted: the generator needs tuning"
     );
 }
+
+/// Random instruction soup (wild jumps and calls, any register as a base, helpers with
+/// random arguments, maps, atomics, r10 writes): the verifier must answer, never panic.
+#[test]
+fn random_instruction_soup_never_panics() {
+    let count: u64 = std::env::var("BPF2PTX_SOUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let mut rng = Rng(0x0bad_c0de_f00d);
+    let mut verified = 0;
+    for _ in 0..count {
+        let mut s = String::from(".map a array 4 16 4\n.map r ringbuf 0 0 4096\n.map .rodata array 4 8 1 0x80 init=6869000000000000\n");
+        let n = 2 + rng.below(24);
+        for _ in 0..n {
+            let (a, b) = (rng.below(11), rng.below(11));
+            let off = rng.below(40) as i64 - 20;
+            let line = match rng.below(16) {
+                0 => format!("r{a} = {}", rng.below(100) as i64 - 10),
+                1 => format!("r{a} += r{b}"),
+                2 => format!("r{a} = r{b}"),
+                3 => format!(
+                    "if r{a} > {} goto {:+}",
+                    rng.below(64),
+                    rng.below(9) as i64 - 4
+                ),
+                4 => format!("goto {:+}", rng.below(9) as i64 - 4),
+                5 => format!(
+                    "call {}",
+                    rng.pick(&[1, 2, 3, 5, 6, 8, 25, 130, 131, 132, 133, 134, 501, 503, 507, 999])
+                ),
+                6 => format!("r{a} = map_idx({}) ll", rng.below(3)),
+                7 => format!(
+                    "r{a} = map_idx_value({}, {}) ll",
+                    rng.below(3),
+                    rng.below(12)
+                ),
+                8 => format!("r{a} = *(u{} *)(r{b} {off:+})", 8 << rng.below(4)),
+                9 => format!("*(u{} *)(r{a} {off:+}) = r{b}", 8 << rng.below(4)),
+                10 => format!("lock *(u64 *)(r{a} {off:+}) += r{b}"),
+                11 => format!("call pc{:+}", rng.below(9) as i64 - 4),
+                12 => format!("w{a} = w{b}"),
+                13 => format!("r{a} &= {}", rng.below(64)),
+                14 => "exit".to_string(),
+                _ => format!("if r{a} == r{b} goto {:+}", rng.below(9) as i64 - 4),
+            };
+            s.push_str(&line);
+            s.push('\n');
+        }
+        s.push_str("exit\n");
+        let Ok(obj) = bpf2ptx_compiler::front::load_bytes("soup.s", s.as_bytes()) else {
+            continue;
+        };
+        let limits = VerifyOptions {
+            complexity_limit: 5_000,
+        };
+        for entry in [Entry::probe(), Entry::conformance(16)] {
+            let _ = verify_with(&obj, 0, &entry, &limits);
+        }
+        verified += 1;
+    }
+    assert!(verified * 6 > count, "only {verified} soups assembled");
+}
