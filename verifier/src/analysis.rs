@@ -365,7 +365,7 @@ impl<'a> Explorer<'a> {
                             .iter()
                             .any(|s| !s.done && s.fp == fp && s.state == st)
                     {
-                        let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop cannot terminate".into());
+                        let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop makes no progress the verifier can see".into());
                         self.report(e);
                         break;
                     }
