@@ -243,6 +243,12 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     } else {
         version
     };
+    // The ring functions aggregate reservations per warp (activemask, match.any).
+    let version = if need.contains("ringbuf") {
+        version.max(bpf2ptx_runtime::ringbuf::MIN_PTX)
+    } else {
+        version
+    };
     let _ = writeln!(
         out,
         ".version {}.{}\n.target {}\n.address_size 64\n",
