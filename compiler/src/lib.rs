@@ -13,6 +13,7 @@
 
 pub mod back;
 pub mod front;
+pub mod inject;
 pub mod interp;
 pub mod isa;
 pub mod program;

@@ -1,0 +1,19 @@
+//! PTX injection: reading a CUDA kernel's PTX, and (in later stages) merging probe calls
+//! into it.
+//!
+//! ```text
+//!  app.ptx (nvcc / clang output)
+//!    │ ptx::parse   lossless model: every token keeps its text and the whitespace and
+//!    ▼              comments before it, so writing an unedited module gives back the input
+//!  ptx::Module      functions, statements (instructions with guard, opcode, operands),
+//!    │              labels, declarations, directives
+//!    │ Function::insert_before / insert_after   text edits at statement boundaries
+//!    ▼
+//!  instrumented PTX (byte-identical except for what was inserted)
+//! ```
+//!
+//! Rewriting PTX with regular expressions breaks on the first comment, line break or
+//! brace block the pattern did not foresee; the model here is why the injector never has
+//! to guess what a line means.
+
+pub mod ptx;

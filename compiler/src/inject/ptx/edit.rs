@@ -1,0 +1,229 @@
+//! Edits: inserting statements into a function body at a statement boundary.
+//!
+//! An insertion is a text edit first: the new lines go in at the start of a line (after
+//! the last line break in the trivia before the anchor statement, or after the first one
+//! in the trivia after it), indented like the anchor, with the anchor's line ending. The
+//! inserted text is parsed as body statements, so the structured view stays in step with
+//! the text, and everything else keeps its bytes.
+
+use super::lexer::Token;
+use super::parser::parse_fragment;
+use super::{Function, ParseError};
+
+/// Why an edit was refused; the module is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    /// The function is a prototype.
+    #[error("function `{function}` has no body")]
+    NoBody {
+        /// The function.
+        function: String,
+    },
+    /// The statement index is past the body.
+    #[error("function `{function}`: statement {index} is out of range (body has {len})")]
+    OutOfRange {
+        /// The function.
+        function: String,
+        /// The index asked for.
+        index: usize,
+        /// The number of statements.
+        len: usize,
+    },
+    /// The inserted text is not a sequence of body statements with balanced blocks
+    /// (positions are in the text as inserted, indented).
+    #[error("function `{function}`: inserted text does not parse: {source}")]
+    Fragment {
+        /// The function.
+        function: String,
+        /// What is wrong with the text.
+        source: ParseError,
+    },
+}
+
+/// Byte offsets just after each line break in `trivia` that is outside `/* */` comments.
+fn line_breaks(trivia: &str) -> Vec<usize> {
+    let b = trivia.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"/*") {
+            i += 2;
+            while i < b.len() && !b[i..].starts_with(b"*/") {
+                i += 1;
+            }
+            i += 2;
+        } else {
+            if b[i] == b'\n' {
+                out.push(i + 1);
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The spaces and tabs at the start of the anchor's line, from the trivia before it.
+fn indent_of(trivia: &str) -> &str {
+    let from = line_breaks(trivia).last().copied().unwrap_or(trivia.len());
+    let rest = trivia.get(from..).unwrap_or_default();
+    let n = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    &rest[..n]
+}
+
+/// `\r\n` when the line break ending at `at` (an offset from [`line_breaks`]) is one;
+/// `fallback` when there is none.
+fn eol_at(trivia: &str, at: Option<usize>, fallback: &'static str) -> &'static str {
+    match at {
+        Some(p) if p >= 2 && trivia.as_bytes().get(p - 2) == Some(&b'\r') => "\r\n",
+        Some(_) => "\n",
+        None => fallback,
+    }
+}
+
+impl Function {
+    /// Inserts `text` (one or more lines of body statements or comments) on new lines
+    /// before statement `index`; `index == body().len()` inserts before the closing `}`.
+    /// Returns how many statements were inserted. Indices at and after `index` move by
+    /// that many.
+    pub fn insert_before(&mut self, index: usize, text: &str) -> Result<usize, EditError> {
+        self.check(index, self.body.len())?;
+        let anchor = self
+            .body
+            .get(index)
+            .and_then(|s| s.tokens.first())
+            .or(self.close.as_ref());
+        let trivia = anchor.map_or("", |t| t.trivia.as_str());
+        let br = line_breaks(trivia).last().copied();
+        let indent = indent_of(trivia).to_string();
+        let eol = eol_at(trivia, br, self.eol_style());
+        self.insert_at(index, br.unwrap_or(trivia.len()), "", &indent, eol, text)
+    }
+
+    /// Inserts `text` on new lines after statement `index` (after the rest of its line,
+    /// so a trailing comment stays with it), indented like it. Returns how many statements
+    /// were inserted.
+    pub fn insert_after(&mut self, index: usize, text: &str) -> Result<usize, EditError> {
+        self.check(index, self.body.len().saturating_sub(1))?;
+        if self.body.is_empty() {
+            return Err(EditError::OutOfRange {
+                function: self.name.clone(),
+                index,
+                len: 0,
+            });
+        }
+        let own = self.body.get(index).and_then(|s| s.tokens.first());
+        let indent = indent_of(own.map_or("", |t| t.trivia.as_str())).to_string();
+        let next = self
+            .body
+            .get(index + 1)
+            .and_then(|s| s.tokens.first())
+            .or(self.close.as_ref());
+        let trivia = next.map_or("", |t| t.trivia.as_str());
+        let br = line_breaks(trivia).first().copied();
+        let eol = eol_at(trivia, br, self.eol_style());
+        // No line break after the statement: start a new line for the inserted text.
+        let (split, lead) = match br {
+            Some(p) => (p, ""),
+            None => (0, eol),
+        };
+        self.insert_at(index + 1, split, lead, &indent, eol, text)
+    }
+
+    /// The function's line ending (of the first line break in its body), for insertions
+    /// into a line that has none of its own.
+    fn eol_style(&self) -> &'static str {
+        let tokens = self
+            .body
+            .iter()
+            .flat_map(|s| &s.tokens)
+            .chain(self.close.as_ref());
+        for t in tokens {
+            if let Some(&p) = line_breaks(&t.trivia).first() {
+                return eol_at(&t.trivia, Some(p), "\n");
+            }
+        }
+        "\n"
+    }
+
+    fn check(&self, index: usize, max: usize) -> Result<(), EditError> {
+        if self.close.is_none() {
+            return Err(EditError::NoBody {
+                function: self.name.clone(),
+            });
+        }
+        if index > max {
+            let len = self.body.len();
+            return Err(EditError::OutOfRange {
+                function: self.name.clone(),
+                index,
+                len,
+            });
+        }
+        Ok(())
+    }
+
+    /// Splits the trivia before statement `index` (or the closing `}`) at byte `split`
+    /// and puts `lead` and the lines of `text`, each indented and ended with `eol`, in
+    /// between.
+    fn insert_at(
+        &mut self,
+        index: usize,
+        split: usize,
+        lead: &str,
+        indent: &str,
+        eol: &str,
+        text: &str,
+    ) -> Result<usize, EditError> {
+        if text.is_empty() {
+            return Ok(0);
+        }
+        let mut fragment = lead.to_string();
+        for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+            fragment.push_str(indent);
+            fragment.push_str(line.strip_suffix('\r').unwrap_or(line));
+            fragment.push_str(eol);
+        }
+        let (mut stmts, trailing) =
+            parse_fragment(&fragment).map_err(|source| EditError::Fragment {
+                function: self.name.clone(),
+                source,
+            })?;
+        let anchor: &mut Token = match self.body.get_mut(index).and_then(|s| s.tokens.first_mut()) {
+            Some(t) => t,
+            None => match self.close.as_mut() {
+                Some(t) => t,
+                None => {
+                    return Err(EditError::NoBody {
+                        function: self.name.clone(),
+                    })
+                }
+            },
+        };
+        let split = split.min(anchor.trivia.len());
+        let split = if anchor.trivia.is_char_boundary(split) {
+            split
+        } else {
+            0
+        };
+        let after = anchor.trivia.split_off(split);
+        let before = std::mem::take(&mut anchor.trivia);
+        for s in &mut stmts {
+            for t in &mut s.tokens {
+                t.line = 0;
+            }
+            if let super::StatementKind::Instruction(i) = &mut s.kind {
+                i.line = 0;
+            }
+        }
+        let n = stmts.len();
+        match stmts.first_mut().and_then(|s| s.tokens.first_mut()) {
+            Some(first) => {
+                first.trivia.insert_str(0, &before);
+                anchor.trivia = trailing + &after;
+            }
+            None => anchor.trivia = before + &trailing + &after,
+        }
+        self.body.splice(index..index, stmts);
+        Ok(n)
+    }
+}

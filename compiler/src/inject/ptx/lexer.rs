@@ -1,0 +1,182 @@
+//! The tokenizer: splits PTX text into tokens, each carrying the trivia (whitespace and
+//! comments) that precedes it, so that concatenating trivia and text gives back the input.
+
+use super::ParseError;
+
+/// What a token is; the parser looks at this and at the text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum TokKind {
+    /// Identifiers, registers (`%r1`, `%tid.x`), opcodes (`ld.global.nc.v4.f32`),
+    /// directives (`.reg`), labels (`$L__BB0_1`).
+    #[default]
+    Word,
+    /// Numbers: `12`, `0x1F`, `0f3F800000`, `9.5`, `12U`.
+    Number,
+    /// A double-quoted string, with its quotes.
+    Str,
+    /// One punctuation character.
+    Punct,
+    /// A whole `@@DWARF ...` line (old nvcc debug output), kept as one opaque token.
+    Opaque,
+}
+
+/// One token with its leading trivia.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Token {
+    /// Whitespace and comments between the previous token and this one.
+    pub trivia: String,
+    /// The token's exact text.
+    pub text: String,
+    /// 1-based line of the token's first byte (0 for tokens inserted by an edit).
+    pub line: u32,
+    /// 1-based byte column of the token's first byte.
+    pub col: u32,
+    /// What the token is.
+    pub kind: TokKind,
+}
+
+impl Token {
+    /// Whether this is the punctuation `p`.
+    pub fn is(&self, p: &str) -> bool {
+        self.kind == TokKind::Punct && self.text == p
+    }
+
+    /// Whether this is a word starting with `.` (a directive or a modifier).
+    pub fn is_dot_word(&self) -> bool {
+        self.kind == TokKind::Word && self.text.starts_with('.')
+    }
+}
+
+/// Punctuation PTX uses (operators in initialisers and addresses, braces, guards, `|` in
+/// `setp`'s two destinations).
+const PUNCT: &[u8] = b",;:{}[]()+-=<>@!|*/&^~?";
+
+fn is_word_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || matches!(c, b'_' | b'$' | b'%' | b'.')
+}
+
+fn is_word_cont(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.')
+}
+
+/// Splits `src` into tokens and the trivia after the last token.
+pub(crate) fn lex(src: &str) -> Result<(Vec<Token>, String), ParseError> {
+    let b = src.as_bytes();
+    let mut pos = 0usize;
+    let mut line = 1u32;
+    let mut line_start = 0usize;
+    let mut tokens = Vec::new();
+    let col_of = |pos: usize, line_start: usize| (pos - line_start + 1) as u32;
+    loop {
+        let trivia_start = pos;
+        // Trivia: whitespace, `//` comments (up to the line break), `/* */` comments.
+        loop {
+            match b.get(pos) {
+                Some(b'\n') => {
+                    pos += 1;
+                    line += 1;
+                    line_start = pos;
+                }
+                Some(b' ' | b'\t' | b'\r' | 0x0b | 0x0c) => pos += 1,
+                Some(b'/') if b.get(pos + 1) == Some(&b'/') => {
+                    while pos < b.len() && b[pos] != b'\n' {
+                        pos += 1;
+                    }
+                }
+                Some(b'/') if b.get(pos + 1) == Some(&b'*') => {
+                    let (l, c) = (line, col_of(pos, line_start));
+                    pos += 2;
+                    loop {
+                        match b.get(pos) {
+                            None => {
+                                return Err(ParseError::UnterminatedComment { line: l, column: c })
+                            }
+                            Some(b'*') if b.get(pos + 1) == Some(&b'/') => {
+                                pos += 2;
+                                break;
+                            }
+                            Some(b'\n') => {
+                                pos += 1;
+                                line += 1;
+                                line_start = pos;
+                            }
+                            Some(_) => pos += 1,
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        let Some(&c) = b.get(pos) else {
+            return Ok((tokens, src[trivia_start..].to_string()));
+        };
+        let start = pos;
+        let col = col_of(pos, line_start);
+        let kind = if b[pos..].starts_with(b"@@DWARF") {
+            while pos < b.len() && b[pos] != b'\n' {
+                pos += 1;
+            }
+            // A CRLF line's `\r` is trivia, as on every other line.
+            if pos > start && b[pos - 1] == b'\r' {
+                pos -= 1;
+            }
+            TokKind::Opaque
+        } else if is_word_start(c) {
+            pos += 1;
+            loop {
+                if b.get(pos).is_some_and(|&c| is_word_cont(c)) {
+                    pos += 1;
+                } else if b[pos..].starts_with(b"::")
+                    && b.get(pos + 2).is_some_and(|&c| is_word_cont(c))
+                {
+                    // `shared::cta`, `L2::128B`, `mbarrier::complete_tx::bytes`.
+                    pos += 2;
+                } else {
+                    break;
+                }
+            }
+            TokKind::Word
+        } else if c.is_ascii_digit() {
+            pos += 1;
+            while b.get(pos).is_some_and(|&c| is_word_cont(c)) {
+                pos += 1;
+            }
+            TokKind::Number
+        } else if c == b'"' {
+            pos += 1;
+            loop {
+                match b.get(pos) {
+                    None | Some(b'\n') => {
+                        return Err(ParseError::UnterminatedString { line, column: col })
+                    }
+                    Some(b'\\') if b.get(pos + 1).is_some_and(|&c| c != b'\n') => pos += 2,
+                    Some(b'"') => {
+                        pos += 1;
+                        break;
+                    }
+                    Some(_) => pos += 1,
+                }
+            }
+            TokKind::Str
+        } else if PUNCT.contains(&c) {
+            pos += 1;
+            TokKind::Punct
+        } else {
+            let found = src[pos..].chars().next().unwrap_or('\u{fffd}');
+            return Err(ParseError::UnexpectedChar {
+                found,
+                line,
+                column: col,
+            });
+        };
+        // A string escape may have stepped into a multi-byte character; the closing quote
+        // is ASCII, so `pos` is on a character boundary here.
+        tokens.push(Token {
+            trivia: src[trivia_start..start].to_string(),
+            text: src.get(start..pos).unwrap_or_default().to_string(),
+            line,
+            col,
+            kind,
+        });
+    }
+}
