@@ -25,6 +25,9 @@ pub enum Access {
 pub enum Arg {
     /// Any initialised value.
     Anything,
+    /// An argument the helper uses only sometimes (a `trace_printk` argument beyond what
+    /// its format names; Linux's ARG_DONTCARE): it may be unset, and is not checked.
+    Optional,
     /// A map (an `ld_imm64` map reference).
     Map,
     /// A pointer to the map's `key_size` initialised bytes (stack or map value).
@@ -132,9 +135,9 @@ pub static HELPERS: &[Helper] = &[
                 access: Read,
             },
             Size { zero_ok: false },
-            Anything,
-            Anything,
-            Anything,
+            Optional,
+            Optional,
+            Optional,
         ],
         ret: Ret::Integer,
         gpu: "a ringbuf record (format address, up to 3 arguments) that the host formats",

@@ -1452,9 +1452,9 @@ impl<'a> Explorer<'a> {
         let mut record: Option<(u32, u32)> = None;
         for (k, arg) in h.args.iter().enumerate() {
             let r = (k + 1) as u8;
-            // trace_printk's arguments after the format are as many as the format uses
-            // (Linux: ARG_DONTCARE); clang leaves the rest unset.
-            if id == 6 && k >= 2 && st.cur().regs[r as usize] == Reg::Uninit {
+            // An argument the helper may not use can be unset (clang's `bpf_printk` passes
+            // only as many as its format names).
+            if *arg == Arg::Optional {
                 continue;
             }
             let v = self.read(&st, i, r)?;
@@ -1472,6 +1472,7 @@ impl<'a> Explorer<'a> {
                 )
             };
             match *arg {
+                Arg::Optional => {}
                 Arg::Anything => {}
                 Arg::Map => match v {
                     Reg::Map(m) => {
