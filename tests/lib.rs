@@ -117,4 +117,63 @@ pub fn bpf2ptx_bin() -> PathBuf {
         .clone()
 }
 
+/// The kernel oracle shared by the differential tests: `tests/kernel/testrun.c` built with
+/// gcc and libbpf, which loads raw instructions through bpf(2) and runs them.
+pub mod kernel {
+    use super::repo_root;
+    use bpf2ptx_compiler::isa::{self, Insn};
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    /// The built `testrun` tool, or why there is none.
+    pub fn build_testrun(dir: &Path) -> Result<PathBuf, String> {
+        let src = repo_root().join("tests/kernel/testrun.c");
+        let bin = dir.join("testrun");
+        let out = Command::new("gcc")
+            .args(["-O2", "-Wall", "-Wextra"])
+            .arg(&src)
+            .arg("-lbpf")
+            .arg("-o")
+            .arg(&bin)
+            .output()
+            .map_err(|e| format!("cannot run gcc ({e}); apt-get install gcc"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let hint = if err.contains("bpf/bpf.h") || err.contains("-lbpf") {
+                " (libbpf-dev missing? apt-get install libbpf-dev)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "gcc testrun.c -lbpf failed{hint}: {}",
+                err.lines()
+                    .find(|l| l.contains("error"))
+                    .unwrap_or("")
+                    .trim()
+            ));
+        }
+        let probe = Command::new(&bin)
+            .arg("--probe")
+            .output()
+            .map_err(|e| format!("cannot run testrun --probe: {e}"))?;
+        if !probe.status.success() {
+            return Err(String::from_utf8_lossy(&probe.stdout).trim().to_string());
+        }
+        Ok(bin)
+    }
+
+    /// Assembles a text the test writes.
+    pub fn asm(text: &str) -> Vec<Insn> {
+        isa::assemble(text)
+            .unwrap_or_else(|e| panic!("`{text}`: {e}"))
+            .insns
+    }
+
+    pub fn release() -> String {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    }
+}
+
 pub mod random;

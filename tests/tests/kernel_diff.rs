@@ -33,10 +33,11 @@ use bpf2ptx_compiler::interp::{self, Options};
 use bpf2ptx_compiler::isa::table::{CallKind, Kind, Pseudo};
 use bpf2ptx_compiler::isa::{self, Insn};
 use bpf2ptx_compiler::program::{Object, Program};
+use bpf2ptx_tests::kernel::{asm, build_testrun, release as kernel_release};
 use bpf2ptx_tests::{conformance_dir, files_with_ext, repo_root};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// Helper ids from here on are bpftime's GPU helpers, which Linux does not have.
@@ -88,43 +89,6 @@ struct Case {
     obj: Object,
     prog: usize,
     mem: Vec<u8>,
-}
-
-/// The built `testrun` tool, or why there is none.
-fn build_testrun(dir: &Path) -> Result<PathBuf, String> {
-    let src = repo_root().join("tests/kernel/testrun.c");
-    let bin = dir.join("testrun");
-    let out = Command::new("gcc")
-        .args(["-O2", "-Wall", "-Wextra"])
-        .arg(&src)
-        .arg("-lbpf")
-        .arg("-o")
-        .arg(&bin)
-        .output()
-        .map_err(|e| format!("cannot run gcc ({e}); apt-get install gcc"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let hint = if err.contains("bpf/bpf.h") || err.contains("-lbpf") {
-            " (libbpf-dev missing? apt-get install libbpf-dev)"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "gcc testrun.c -lbpf failed{hint}: {}",
-            err.lines()
-                .find(|l| l.contains("error"))
-                .unwrap_or("")
-                .trim()
-        ));
-    }
-    let probe = Command::new(&bin)
-        .arg("--probe")
-        .output()
-        .map_err(|e| format!("cannot run testrun --probe: {e}"))?;
-    if !probe.status.success() {
-        return Err(String::from_utf8_lossy(&probe.stdout).trim().to_string());
-    }
-    Ok(bin)
 }
 
 /// Runs `insns` on `mem` in the kernel through testrun, as a program of type `ty`
@@ -239,13 +203,6 @@ fn packet_prologue(len: usize) -> Vec<Insn> {
          mov %r3, 0\n"
     );
     asm(&text)
-}
-
-/// Assembles a text the test writes.
-fn asm(text: &str) -> Vec<Insn> {
-    isa::assemble(text)
-        .unwrap_or_else(|e| panic!("`{text}`: {e}"))
-        .insns
 }
 
 /// Checks the harness on two programs whose results are known, through both program types,
@@ -371,12 +328,6 @@ fn reason_class(reason: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn summary(results: &[(String, Outcome)]) -> String {

@@ -29,11 +29,12 @@
 use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::isa::{self, Insn};
 use bpf2ptx_compiler::program::Object;
+use bpf2ptx_tests::kernel::{asm, build_testrun, release as kernel_release};
 use bpf2ptx_tests::{conformance_dir, files_with_ext, repo_root};
 use bpf2ptx_verifier::{verify_with, Entry, Options};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// Helper ids from here on are bpftime's GPU helpers, which Linux does not have.
@@ -146,50 +147,6 @@ impl Outcome {
             Outcome::Skipped(_) => "skipped",
         }
     }
-}
-
-/// The built `testrun` tool, or why there is none.
-fn build_testrun(dir: &Path) -> Result<PathBuf, String> {
-    let src = repo_root().join("tests/kernel/testrun.c");
-    let bin = dir.join("testrun");
-    let out = Command::new("gcc")
-        .args(["-O2", "-Wall", "-Wextra"])
-        .arg(&src)
-        .arg("-lbpf")
-        .arg("-o")
-        .arg(&bin)
-        .output()
-        .map_err(|e| format!("cannot run gcc ({e}); apt-get install gcc"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let hint = if err.contains("bpf/bpf.h") || err.contains("-lbpf") {
-            " (libbpf-dev missing? apt-get install libbpf-dev)"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "gcc testrun.c -lbpf failed{hint}: {}",
-            err.lines()
-                .find(|l| l.contains("error"))
-                .unwrap_or("")
-                .trim()
-        ));
-    }
-    let probe = Command::new(&bin)
-        .arg("--probe")
-        .output()
-        .map_err(|e| format!("cannot run testrun --probe: {e}"))?;
-    if !probe.status.success() {
-        return Err(String::from_utf8_lossy(&probe.stdout).trim().to_string());
-    }
-    Ok(bin)
-}
-
-/// Assembles a text the test writes.
-fn asm(text: &str) -> Vec<Insn> {
-    isa::assemble(text)
-        .unwrap_or_else(|e| panic!("`{text}`: {e}"))
-        .insns
 }
 
 /// The `--map` for the memory of a conformance-style program when it goes in as a map
@@ -437,12 +394,6 @@ fn compare(bin: &Path, dir: &Path, case: &Case) -> Outcome {
             Outcome::WeAccept(note(r), allowed)
         }
     }
-}
-
-fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The agreement table: counts per source and outcome, then every program that is not an
