@@ -80,12 +80,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "Linux refuses the arithmetic itself; bpf2ptx refuses a context pointer moved by a \
          variable amount where it is used (an access or a helper argument), and this one is not",
     ),
-    (
-        "verifier/stack_size_bounded_recursion_ok.s",
-        "",
-        "Linux rejects every recursive bpf-to-bpf call; bpf2ptx explores recursion like any \
-         call, bounded by the 8-frame and 512-byte limits",
-    ),
 ];
 
 /// The kernel's complaints about memory accesses a syscall program's context does not

@@ -1,6 +1,6 @@
-# call-depth: recursion with no base case.
+# recursion: a function that calls itself with no base case.
 call f
 exit
 f:
-call f                   ; error: call-depth
+call f                   ; error: recursion
 exit

@@ -16,7 +16,7 @@
 //!
 //! Every rule, by the name diagnostics print ([`Rule`]):
 //! - structure: `jump-range`, `jump-into-ld-imm64`, `fall-through`, `call-target`,
-//!   `r10-write`, `uninit-register` (see [`structure`]);
+//!   `r10-write`, `uninit-register`, `recursion` (see [`structure`]);
 //! - `uninit-register` also along each path, and r0 at `exit`;
 //! - `mem-scalar`: memory is accessed only through pointers;
 //! - `null-deref`: a map lookup or ringbuf reserve result is compared with 0 before it is
@@ -45,7 +45,7 @@
 //!   types the helper takes, and direct value addresses only into global data and arrays;
 //! - `ringbuf-leak`: a reserved ringbuf record is submitted or discarded on every path;
 //! - `call-depth`: at most 8 frames; `stack-size`: the combined stack of any call chain
-//!   the exploration goes through (recursion included) is at most 512 bytes;
+//!   the exploration goes through is at most 512 bytes;
 //! - `loop-bound` / `infinite-loop`: exploration ends, which proves every loop bounded (a
 //!   loop whose state repeats exactly, or that needs more than 1,000,000 explored
 //!   instructions, is rejected at the loop);
@@ -82,6 +82,7 @@ pub enum Rule {
     CallTarget,
     R10Write,
     UninitRegister,
+    Recursion,
     MemScalar,
     NullDeref,
     MemBounds,
@@ -112,6 +113,7 @@ impl Rule {
             Rule::CallTarget => "call-target",
             Rule::R10Write => "r10-write",
             Rule::UninitRegister => "uninit-register",
+            Rule::Recursion => "recursion",
             Rule::MemScalar => "mem-scalar",
             Rule::NullDeref => "null-deref",
             Rule::MemBounds => "mem-bounds",
@@ -368,6 +370,7 @@ pub fn verify_with(
                     structure::Rule::CallTarget => Rule::CallTarget,
                     structure::Rule::R10Write => Rule::R10Write,
                     structure::Rule::UninitRegister => Rule::UninitRegister,
+                    structure::Rule::Recursion => Rule::Recursion,
                 },
                 pc: e.pc,
                 insn: e.insn,

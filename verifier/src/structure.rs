@@ -22,6 +22,8 @@ pub enum Rule {
     R10Write,
     /// A register is read before it is written on some path.
     UninitRegister,
+    /// A function calls itself, directly or through others.
+    Recursion,
 }
 
 impl Rule {
@@ -34,6 +36,7 @@ impl Rule {
             Rule::CallTarget => "call-target",
             Rule::R10Write => "r10-write",
             Rule::UninitRegister => "uninit-register",
+            Rule::Recursion => "recursion",
         }
     }
 }
@@ -150,6 +153,8 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
         bounds.push((0, n));
     }
     let func_starts: Vec<usize> = bounds.iter().map(|b| pcs[b.0]).collect();
+    // (caller, callee, call instruction) of every bpf-to-bpf call.
+    let mut calls: Vec<(usize, usize, usize)> = Vec::new();
     // Successors per instruction (within its function); None marks an error already reported.
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(a, b) in &bounds {
@@ -193,6 +198,18 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
             };
             if let Some(rel) = local {
                 let t = pcs[i] as i64 + 1 + rel;
+                if let (Some(callee), Kind::Call(_)) =
+                    (func_starts.iter().position(|&s| s as i64 == t), ins.kind())
+                {
+                    calls.push((
+                        bounds
+                            .iter()
+                            .position(|&(x, y)| (x..y).contains(&i))
+                            .unwrap_or(0),
+                        callee,
+                        i,
+                    ));
+                }
                 if !func_starts.iter().any(|&s| s as i64 == t) {
                     err(
                         &mut errors,
@@ -220,6 +237,41 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
                 b - 1,
                 "the function's last instruction can fall through past its end".into(),
             );
+        }
+    }
+    // The call graph must be acyclic: a depth-first walk from every function reports each
+    // call that closes a cycle (once per call instruction).
+    {
+        let n = bounds.len();
+        let mut state = vec![0u8; n]; // 0 new, 1 on the walk's path, 2 done
+        for root in 0..n {
+            if state[root] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+            state[root] = 1;
+            while let Some(&mut (f, ref mut k)) = stack.last_mut() {
+                let out: Vec<&(usize, usize, usize)> = calls.iter().filter(|c| c.0 == f).collect();
+                if let Some(&&(_, callee, at)) = out.get(*k) {
+                    *k += 1;
+                    match state[callee] {
+                        0 => {
+                            state[callee] = 1;
+                            stack.push((callee, 0));
+                        }
+                        1 => err(
+                            &mut errors,
+                            Rule::Recursion,
+                            at,
+                            "this call closes a cycle of calls: recursion is not allowed (a GPU thread's stack cannot grow)".into(),
+                        ),
+                        _ => {}
+                    }
+                } else {
+                    state[f] = 2;
+                    stack.pop();
+                }
+            }
         }
     }
     // Must-initialised registers: forward dataflow to a fixed point per function.
