@@ -65,6 +65,27 @@ struct TargetArgs {
     /// Also emit a standalone `.entry` kernel per program (`bpf2ptx_entry_<program>`).
     #[arg(long)]
     entry: bool,
+    /// Which threads of an `.entry` kernel run the probe: every thread, one lane per warp
+    /// (the lowest active lane) or one thread per block (tid 0,0,0).
+    #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
+    granularity: GranularityArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GranularityArg {
+    Thread,
+    Warp,
+    Block,
+}
+
+impl From<GranularityArg> for ptx::Granularity {
+    fn from(g: GranularityArg) -> Self {
+        match g {
+            GranularityArg::Thread => ptx::Granularity::Thread,
+            GranularityArg::Warp => ptx::Granularity::Warp,
+            GranularityArg::Block => ptx::Granularity::Block,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -115,6 +136,9 @@ enum Command {
         /// The program to run, by name (default: the object's first).
         #[arg(long)]
         program: Option<String>,
+        /// Which threads run the probe (GPU).
+        #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
+        granularity: GranularityArg,
     },
 }
 
@@ -149,8 +173,11 @@ fn main() {
             block,
             maps,
             program,
+            granularity,
         }) => {
-            if !cpu && !path.is_dir() && (grid > 1 || block > 1 || maps || program.is_some()) {
+            let g = ptx::Granularity::from(granularity);
+            let custom = grid > 1 || block > 1 || maps || program.is_some();
+            if !cpu && !path.is_dir() && (custom || g != ptx::Granularity::Thread) {
                 let launch = bpf2ptx::gpu::Launch { grid, block };
                 run_probe(
                     &path,
@@ -159,6 +186,7 @@ fn main() {
                     launch,
                     maps,
                     program.as_deref(),
+                    g,
                 )
             } else {
                 run_cmd(&path, mem.as_deref(), cpu, &target)
@@ -275,6 +303,7 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs) -> i32 {
     let opts = ptx::Options {
         target: t.target.clone(),
         entry: t.entry,
+        granularity: t.granularity.into(),
         ..Default::default()
     };
     let out = output
@@ -376,6 +405,7 @@ fn run_probe(
     launch: bpf2ptx::gpu::Launch,
     maps: bool,
     program: Option<&str>,
+    granularity: ptx::Granularity,
 ) -> i32 {
     use bpf2ptx::{gpu::Gpu, loader};
     let obj = match load(path) {
@@ -400,6 +430,7 @@ fn run_probe(
     let opts = ptx::Options {
         target: target.to_string(),
         entry: true,
+        granularity,
         ..Default::default()
     };
     let text = match compile::compile(&obj, &opts) {

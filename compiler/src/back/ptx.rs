@@ -65,6 +65,8 @@ pub struct Options {
     /// What the verifier proved, one entry per program (empty: assume nothing, which is
     /// always correct but slower).
     pub hints: Vec<Hints>,
+    /// Which threads of the `.entry` kernels run the probe.
+    pub granularity: Granularity,
 }
 
 impl Default for Options {
@@ -73,6 +75,7 @@ impl Default for Options {
             target: "sm_70".into(),
             entry: false,
             hints: Vec::new(),
+            granularity: Granularity::Thread,
         }
     }
 }
@@ -238,7 +241,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         obj.file
     );
     // The lowest version the target and the instructions used allow.
-    let version = if needs_62 {
+    let version = if needs_62 || (opts.entry && opts.granularity == Granularity::Warp) {
         version.max((6, 2))
     } else {
         version
@@ -352,7 +355,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     }
     if opts.entry {
         for prog in &obj.programs {
-            out.push_str(&entry_kernel(prog));
+            out.push_str(&entry_kernel(prog, opts.granularity));
         }
     }
     Ok(out)
@@ -430,10 +433,38 @@ fn sanitize(s: &str) -> String {
     o
 }
 
-fn entry_kernel(prog: &Program) -> String {
+/// Which threads of a launch run a probe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Granularity {
+    /// Every thread.
+    #[default]
+    Thread,
+    /// Once per warp: the lowest lane of the warp's active mask.
+    Warp,
+    /// Once per block: the thread with tid (0, 0, 0).
+    Block,
+}
+
+/// The guard at the top of an entry kernel that lets only the chosen threads through to
+/// the probe (the others skip to the end). A warp's leader is the lowest lane of
+/// `activemask` (PTX 6.2), so it exists even when only part of the warp arrives.
+fn granularity_guard(g: Granularity) -> &'static str {
+    match g {
+        Granularity::Thread => "",
+        Granularity::Warp => {
+            "\t.reg .b32 %g<4>;\n\t.reg .pred %gp;\n\tactivemask.b32 %g0;\n\tneg.s32 %g1, %g0;\n\tand.b32 %g1, %g1, %g0;\n\tbfind.u32 %g2, %g1;\n\tmov.u32 %g3, %laneid;\n\tsetp.ne.u32 %gp, %g2, %g3;\n\t@%gp bra $Lbpf2ptx_skip;\n"
+        }
+        Granularity::Block => {
+            "\t.reg .b32 %g<4>;\n\t.reg .pred %gp;\n\tmov.u32 %g0, %tid.x;\n\tmov.u32 %g1, %tid.y;\n\tor.b32 %g0, %g0, %g1;\n\tmov.u32 %g1, %tid.z;\n\tor.b32 %g0, %g0, %g1;\n\tsetp.ne.u32 %gp, %g0, 0;\n\t@%gp bra $Lbpf2ptx_skip;\n"
+        }
+    }
+}
+
+fn entry_kernel(prog: &Program, g: Granularity) -> String {
     format!(
         "\n.visible .entry {}(.param .u64 bpf2ptx_mem, .param .u64 bpf2ptx_mem_len, .param .u64 bpf2ptx_result)\n{{\n\
          \t.reg .b64 %a<8>;\n\
+         {}\
          \tld.param.u64 %a1, [bpf2ptx_mem];\n\
          \tld.param.u64 %a2, [bpf2ptx_mem_len];\n\
          \tmov.u64 %a3, 0;\n\
@@ -447,8 +478,10 @@ fn entry_kernel(prog: &Program) -> String {
          \tld.param.u64 %a4, [bpf2ptx_result];\n\
          \tcvta.to.global.u64 %a4, %a4;\n\
          \tst.global.u64 [%a4], %a0;\n\
+         $Lbpf2ptx_skip:\n\
          \tret;\n}}\n",
         entry_symbol(prog),
+        granularity_guard(g),
         program_symbol(prog)
     )
 }
