@@ -174,6 +174,42 @@ impl Buffer {
     }
 }
 
+/// Host memory pinned and mapped into the GPU's address space (`cuMemHostAlloc` with
+/// `DEVICEMAP`): the device reads and writes it through [`HostBuffer::device_ptr`], the host
+/// can read it while a kernel runs. Freed on drop.
+pub struct HostBuffer {
+    host: *mut c_void,
+    dptr: u64,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: the allocation is owned by this value and only freed in `drop`.
+unsafe impl Send for HostBuffer {}
+
+impl HostBuffer {
+    /// The address the device uses.
+    pub fn device_ptr(&self) -> u64 {
+        self.dptr
+    }
+
+    /// The bytes as the host sees them now.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `host` points to `len` bytes allocated by cuMemHostAlloc, alive until drop.
+        unsafe { std::slice::from_raw_parts(self.host.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by cuMemHostAlloc in this context, freed once.
+        unsafe {
+            sys::cuMemFreeHost(self.host);
+        }
+    }
+}
+
 /// A PTX module loaded into a [`Gpu`]'s context; unloaded when dropped.
 #[derive(Debug)]
 pub struct Module {
@@ -279,6 +315,33 @@ impl Gpu {
         // SAFETY: as for `read`.
         unsafe { cudarc::driver::result::memcpy_htod_sync(ptr, bytes) }
             .map_err(driver("copy to device"))
+    }
+
+    /// A zeroed allocation of `len` bytes of pinned host memory mapped for the device.
+    pub fn alloc_host(&self, len: usize) -> Result<HostBuffer, GpuError> {
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        let len = len.max(8);
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: out-pointer valid; flags ask for a device mapping.
+        let r = unsafe { sys::cuMemHostAlloc(&mut host, len, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
+        if r != CUresult::CUDA_SUCCESS {
+            return Err(driver("pinned host alloc")(DriverError(r)));
+        }
+        // SAFETY: `host` has `len` writable bytes.
+        unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, len) };
+        let mut dptr: sys::CUdeviceptr = 0;
+        // SAFETY: `host` comes from cuMemHostAlloc with DEVICEMAP.
+        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host, 0) };
+        let buf = HostBuffer {
+            host,
+            dptr,
+            len,
+            ctx: self.ctx.clone(),
+        };
+        if r != CUresult::CUDA_SUCCESS {
+            return Err(driver("map pinned memory")(DriverError(r)));
+        }
+        Ok(buf)
     }
 
     /// A zeroed device allocation of `len` bytes.

@@ -5,36 +5,90 @@
 //! with storage in the module need nothing before a launch; per-thread arrays are sized
 //! from the launch, so [`bind`] allocates them and points their descriptors there.
 
-use crate::gpu::{Buffer, Gpu, GpuError, Launch, Module};
-use bpf2ptx_compiler::back::ptx::{map_desc_symbol, map_symbol};
+use crate::gpu::{Buffer, Gpu, GpuError, HostBuffer, Launch, Module};
+use bpf2ptx_compiler::back::ptx::{
+    map_counter_symbol, map_data_symbol, map_desc_symbol, map_symbol,
+};
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin, Object};
 use serde_json::{json, Value};
 
 /// Allocations that must outlive the launch.
 pub struct Bound {
     _buffers: Vec<Buffer>,
+    _host: Vec<HostBuffer>,
+}
+
+/// Where a map's storage lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Device memory (the default): fastest for the probe.
+    Device,
+    /// Pinned host memory mapped into the GPU: the host can read it while the kernel runs.
+    /// The runtime's atomics stay at `.gpu` scope (every writer is on the GPU; the host only
+    /// reads, and sees values without ordering guarantees until the kernel ends).
+    Host,
 }
 
 fn word(desc: &[u8], k: usize) -> u64 {
     u64::from_le_bytes(desc[8 * k..8 * k + 8].try_into().expect("8 bytes"))
 }
 
-/// Binds the per-thread arrays of `obj` for `launch`.
-pub fn bind(gpu: &Gpu, module: &Module, obj: &Object, launch: Launch) -> Result<Bound, GpuError> {
-    let mut buffers = Vec::new();
-    for m in obj.maps.iter().filter(|m| m.map_type == 1502) {
+/// Binds the maps of `obj` for `launch`: per-thread arrays get storage sized from the
+/// launch, and the maps named in `host` move to pinned host memory.
+pub fn bind(
+    gpu: &Gpu,
+    module: &Module,
+    obj: &Object,
+    launch: Launch,
+    host: &[String],
+) -> Result<Bound, GpuError> {
+    let mut bound = Bound {
+        _buffers: Vec::new(),
+        _host: Vec::new(),
+    };
+    for m in obj
+        .maps
+        .iter()
+        .filter(|m| m.origin != MapOrigin::GlobalData)
+    {
         let Some((desc, _)) = gpu.global(module, &map_desc_symbol(&m.name))? else {
             continue;
         };
-        let stride = u64::from(m.value_size).div_ceil(8) * 8;
-        let bytes = stride * u64::from(m.max_entries) * launch.threads();
-        let mut buf = gpu.alloc(bytes as usize)?;
-        let ptr = buf.ptr();
+        let on_host = host.iter().any(|h| *h == m.name);
+        let bytes = if m.map_type == 1502 {
+            gpu.write(desc + 32, &launch.threads().to_le_bytes())?;
+            let stride = u64::from(m.value_size).div_ceil(8) * 8;
+            (stride * u64::from(m.max_entries) * launch.threads()) as usize
+        } else if on_host {
+            match gpu.global(module, &map_data_symbol(&m.name))? {
+                Some((_, size)) => size,
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        let ptr = if on_host {
+            let b = gpu.alloc_host(bytes)?;
+            let p = b.device_ptr();
+            bound._host.push(b);
+            p
+        } else {
+            let mut b = gpu.alloc(bytes)?;
+            let p = b.ptr();
+            bound._buffers.push(b);
+            p
+        };
         gpu.write(desc + 24, &ptr.to_le_bytes())?;
-        gpu.write(desc + 32, &launch.threads().to_le_bytes())?;
-        buffers.push(buf);
+        // A ring's counters move with it.
+        if on_host && matches!(m.map_type, 27 | 1527 | 4) {
+            if let Some((_, size)) = gpu.global(module, &map_counter_symbol(&m.name))? {
+                let c = gpu.alloc_host(size)?;
+                gpu.write(desc + 40, &c.device_ptr().to_le_bytes())?;
+                bound._host.push(c);
+            }
+        }
     }
-    Ok(Bound { _buffers: buffers })
+    Ok(bound)
 }
 
 fn hex(bytes: &[u8]) -> Value {

@@ -139,6 +139,10 @@ enum Command {
         /// Which threads run the probe (GPU).
         #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
         granularity: GranularityArg,
+        /// Where a map lives: `NAME=device` (default) or `NAME=host` (pinned host memory
+        /// the host can read while the kernel runs). Repeatable.
+        #[arg(long = "map", value_name = "NAME=device|host")]
+        placement: Vec<String>,
     },
 }
 
@@ -174,9 +178,11 @@ fn main() {
             maps,
             program,
             granularity,
+            placement,
         }) => {
             let g = ptx::Granularity::from(granularity);
-            let custom = grid > 1 || block > 1 || maps || program.is_some();
+            let custom =
+                grid > 1 || block > 1 || maps || program.is_some() || !placement.is_empty();
             if !cpu && !path.is_dir() && (custom || g != ptx::Granularity::Thread) {
                 let launch = bpf2ptx::gpu::Launch { grid, block };
                 run_probe(
@@ -187,6 +193,7 @@ fn main() {
                     maps,
                     program.as_deref(),
                     g,
+                    &placement,
                 )
             } else {
                 run_cmd(&path, mem.as_deref(), cpu, &target)
@@ -406,12 +413,29 @@ fn run_probe(
     maps: bool,
     program: Option<&str>,
     granularity: ptx::Granularity,
+    placement: &[String],
 ) -> i32 {
     use bpf2ptx::{gpu::Gpu, loader};
     let obj = match load(path) {
         Ok(o) => o,
         Err(c) => return c,
     };
+    let mut host = Vec::new();
+    for p in placement {
+        let (name, place) = p.split_once('=').unwrap_or((p.as_str(), ""));
+        if !obj.maps.iter().any(|m| m.name == name) {
+            eprintln!("error: {}: --map {p}: no map `{name}`", obj.file);
+            return exit::BAD_INPUT;
+        }
+        match place {
+            "host" => host.push(name.to_string()),
+            "device" => {}
+            _ => {
+                eprintln!("error: --map {p}: the placement is `device` or `host`");
+                return exit::BAD_INPUT;
+            }
+        }
+    }
     let index = match program {
         None => 0,
         Some(name) => match obj.programs.iter().position(|p| p.name == name) {
@@ -453,7 +477,7 @@ fn run_probe(
     let result = (|| -> Result<(u64, f32, Option<serde_json::Value>), bpf2ptx::gpu::GpuError> {
         let gpu = Gpu::open()?;
         let module = gpu.load(&text)?;
-        let _bound = loader::bind(&gpu, &module, &obj, launch)?;
+        let _bound = loader::bind(&gpu, &module, &obj, launch, &host)?;
         let r = gpu.run_entry_on(
             &module,
             &ptx::entry_symbol(&obj.programs[index]),

@@ -200,6 +200,16 @@ pub const PRINTK_DESC: &str = "bpf2ptx_printk";
 /// format size, three arguments.
 pub const PRINTK_RECORD: u64 = 48;
 
+/// The storage symbol of a runtime map whose size the compiler knows.
+pub fn map_data_symbol(name: &str) -> String {
+    format!("bpf2ptx_mapdata_{}", sanitize(name))
+}
+
+/// The symbol of a ring's `[producer, consumer]` counters.
+pub fn map_counter_symbol(name: &str) -> String {
+    format!("bpf2ptx_mapctr_{}", sanitize(name))
+}
+
 /// The descriptor symbol of a runtime map.
 pub fn map_desc_symbol(name: &str) -> String {
     format!("bpf2ptx_map_{}", sanitize(name))
@@ -303,7 +313,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             _ => 0,
         };
         let aux2 = if matches!(m.map_type, 27 | 1527 | 4) {
-            let counters = format!("bpf2ptx_mapctr_{}", sanitize(&m.name));
+            let counters = map_counter_symbol(&m.name);
             let _ = writeln!(out, ".visible .global .align 8 .u64 {counters}[2];");
             format!("generic({counters})")
         } else {
@@ -311,7 +321,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         };
         let data = match storage {
             Some(bytes) => {
-                let store = format!("bpf2ptx_mapdata_{}", sanitize(&m.name));
+                let store = map_data_symbol(&m.name);
                 let _ = writeln!(
                     out,
                     ".visible .global .align 8 .b8 {store}[{}];",
