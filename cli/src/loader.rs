@@ -54,7 +54,7 @@ pub fn bind(
         let Some((desc, _)) = gpu.global(module, &map_desc_symbol(&m.name))? else {
             continue;
         };
-        let on_host = host.iter().any(|h| *h == m.name);
+        let on_host = host.contains(&m.name);
         let bytes = if m.map_type == 1502 {
             gpu.write(desc + 32, &launch.threads().to_le_bytes())?;
             let stride = u64::from(m.value_size).div_ceil(8) * 8;
