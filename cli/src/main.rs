@@ -187,13 +187,15 @@ fn main() {
                 let launch = bpf2ptx::gpu::Launch { grid, block };
                 run_probe(
                     &path,
-                    mem.as_deref(),
-                    &target,
-                    launch,
-                    maps,
-                    program.as_deref(),
-                    g,
-                    &placement,
+                    &ProbeRun {
+                        mem: mem.as_deref(),
+                        target: &target,
+                        launch,
+                        maps,
+                        program: program.as_deref(),
+                        granularity: g,
+                        placement: &placement,
+                    },
                 )
             } else {
                 run_cmd(&path, mem.as_deref(), cpu, &target)
@@ -404,18 +406,29 @@ fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
     }
 }
 
-/// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
-fn run_probe(
-    path: &Path,
-    mem: Option<&Path>,
-    target: &str,
+/// How `run_probe` runs a program (the `run` options that concern one probe).
+struct ProbeRun<'a> {
+    mem: Option<&'a Path>,
+    target: &'a str,
     launch: bpf2ptx::gpu::Launch,
     maps: bool,
-    program: Option<&str>,
+    program: Option<&'a str>,
     granularity: ptx::Granularity,
-    placement: &[String],
-) -> i32 {
+    placement: &'a [String],
+}
+
+/// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
+fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
     use bpf2ptx::{gpu::Gpu, loader};
+    let ProbeRun {
+        mem,
+        target,
+        launch,
+        maps,
+        program,
+        granularity,
+        placement,
+    } = *run;
     let obj = match load(path) {
         Ok(o) => o,
         Err(c) => return c,
