@@ -28,6 +28,7 @@ fn random_programs_verify_run_and_assemble() {
                 target: "sm_70".into(),
                 entry: true,
                 hints: vec![bpf2ptx::compile::hints(&facts)],
+                ..Default::default()
             },
         )
         .unwrap();
