@@ -136,6 +136,15 @@ pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError
     let facts = verify(obj)?;
     let mut opts = opts.clone();
     opts.hints = facts.iter().map(hints).collect();
+    // A map is sharded when every program only adds to it (64-bit atomic adds without
+    // fetch): the device then never serialises on one cache line, the host sums replicas.
+    opts.sharded = (0..obj.maps.len())
+        .map(|k| {
+            facts
+                .iter()
+                .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false))
+        })
+        .collect();
     ptx::write_string(obj, &opts).map_err(|source| CompileError::Lower {
         file: obj.file.clone(),
         source,

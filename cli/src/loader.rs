@@ -138,12 +138,29 @@ pub fn dump(gpu: &Gpu, module: &Module, obj: &Object) -> Result<Value, GpuError>
         let mut entries = Vec::new();
         match m.map_type {
             2 | 6 | 1503 => {
-                let bytes = gpu.read(data, n * stride)?;
+                // A sharded array (aux = replicas) is summed replica by replica, per
+                // 64-bit word: the device only ever added to it.
+                let replicas = (aux as usize).max(1);
+                let bytes = gpu.read(data, n * stride * replicas)?;
                 for k in 0..n {
-                    let v = &bytes[k * stride..k * stride + m.value_size as usize];
-                    entries.push(json!({ "key": hex(&(k as u32).to_le_bytes()), "value": hex(v) }));
+                    let mut v = bytes[k * stride..(k + 1) * stride].to_vec();
+                    for r in 1..replicas {
+                        let other = &bytes[(r * n + k) * stride..(r * n + k + 1) * stride];
+                        for (w, o) in v.chunks_exact_mut(8).zip(other.chunks_exact(8)) {
+                            let sum = u64::from_le_bytes(w.try_into().expect("8"))
+                                .wrapping_add(u64::from_le_bytes(o.try_into().expect("8")));
+                            w.copy_from_slice(&sum.to_le_bytes());
+                        }
+                    }
+                    v.truncate(m.value_size as usize);
+                    entries
+                        .push(json!({ "key": hex(&(k as u32).to_le_bytes()), "value": hex(&v) }));
+                }
+                if aux > 0 {
+                    out["sharded"] = json!(aux);
                 }
             }
+
             1502 => {
                 let threads = aux as usize;
                 let bytes = gpu.read(data, n * threads * stride)?;

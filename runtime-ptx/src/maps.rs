@@ -591,7 +591,7 @@ $Larr_key_done:
 	cvt.u64.u32 %rd4, %r1;
 	ld.u32 %r6, [%rd1];
 	setp.ne.u32 %p3, %r6, 1502;
-	@%p3 bra $Larr_address;
+	@%p3 bra $Larr_shard;
 	// Per-thread array: global linear thread id = linear block index * threads per block
 	// + linear thread index in the block; row = index * aux + id, when id < aux.
 	mov.u32 %r7, %ctaid.x;
@@ -623,6 +623,19 @@ $Larr_key_done:
 	setp.ge.u64 %p3, %rd8, %rd9;
 	@%p3 bra $Larr_none;
 	mad.lo.u64 %rd4, %rd4, %rd9, %rd8;
+	bra $Larr_address;
+$Larr_shard:
+	// A sharded array (aux = replicas, 0 when unsharded): the calling SM's replica,
+	// row = (smid % aux) * max_entries + index. Only adds reach a sharded array (the
+	// verifier proved it), and the host sums the replicas.
+	ld.b64 %rd9, [%rd1+32];
+	setp.eq.u64 %p3, %rd9, 0;
+	@%p3 bra $Larr_address;
+	mov.u32 %r7, %smid;
+	cvt.u64.u32 %rd5, %r7;
+	rem.u64 %rd5, %rd5, %rd9;
+	cvt.u64.u32 %rd6, %r5;
+	mad.lo.u64 %rd4, %rd5, %rd6, %rd4;
 $Larr_address:
 	// data + row * stride.
 	ld.b64 %rd10, [%rd1+24];

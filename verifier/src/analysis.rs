@@ -104,6 +104,9 @@ pub(crate) struct Explorer<'a> {
     chains: std::collections::HashMap<Vec<usize>, usize>,
     /// Per conditional jump: whether some path took it, and whether some path fell through.
     went: Vec<(bool, bool)>,
+    /// The access being checked is a 64-bit atomic add without fetch (see
+    /// `Facts::map_only_adds`).
+    adding: bool,
 }
 
 type R<T> = Result<T, Box<Diagnostic>>;
@@ -227,7 +230,10 @@ impl<'a> Explorer<'a> {
             next_id: 1,
             processed: 0,
             errors: Vec::new(),
-            facts: Facts::new(n),
+            facts: Facts {
+                map_only_adds: vec![true; obj.maps.len()],
+                ..Facts::new(n)
+            },
             depth: vec![0; prog.funcs.len().max(1)],
             visits: vec![0; n],
             limit,
@@ -236,6 +242,7 @@ impl<'a> Explorer<'a> {
             done_at: vec![0; n],
             chains: std::collections::HashMap::new(),
             went: vec![(false, false); n],
+            adding: false,
         }
     }
 
@@ -868,8 +875,17 @@ impl<'a> Explorer<'a> {
                         ));
                     }
                 }
-                // Read then write: both must be in bounds and (stack) initialised.
-                let old = self.load(&mut st, i, d, ins.off, size, false)?;
+                // Read then write: both must be in bounds and (stack) initialised. A 64-bit
+                // add that does not fetch keeps a map shardable.
+                self.adding = op == AtomicOp::Add && !fetch && size == Size::DW;
+                let old = self.load(&mut st, i, d, ins.off, size, false);
+                let old = match old {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.adding = false;
+                        return Err(e);
+                    }
+                };
                 if old.is_pointer() {
                     return Err(self.diag(
                         Rule::StackPointer,
@@ -881,7 +897,7 @@ impl<'a> Explorer<'a> {
                         ),
                     ));
                 }
-                self.store(
+                let stored = self.store(
                     &mut st,
                     i,
                     d,
@@ -889,7 +905,9 @@ impl<'a> Explorer<'a> {
                     size,
                     Reg::Scalar(Scalar::unknown()),
                     None,
-                )?;
+                );
+                self.adding = false;
+                stored?;
                 if fetch {
                     let reg = if op == AtomicOp::Cmpxchg { 0 } else { s };
                     let v = match (old, width_of(size)) {
@@ -1049,6 +1067,11 @@ impl<'a> Explorer<'a> {
     }
 
     fn note_region(&mut self, i: usize, r: Region) {
+        if let Region::MapValue { map } = r {
+            if !self.adding {
+                self.facts.map_only_adds[map as usize] = false;
+            }
+        }
         let bit = match r {
             Region::Stack { .. } => 1,
             Region::Ctx => 2,
@@ -1476,6 +1499,10 @@ impl<'a> Explorer<'a> {
                 Arg::Anything => {}
                 Arg::Map => match v {
                     Reg::Map(m) => {
+                        // Anything but a lookup reads or changes values whole.
+                        if id != 1 {
+                            self.facts.map_only_adds[m as usize] = false;
+                        }
                         let map = &self.obj.maps[m as usize];
                         if let Some(want) = map_kinds(id) {
                             if !want.contains(&map.map_type) {
@@ -1653,6 +1680,10 @@ impl<'a> Explorer<'a> {
         name: &str,
     ) -> R<()> {
         let (r, o) = self.pointer_of(st, i, reg)?;
+        if let Region::MapValue { map } = r {
+            // A helper reads or writes the value as bytes: no sharding.
+            self.facts.map_only_adds[map as usize] = false;
+        }
         if n == 0 {
             return Ok(());
         }

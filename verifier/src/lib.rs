@@ -298,6 +298,10 @@ pub struct Facts {
     pub atomic_no_fetch: Vec<bool>,
     /// Per instruction: a conditional jump that always goes one way.
     pub branch_always: Vec<Option<bool>>,
+    /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
+    /// that do not fetch (no other load, store, helper access or update of the map), so
+    /// the values may be sharded into per-SM replicas that the host sums.
+    pub map_only_adds: Vec<bool>,
     /// Slots of instructions no path reaches.
     pub unreachable: Vec<usize>,
 }

@@ -67,6 +67,26 @@ pub struct Options {
     pub hints: Vec<Hints>,
     /// Which threads of the `.entry` kernels run the probe.
     pub granularity: Granularity,
+    /// Per map: shard its values into per-SM replicas (arrays only; the verifier proved
+    /// the programs only add to them). Missing entries mean "no".
+    pub sharded: Vec<bool>,
+}
+
+/// Replicas of a sharded array: SM `k` updates replica `k % SHARDS`, so any GPU works (SMs
+/// beyond it share replicas, still atomically); the host sums them.
+pub const SHARDS: u64 = 256;
+/// Largest storage a sharded array may take; above it the array stays unsharded.
+const MAX_SHARDED_BYTES: u64 = 64 << 20;
+
+/// Whether map `k` of `obj` is sharded under `opts`.
+pub fn is_sharded(obj: &Object, opts: &Options, k: usize) -> bool {
+    let m = &obj.maps[k];
+    opts.sharded.get(k).copied().unwrap_or(false)
+        && matches!(m.map_type, 2 | 6 | 1503)
+        && bpf2ptx_runtime::maps::round8(u64::from(m.value_size))
+            * u64::from(m.max_entries)
+            * SHARDS
+            <= MAX_SHARDED_BYTES
 }
 
 impl Default for Options {
@@ -76,6 +96,7 @@ impl Default for Options {
             entry: false,
             hints: Vec::new(),
             granularity: Granularity::Thread,
+            sharded: Vec::new(),
         }
     }
 }
@@ -292,11 +313,13 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             }
         }
     }
-    for m in obj
+    for (k, m) in obj
         .maps
         .iter()
-        .filter(|m| m.origin != MapOrigin::GlobalData)
+        .enumerate()
+        .filter(|(_, m)| m.origin != MapOrigin::GlobalData)
     {
+        let shards = if is_sharded(obj, opts, k) { SHARDS } else { 0 };
         // Only maps the runtime implements get a descriptor; a program that uses another
         // is rejected where it loads the map.
         let Ok(storage) = map_storage(m) else {
@@ -308,6 +331,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         let w1 = u64::from(m.key_size) | (u64::from(m.value_size) << 32);
         let w2 = u64::from(m.max_entries) | (stride << 32);
         let aux = match m.map_type {
+            2 | 6 | 1503 => shards,
             1 | 1501 => bpf2ptx_runtime::maps::hash_slots(m.max_entries),
             27 | 1527 | 4 => ring_bytes(m),
             _ => 0,
@@ -322,6 +346,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         let data = match storage {
             Some(bytes) => {
                 let store = map_data_symbol(&m.name);
+                let bytes = if shards > 0 { bytes * shards } else { bytes };
                 let _ = writeln!(
                     out,
                     ".visible .global .align 8 .b8 {store}[{}];",
