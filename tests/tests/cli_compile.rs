@@ -83,3 +83,60 @@ fn a_rejected_program_leaves_the_old_output_alone() {
     // Nothing else was left behind in the directory (no temporary file).
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// The descriptor line of map `name` in PTX text.
+fn descriptor<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let key = format!("bpf2ptx_map_{name}[8] = {{");
+    ptx.lines()
+        .find(|l| l.contains(&key))
+        .unwrap_or_else(|| panic!("no descriptor for {name}"))
+}
+
+#[test]
+fn arrays_that_are_only_added_to_are_sharded() {
+    let opts = bpf2ptx_compiler::back::ptx::Options::default();
+    let obj = bpf2ptx::load_path(std::path::Path::new(&corpus("stress_array.v3.o"))).unwrap();
+    let ptx = bpf2ptx::compile::compile(&obj, &opts).unwrap();
+    // slots: only `__sync_fetch_and_add` → 256 replicas (descriptor word 4).
+    assert!(
+        descriptor(&ptx, "slots").contains(", 256, 0, 0, 0};"),
+        "{}",
+        descriptor(&ptx, "slots")
+    );
+    // The same array read back by the program is not sharded.
+    let src = "\
+.map slots array 4 8 16
+r1 = 0
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 == 0 goto out
+r1 = 1
+lock *(u64 *)(r0 + 0) += r1
+r1 = *(u64 *)(r0 + 0)
+out:
+r0 = 0
+exit
+";
+    let obj = bpf2ptx::load_bytes("reads.s", src.as_bytes()).unwrap();
+    let ptx = bpf2ptx::compile::compile(&obj, &opts).unwrap();
+    assert!(
+        descriptor(&ptx, "slots").contains(", 0, 0, 0, 0};"),
+        "{}",
+        descriptor(&ptx, "slots")
+    );
+    // Without the read it is.
+    let obj = bpf2ptx::load_bytes(
+        "adds.s",
+        src.replace("r1 = *(u64 *)(r0 + 0)\n", "").as_bytes(),
+    )
+    .unwrap();
+    let ptx = bpf2ptx::compile::compile(&obj, &opts).unwrap();
+    assert!(
+        descriptor(&ptx, "slots").contains(", 256, 0, 0, 0};"),
+        "{}",
+        descriptor(&ptx, "slots")
+    );
+}
