@@ -32,6 +32,9 @@ pub enum CompileError {
         /// The backend error (names the program and instruction).
         source: ptx::Error,
     },
+    /// A `--map` option is malformed or names no map.
+    #[error("{0}")]
+    Options(String),
     /// An ELF object holds only host-side programs.
     #[error("{file}: no GPU programs (sections {})", GPU_SECTIONS.join(", "))]
     NoGpuPrograms {
@@ -138,17 +141,46 @@ pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError
     opts.hints = facts.iter().map(hints).collect();
     // A map is sharded when every program only adds to it (64-bit atomic adds without
     // fetch): the device then never serialises on one cache line, the host sums replicas.
+    // `opts.sharded[k] = true` on input forces it (`--map NAME=sharded`): the user accepts
+    // that the programs' reads of such a map see one SM's replica.
+    let forced = std::mem::take(&mut opts.sharded);
     opts.sharded = (0..obj.maps.len())
         .map(|k| {
-            facts
-                .iter()
-                .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false))
+            forced.get(k).copied().unwrap_or(false)
+                || facts
+                    .iter()
+                    .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false))
         })
         .collect();
     ptx::write_string(obj, &opts).map_err(|source| CompileError::Lower {
         file: obj.file.clone(),
         source,
     })
+}
+
+/// Parses `--map NAME=PLACE` options: returns the maps forced into sharding (as the
+/// backend's per-map flags) and the maps to place in host memory. PLACE is `device`,
+/// `host` or `sharded`.
+pub fn map_options(obj: &Object, options: &[String]) -> Result<(Vec<bool>, Vec<String>), String> {
+    let mut sharded = vec![false; obj.maps.len()];
+    let mut host = Vec::new();
+    for o in options {
+        let (name, place) = o.split_once('=').unwrap_or((o.as_str(), ""));
+        let Some(k) = obj.maps.iter().position(|m| m.name == name) else {
+            return Err(format!("{}: --map {o}: no map `{name}`", obj.file));
+        };
+        match place {
+            "device" => {}
+            "host" => host.push(name.to_string()),
+            "sharded" => sharded[k] = true,
+            _ => {
+                return Err(format!(
+                    "--map {o}: the placement is `device`, `host` or `sharded`"
+                ))
+            }
+        }
+    }
+    Ok((sharded, host))
 }
 
 /// The backend's view of the verifier's facts: where an access is global memory,

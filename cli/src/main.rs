@@ -54,6 +54,11 @@ struct CompileArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     target: TargetArgs,
+    /// `NAME=sharded`: give map NAME per-SM replicas even where the program also reads it
+    /// (maps that are only added to are sharded anyway). Repeatable. (`device`/`host`
+    /// placement is chosen when a host loads the module.)
+    #[arg(long = "map", value_name = "NAME=sharded")]
+    map: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -139,9 +144,10 @@ enum Command {
         /// Which threads run the probe (GPU).
         #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
         granularity: GranularityArg,
-        /// Where a map lives: `NAME=device` (default) or `NAME=host` (pinned host memory
-        /// the host can read while the kernel runs). Repeatable.
-        #[arg(long = "map", value_name = "NAME=device|host")]
+        /// Where a map lives: `NAME=device` (default), `NAME=host` (pinned host memory the
+        /// host can read while the kernel runs) or `NAME=sharded` (per-SM replicas the host
+        /// sums, even where the program also reads the map). Repeatable.
+        #[arg(long = "map", value_name = "NAME=device|host|sharded")]
         placement: Vec<String>,
     },
 }
@@ -202,7 +208,12 @@ fn main() {
             }
         }
         None => match cli.compile.file {
-            Some(file) => compile_cmd(&file, cli.compile.output.as_deref(), &cli.compile.target),
+            Some(file) => compile_cmd(
+                &file,
+                cli.compile.output.as_deref(),
+                &cli.compile.target,
+                &cli.compile.map,
+            ),
             None => {
                 eprintln!("error: no input file (try `bpf2ptx --help`)");
                 exit::BAD_INPUT
@@ -308,7 +319,7 @@ fn verify(file: &Path, format: Format) -> i32 {
     }
 }
 
-fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs) -> i32 {
+fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String]) -> i32 {
     let opts = ptx::Options {
         target: t.target.clone(),
         entry: t.entry,
@@ -333,6 +344,12 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs) -> i32 {
                     file: obj.file.clone(),
                 });
             }
+            let (sharded, _host) =
+                compile::map_options(&gpu, map).map_err(CompileError::Options)?;
+            let opts = ptx::Options {
+                sharded,
+                ..opts.clone()
+            };
             compile::compile(&gpu, &opts)
         })
         .and_then(|text| compile::write_output(&out, &text));
@@ -433,22 +450,13 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         Ok(o) => o,
         Err(c) => return c,
     };
-    let mut host = Vec::new();
-    for p in placement {
-        let (name, place) = p.split_once('=').unwrap_or((p.as_str(), ""));
-        if !obj.maps.iter().any(|m| m.name == name) {
-            eprintln!("error: {}: --map {p}: no map `{name}`", obj.file);
+    let (sharded, host) = match compile::map_options(&obj, placement) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
             return exit::BAD_INPUT;
         }
-        match place {
-            "host" => host.push(name.to_string()),
-            "device" => {}
-            _ => {
-                eprintln!("error: --map {p}: the placement is `device` or `host`");
-                return exit::BAD_INPUT;
-            }
-        }
-    }
+    };
     let index = match program {
         None => 0,
         Some(name) => match obj.programs.iter().position(|p| p.name == name) {
@@ -468,6 +476,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         target: target.to_string(),
         entry: true,
         granularity,
+        sharded,
         ..Default::default()
     };
     let text = match compile::compile(&obj, &opts) {

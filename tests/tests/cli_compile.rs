@@ -140,3 +140,38 @@ exit
         descriptor(&ptx, "slots")
     );
 }
+
+#[test]
+fn map_sharded_forces_sharding() {
+    let run = |extra: &[&str]| {
+        let r = Command::new(bpf2ptx_bin())
+            .arg(corpus("gpu_maps.v3.o"))
+            .args(["-o", "-"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            r.status.code(),
+            String::from_utf8_lossy(&r.stdout).into_owned(),
+            String::from_utf8_lossy(&r.stderr).into_owned(),
+        )
+    };
+    // control is read by the program (a kill switch): not sharded unless asked.
+    let (code, ptx, _) = run(&[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        descriptor(&ptx, "control").contains(", 0, 0, 0, 0};"),
+        "{}",
+        descriptor(&ptx, "control")
+    );
+    let (code, ptx, _) = run(&["--map", "control=sharded"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        descriptor(&ptx, "control").contains(", 256, 0, 0, 0};"),
+        "{}",
+        descriptor(&ptx, "control")
+    );
+    let (code, _, err) = run(&["--map", "nope=sharded"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no map `nope`"), "{err}");
+}
