@@ -423,6 +423,16 @@ pub fn frame_layouts(prog: &Program) -> Vec<FrameLayout> {
         .collect()
 }
 
+/// An immediate divisor as the unsigned value an unsigned division uses: the
+/// sign-extended 64-bit value, or its low 32 bits for a 32-bit operation.
+fn unsigned_divisor(k: i64, bits: &str) -> u64 {
+    if bits == "32" {
+        u64::from(k as u32)
+    } else {
+        k as u64
+    }
+}
+
 /// The PTX name of a program's entry function.
 pub fn program_symbol(prog: &Program) -> String {
     sanitize(&prog.name)
@@ -1477,6 +1487,15 @@ impl<'a> FuncWriter<'a> {
                     self.l(format!("neg.{s} {dst}, {dst};"));
                 } else {
                     self.l(format!("mov.{u} {dst}, 0;"));
+                }
+            } else if !signed && unsigned_divisor(k, bits).is_power_of_two() {
+                // ptxas turns every 64-bit div/rem into a subroutine call; by a power of
+                // two they are a shift and a mask.
+                let d = unsigned_divisor(k, bits);
+                if is_div {
+                    self.l(format!("shr.b{bits} {dst}, {dst}, {};", d.trailing_zeros()));
+                } else {
+                    self.l(format!("and.b{bits} {dst}, {dst}, {};", d - 1));
                 }
             } else {
                 self.l(format!("{instr}.{t} {dst}, {dst}, {rhs};"));
