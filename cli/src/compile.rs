@@ -212,6 +212,16 @@ pub fn write_output(out: &Path, text: &str) -> Result<(), CompileError> {
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(werr)?;
     tmp.write_all(text.as_bytes()).map_err(werr)?;
+    // The temporary file is private (0600); the output gets the permissions the file it
+    // replaces had, or the usual 0644 for a new file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let perms = std::fs::metadata(out)
+            .map(|m| m.permissions())
+            .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
+        tmp.as_file().set_permissions(perms).map_err(werr)?;
+    }
     tmp.as_file().sync_all().map_err(werr)?;
     tmp.persist(out).map_err(|e| werr(e.error))?;
     Ok(())

@@ -30,6 +30,12 @@ fn host_programs_are_skipped_by_name() {
         "{stderr}"
     );
     let ptx = std::fs::read_to_string(&out).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "a new output gets the usual permissions");
+    }
     assert!(
         ptx.contains(".visible .func (.param .b64 bpf_ret) gpu_entry("),
         "GPU program missing"
