@@ -1621,13 +1621,12 @@ impl<'a> FuncWriter<'a> {
             return;
         }
         let n = size.bytes();
-        // The alignment test and the byte-wise fallback use the generic address.
-        self.l(format!("add.u64 %t1, %r{base}, {off};"));
-        self.l(format!("and.b64 %t2, %t1, {};", n - 1));
-        self.l("setp.eq.u64 %p0, %t2, 0;");
-        let done = self.fresh_label();
-        self.l(format!("@%p0 ld{space}.{t} {val}, [{addr}+{off}];"));
-        self.l(format!("@%p0 bra {done};"));
+        let done = self.alignment_test(
+            base,
+            off,
+            n,
+            &format!("ld{space}.{t} {val}, [{addr}+{off}]"),
+        );
         let f = format!("bpf2ptx_ldu{n}");
         self.need.insert(f.clone());
         self.l("{");
@@ -1643,6 +1642,19 @@ impl<'a> FuncWriter<'a> {
         let _ = writeln!(self.out, "{done}:");
     }
 
+    /// The run-time alignment test of an `n`-byte access at `%r{base} + off`: when aligned,
+    /// `access` runs and control jumps to the returned label; otherwise the caller's
+    /// byte-wise fallback (which finds the generic address in `%t1`) follows, then the label.
+    fn alignment_test(&mut self, base: u8, off: i16, n: u32, access: &str) -> String {
+        self.l(format!("add.u64 %t1, %r{base}, {off};"));
+        self.l(format!("and.b64 %t2, %t1, {};", n - 1));
+        self.l("setp.eq.u64 %p0, %t2, 0;");
+        let done = self.fresh_label();
+        self.l(format!("@%p0 {access};"));
+        self.l(format!("@%p0 bra {done};"));
+        done
+    }
+
     fn store(&mut self, size: Size, base: u8, off: i16, fp: &[Fp; 11], frame: u32, val: &str) {
         let t = ty(size);
         if let Some(slot) = folded(fp, base, off, size, frame) {
@@ -1655,13 +1667,12 @@ impl<'a> FuncWriter<'a> {
             return;
         }
         let n = size.bytes();
-        // The alignment test and the byte-wise fallback use the generic address.
-        self.l(format!("add.u64 %t1, %r{base}, {off};"));
-        self.l(format!("and.b64 %t2, %t1, {};", n - 1));
-        self.l("setp.eq.u64 %p0, %t2, 0;");
-        let done = self.fresh_label();
-        self.l(format!("@%p0 st{space}.{t} [{addr}+{off}], {val};"));
-        self.l(format!("@%p0 bra {done};"));
+        let done = self.alignment_test(
+            base,
+            off,
+            n,
+            &format!("st{space}.{t} [{addr}+{off}], {val}"),
+        );
         let f = format!("bpf2ptx_stu{n}");
         self.need.insert(f.clone());
         self.l("{");
