@@ -11,6 +11,46 @@
 pub mod maps;
 pub mod ringbuf;
 
+use std::borrow::Cow;
+
+/// The memory scope of the runtime's atomics and memory orderings.
+///
+/// The PTX texts of [`maps`] and [`ringbuf`] are written at `.gpu` scope: every party that
+/// synchronises with them (other threads of the kernel, and the host after the kernel
+/// ends) is covered. A map in host-pinned memory that the host reads or drains *while* the
+/// kernel runs needs `.sys` scope, so that a record's release store orders the probe's
+/// writes for a CPU reader too, and so that a consumer position the host advances is
+/// acquired by the device before it reuses the bytes. The placement is known when the
+/// module is compiled, so the scope is chosen then (specs/abi.md, "Maps (device
+/// runtime)").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// `.gpu`: the device and, after the kernel, the host (the default).
+    #[default]
+    Gpu,
+    /// `.sys`: also a host that reads mapped memory while the kernel runs.
+    Sys,
+}
+
+impl Scope {
+    /// The PTX scope qualifier, with its dot.
+    pub fn qualifier(self) -> &'static str {
+        match self {
+            Scope::Gpu => ".gpu",
+            Scope::Sys => ".sys",
+        }
+    }
+
+    /// `text` (written at `.gpu` scope) at this scope: every `.gpu.` qualifier of an
+    /// instruction (`atom.relaxed.gpu.cas`, `ld.acquire.gpu.u64`, ...) becomes `.sys.`.
+    fn apply(self, text: &'static str) -> Cow<'static, str> {
+        match self {
+            Scope::Gpu => Cow::Borrowed(text),
+            Scope::Sys => Cow::Owned(text.replace(".gpu.", ".sys.")),
+        }
+    }
+}
+
 /// How a helper accesses memory it is given a pointer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {

@@ -58,9 +58,10 @@
 //! the value at the same time (through a pointer from `map_lookup_elem`) may see part old,
 //! part new bytes. (Linux replaces a hash element atomically via RCU; a preallocated array
 //! is updated in place there too.) A lookup's pointer stays valid after a concurrent
-//! delete, since slots are never reused. Publication uses `.gpu` scope: a host reading a
-//! map in mapped host memory while the kernel runs may see a slot full before its key and
-//! value bytes; after the kernel ends, everything is visible.
+//! delete, since slots are never reused. Publication uses `.gpu` scope in [`functions`];
+//! a module with a map in host memory gets [`functions_at`]`(Scope::Sys)`, whose release
+//! store orders a slot's key and value before its state for a host reading the mapped
+//! memory while the kernel runs too.
 //!
 //! # Capacity
 //!
@@ -157,6 +158,12 @@ pub fn declarations() -> &'static str {
 /// PTX definitions of the map helpers and their private helpers (see [`MAP_FUNCTIONS`]).
 pub fn functions() -> &'static str {
     MAP_FUNCTIONS
+}
+
+/// [`functions`] with the atomics and orderings at `scope` (`.sys` for a module with a map
+/// in host-pinned memory that the host reads while the kernel runs).
+pub fn functions_at(scope: crate::Scope) -> std::borrow::Cow<'static, str> {
+    scope.apply(MAP_FUNCTIONS)
 }
 
 /// PTX definitions of `bpf2ptx_map_lookup_elem`, `bpf2ptx_map_update_elem`,

@@ -79,9 +79,12 @@
 //! (the group's lanes write at the position their leader broadcast, which they cannot know
 //! before the leader's `atom.add` returned).
 //!
-//! As in `maps.rs`, the orderings use `.gpu` scope: device readers, and the host after the
-//! kernel (or a stream synchronisation), get the guarantee above; a host polling mapped
-//! memory while the kernel runs has no ordering promise from the PTX memory model.
+//! [`functions`] uses `.gpu` scope: device readers, and the host after the kernel (or a
+//! stream synchronisation), get the guarantee above. [`functions_at`]`(Scope::Sys)` gives
+//! the same guarantee to a host that drains a ring in mapped host memory while the kernel
+//! runs: it reads a header with acquire semantics, copies the record, zeroes what it
+//! consumed, and stores the new consumer with release semantics; the leaders' `.sys`
+//! acquire of `consumer` then orders that zeroing before their reuse of the bytes.
 
 use std::fmt;
 
@@ -151,6 +154,13 @@ pub fn declarations() -> &'static str {
 /// [`RINGBUF_FUNCTIONS`]).
 pub fn functions() -> &'static str {
     RINGBUF_FUNCTIONS
+}
+
+/// [`functions`] with the atomics and orderings at `scope`: `.sys` for a module whose rings
+/// (data and counters) are in host-pinned memory that the host drains while the kernel
+/// runs (see "What a reader can rely on" in the module doc).
+pub fn functions_at(scope: crate::Scope) -> std::borrow::Cow<'static, str> {
+    scope.apply(RINGBUF_FUNCTIONS)
 }
 
 /// PTX definitions of `bpf2ptx_ringbuf_reserve`, `_submit`, `_discard`, `_output`,

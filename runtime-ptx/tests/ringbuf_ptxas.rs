@@ -6,15 +6,20 @@
 mod common;
 use common::{assemble, with_ptxas};
 
-use bpf2ptx_runtime::ringbuf;
+use bpf2ptx_runtime::{ringbuf, Scope};
 
 /// A module with the helpers and a kernel that calls each once (so a whole-program
 /// assembly keeps them all).
 fn module(version: &str, target: &str) -> String {
+    module_at(version, target, Scope::Gpu)
+}
+
+/// [`module`] with the runtime's atomics at `scope`.
+fn module_at(version: &str, target: &str, scope: Scope) -> String {
     format!(
         ".version {version}\n.target {target}\n.address_size 64\n\n{}{}\n{}",
         ringbuf::declarations(),
-        ringbuf::functions(),
+        ringbuf::functions_at(scope),
         r#"
 .visible .entry bpf2ptx_ringbuf_test(.param .u64 desc, .param .u64 src, .param .u64 size,
 	.param .u64 out)
@@ -119,5 +124,21 @@ fn assembles_under_the_minimum_header() {
     with_ptxas(|p| {
         assemble(p, &module(&min, "sm_70"), "sm_70", &["-c", "-O0"]);
         assemble(p, &module("8.0", "sm_90"), "sm_90", &["-c"]);
+    });
+}
+
+#[test]
+fn assembles_at_sys_scope() {
+    // Host placement: every `.gpu` qualifier becomes `.sys`, and nothing else changes.
+    let sys = ringbuf::functions_at(Scope::Sys);
+    assert!(!sys.contains(".gpu."), "a .gpu qualifier survived");
+    assert_eq!(
+        sys.matches(".sys.").count(),
+        ringbuf::functions().matches(".gpu.").count()
+    );
+    with_ptxas(|p| {
+        for (version, arch) in [("6.2", "sm_70"), ("7.8", "sm_90")] {
+            assemble(p, &module_at(version, arch, Scope::Sys), arch, &["-c"]);
+        }
     });
 }

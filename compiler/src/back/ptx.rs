@@ -24,8 +24,9 @@
 //!   addresses, which ptxas can keep in registers; every other access is generic and, as
 //!   BPF allows unaligned accesses the GPU would fault on, tests alignment at run time and
 //!   takes a byte-wise path when needed;
-//! - atomics are generic `atom`/`red` at `.gpu` scope (the maps issue adds `.sys` for
-//!   host-pinned memory).
+//! - atomics are generic `atom`/`red` at `.gpu` scope, or `.sys` when a map of the module
+//!   lives in host-pinned memory ([`Options::host`]): the host then reads it while the
+//!   kernel runs, and the device must see the consumer positions the host writes.
 
 use crate::isa::insn::Insn;
 use crate::isa::table::{AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width};
@@ -70,6 +71,25 @@ pub struct Options {
     /// Per map: shard its values into per-SM replicas (arrays only; the verifier proved
     /// the programs only add to them). Missing entries mean "no".
     pub sharded: Vec<bool>,
+    /// Per map: its storage is in host-pinned memory mapped into the GPU (`--map
+    /// NAME=host`), which the host reads, and drains for rings, while the kernel runs.
+    /// When any map the module declares is host-placed, the module's atomics on memory
+    /// (the program's `atom`/`red` and the runtime's map and ring functions) use `.sys`
+    /// scope instead of `.gpu`: per module rather than per map, because a map value
+    /// pointer does not say which map it came from. Missing entries mean "no".
+    pub host: Vec<bool>,
+}
+
+/// The scope of the module's atomics: `.sys` when some map it declares is host-placed.
+pub fn atomic_scope(obj: &Object, opts: &Options) -> bpf2ptx_runtime::Scope {
+    let host = obj.maps.iter().enumerate().any(|(k, m)| {
+        m.origin != MapOrigin::GlobalData && opts.host.get(k).copied().unwrap_or(false)
+    });
+    if host {
+        bpf2ptx_runtime::Scope::Sys
+    } else {
+        bpf2ptx_runtime::Scope::Gpu
+    }
 }
 
 /// Replicas of a sharded array: SM `k` updates replica `k % SHARDS`, so any GPU works (SMs
@@ -97,6 +117,7 @@ impl Default for Options {
             hints: Vec::new(),
             granularity: Granularity::Thread,
             sharded: Vec::new(),
+            host: Vec::new(),
         }
     }
 }
@@ -247,6 +268,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     let mut decls = String::new();
     let mut need = BTreeSet::new();
     let mut needs_62 = false;
+    let scope = atomic_scope(obj, opts);
     for prog in &obj.programs {
         for k in 0..prog.funcs.len().max(1) {
             let name = func_symbol(prog, k);
@@ -258,6 +280,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
                 .position(|p| std::ptr::eq(p, prog))
                 .unwrap_or(0);
             let mut f = FuncWriter::new(obj, prog, k, opts.hints.get(pi));
+            f.sys = scope == bpf2ptx_runtime::Scope::Sys;
             f.lower()?;
             need.extend(f.need.iter().cloned());
             needs_62 |= f.ptx_62;
@@ -383,10 +406,10 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         out.push_str(&runtime_body(n));
     }
     if need.contains("maps") {
-        out.push_str(bpf2ptx_runtime::maps::functions());
+        out.push_str(&bpf2ptx_runtime::maps::functions_at(scope));
     }
     if need.contains("ringbuf") {
-        out.push_str(bpf2ptx_runtime::ringbuf::functions());
+        out.push_str(&bpf2ptx_runtime::ringbuf::functions_at(scope));
     }
     if opts.entry {
         for prog in &obj.programs {
@@ -810,6 +833,8 @@ struct FuncWriter<'a> {
     hints: Option<&'a Hints>,
     /// The instruction being lowered.
     cur: usize,
+    /// Atomics at `.sys` scope (a map of the module is in host memory).
+    sys: bool,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -850,6 +875,7 @@ impl<'a> FuncWriter<'a> {
             ptx_62: false,
             hints,
             cur: 0,
+            sys: false,
         }
     }
 
@@ -1711,7 +1737,12 @@ impl<'a> FuncWriter<'a> {
         } else {
             ""
         };
-        let space = if global { ".global" } else { "" };
+        let space = match (self.sys, global) {
+            (true, true) => ".sys.global",
+            (true, false) => ".sys",
+            (false, true) => ".global",
+            (false, false) => "",
+        };
         let wide = size == Size::DW;
         // Operand registers: 64-bit use the BPF registers, 32-bit their low halves.
         let (v, old) = if wide {
