@@ -30,6 +30,47 @@
  * bpf_perf_event_output(ctx, &map, 0, data, size). */
 #define BPF_MAP_TYPE_GPU_RINGBUF_MAP 1527
 
+/* ---- probe contexts (what r1 points to; read-only) --------------------
+ *
+ * `bpf2ptx inject` attaches a program by its section name:
+ *
+ *   gpu/entry/KERNEL   kprobe/KERNEL      at the kernel's first instruction
+ *   gpu/exit/KERNEL    kretprobe/KERNEL   before every ret and exit
+ *   gpu/mem/KERNEL     kprobe/__memcapture (all kernels)
+ *                                         before every ld/st/atom/red on global,
+ *                                         shared, local or generic memory
+ *
+ * KERNEL is the PTX name (`_Z6vecAddPKfS0_Pfi`), the C++ name it mangles
+ * (`vecAdd`), or `*` for every kernel. `gpu/entry.warp/...`,
+ * `gpu/exit.block/...` (suffix .thread, .warp or .block on the attach point)
+ * choose the granularity; otherwise `--granularity` (default: thread) does.
+ */
+
+/* Entry and exit probes. */
+struct bpf2ptx_kernel_ctx {
+	__u32 kernel;	/* index of the kernel among the input's .entry functions */
+	__u32 site;	/* 1-based line of the attach point in the input PTX */
+};
+
+/* Memory-access probes: the access the instrumented instruction makes. */
+struct bpf2ptx_mem_ctx {
+	__u64 addr;	/* address as the instruction computes it, in its space */
+	__u32 size;	/* bytes accessed: vector width x element size */
+	__u32 flags;	/* BPF2PTX_MEM_* bits | space << BPF2PTX_MEM_SPACE_SHIFT */
+	__u32 kernel;	/* as in bpf2ptx_kernel_ctx */
+	__u32 site;	/* 1-based line of the instruction in the input PTX */
+};
+
+#define BPF2PTX_MEM_LOAD	1	/* reads memory (ld, atom) */
+#define BPF2PTX_MEM_STORE	2	/* writes memory (st, atom, red) */
+#define BPF2PTX_MEM_ATOMIC	4	/* atom or red */
+#define BPF2PTX_MEM_SPACE_SHIFT	8
+#define BPF2PTX_MEM_SPACE(flags)	(((flags) >> 8) & 0xff)
+#define BPF2PTX_SPACE_GENERIC	0
+#define BPF2PTX_SPACE_GLOBAL	1
+#define BPF2PTX_SPACE_SHARED	2
+#define BPF2PTX_SPACE_LOCAL	3
+
 /* ---- helpers ---------------------------------------------------------- */
 
 /*

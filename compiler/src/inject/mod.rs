@@ -1,5 +1,5 @@
-//! PTX injection: reading a CUDA kernel's PTX, and (in later stages) merging probe calls
-//! into it.
+//! PTX injection: reading a CUDA kernel's PTX and merging calls to verified probes into
+//! it at their attach points ([`attach`]: entry, exit, memory accesses; [`weave`]).
 //!
 //! ```text
 //!  app.ptx (nvcc / clang output)
@@ -16,4 +16,6 @@
 //! brace block the pattern did not foresee; the model here is why the injector never has
 //! to guess what a line means.
 
+pub mod attach;
 pub mod ptx;
+pub mod weave;

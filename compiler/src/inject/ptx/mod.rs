@@ -409,18 +409,15 @@ impl Module {
     pub fn write(&self) -> String {
         let mut s = String::new();
         for item in &self.items {
-            push_tokens(&mut s, &item.tokens);
-            if let ItemKind::Function(f) = &item.kind {
-                for st in &f.body {
-                    push_tokens(&mut s, &st.tokens);
-                }
-                if let Some(c) = &f.close {
-                    push_tokens(&mut s, std::slice::from_ref(c));
-                }
-            }
+            item.write_to(&mut s);
         }
         s.push_str(&self.trailing);
         s
+    }
+
+    /// The trivia (white space, comments) after the last item.
+    pub fn trailing(&self) -> &str {
+        &self.trailing
     }
 
     /// The top-level items in order.
@@ -490,6 +487,25 @@ impl Item {
     /// 1-based line where the item starts.
     pub fn line(&self) -> u32 {
         self.tokens.first().map_or(0, |t| t.line)
+    }
+
+    /// The white space and comments before the item's first token.
+    pub fn leading_trivia(&self) -> &str {
+        self.tokens.first().map_or("", |t| t.trivia.as_str())
+    }
+
+    /// Appends the item's text, leading trivia included (for a function: header, body
+    /// with every edit, closing brace), exactly as [`Module::write`] does.
+    pub fn write_to(&self, s: &mut String) {
+        push_tokens(s, &self.tokens);
+        if let ItemKind::Function(f) = &self.kind {
+            for st in &f.body {
+                push_tokens(s, &st.tokens);
+            }
+            if let Some(c) = &f.close {
+                push_tokens(s, std::slice::from_ref(c));
+            }
+        }
     }
 }
 

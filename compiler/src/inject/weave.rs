@@ -1,0 +1,612 @@
+//! Weaving: calls to probe functions inserted into an application's kernels at their
+//! attach points, and the probe code merged into (or declared in) the module.
+//!
+//! Each attach site becomes one nested block inserted before the site's statement:
+//!
+//! ```text
+//! {
+//! .reg .b64 %bpf2ptx_d<2>; .reg .b32 %bpf2ptx_w<3>; .reg .pred %bpf2ptx_p;
+//! @!%p1 bra $L__bpf2ptx_7;             // the instruction's own guard, when it has one
+//! <granularity test>                   // warp: lowest lane of activemask; block: tid 0
+//! <fill the kernel's .local context>   // st.local into bpf2ptx_ctx
+//! { .param ...; call (bpf2ptx_ret), <probe>, (ctx, 0, 0, 0, 0); }   // each probe
+//! $L__bpf2ptx_7:
+//! }
+//! ```
+//!
+//! The block's registers are its own (PTX scoping), so the kernel's registers, predicates
+//! and results are never touched; the only state the block shares with the kernel is the
+//! 24-byte `.local` context declared once at the top of each instrumented kernel.
+
+use super::attach::{
+    Attach, Point, MEM_ATOMIC, MEM_CTX_SIZE, MEM_LOAD, MEM_SPACE_SHIFT, MEM_STORE,
+};
+use super::ptx::{
+    self, AccessKind, EditError, FunctionKind, Guard, Instruction, ItemKind, Module,
+    Operand, ParseError, Space, StatementKind,
+};
+use crate::back::ptx::Granularity;
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+
+/// A probe to weave: the PTX function of one program and where it attaches.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The program's PTX function (`.func (.param .b64) NAME(5 x .param .b64)`).
+    pub symbol: String,
+    /// Its attach point.
+    pub attach: Attach,
+    /// Whether running it can be observed (see [`super::attach::has_effects`]); a probe
+    /// without effects is not called.
+    pub effects: bool,
+}
+
+/// Where the probes' code comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Linkage<'a> {
+    /// The probe module's PTX (what `bpf2ptx FILE -o` writes), merged into the output.
+    Merge(&'a str),
+    /// The output declares each probe `.extern .func`; the probe module is linked with
+    /// it later (cuLink, nvlink -rdc).
+    Extern,
+}
+
+/// One attach site that got calls.
+#[derive(Debug, Clone, Serialize)]
+pub struct Site {
+    /// The `site` value the probe sees: the 1-based line of the site in the input PTX.
+    pub site: u32,
+    /// The attach point.
+    pub point: Point,
+    /// The kernel's PTX name.
+    pub kernel: String,
+    /// The `kernel` value the probe sees: the kernel's index among the input's kernels.
+    pub kernel_index: u32,
+    /// The probe functions called, in order.
+    pub probes: Vec<String>,
+    /// The instruction at the site (entry: the kernel's first statement).
+    pub instruction: String,
+    /// `file:line` of the last `.loc` before the site, when the PTX has line info.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The result of [`weave`].
+#[derive(Debug, Clone)]
+pub struct Woven {
+    /// The output PTX. Byte-identical to the input when no probe matched.
+    pub text: String,
+    /// Every site that got calls.
+    pub sites: Vec<Site>,
+    /// Probes that matched a kernel but have no effects, so were not called.
+    pub elided: Vec<String>,
+}
+
+/// Why weaving failed; nothing is written.
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    /// The application PTX does not parse.
+    #[error("application PTX: {0}")]
+    Parse(#[from] ParseError),
+    /// The probe PTX does not parse (a bug: it is the compiler's own output).
+    #[error("probe PTX: {0}")]
+    ProbeParse(ParseError),
+    /// Probes are 64-bit code.
+    #[error("application PTX has .address_size {0}; probes need 64")]
+    AddressSize(u32),
+    /// A memory access whose address register is not declared in the kernel.
+    #[error("kernel `{kernel}`, line {line}: address register `{register}` has no 32- or 64-bit declaration in the kernel")]
+    Register {
+        /// The kernel.
+        kernel: String,
+        /// The line of the access.
+        line: u32,
+        /// The register.
+        register: String,
+    },
+    /// A memory access whose address operand the injector does not understand.
+    #[error("kernel `{kernel}`, line {line}: address operand `{operand}` is not [reg+imm], [symbol+imm] or [imm]")]
+    Address {
+        /// The kernel.
+        kernel: String,
+        /// The line of the access.
+        line: u32,
+        /// The operand as written.
+        operand: String,
+    },
+    /// The probe module and the application define the same symbol.
+    #[error("symbol `{0}` is defined by both the application and the probes")]
+    Clash(String),
+    /// An edit was refused (a bug).
+    #[error(transparent)]
+    Edit(#[from] EditError),
+}
+
+/// Inserts calls to `probes` into the kernels of `app` they attach to; `granularity` is
+/// the default for probes whose section does not name one. When no probe (with effects)
+/// matches a kernel, the output is `app` unchanged.
+pub fn weave(
+    app: &str,
+    probes: &[Probe],
+    linkage: Linkage<'_>,
+    granularity: Granularity,
+) -> Result<Woven, InjectError> {
+    let mut module = ptx::parse(app)?;
+    let size = module.address_size().unwrap_or(32);
+    let kernels: Vec<String> = module
+        .functions()
+        .filter(|f| f.kind() == FunctionKind::Entry && f.has_body())
+        .map(|f| f.name().to_string())
+        .collect();
+    let mut elided = BTreeSet::new();
+    let mut plans = Vec::new();
+    for (k, name) in kernels.iter().enumerate() {
+        let mut by_point: Vec<(Point, Vec<(&Probe, Granularity)>)> = Vec::new();
+        for point in [Point::Entry, Point::Exit, Point::Mem] {
+            let mut list = Vec::new();
+            for p in probes.iter().filter(|p| p.attach.point == point) {
+                if !p.attach.matches(name) {
+                    continue;
+                }
+                if p.effects {
+                    list.push((p, p.attach.granularity.unwrap_or(granularity)));
+                } else {
+                    elided.insert(p.symbol.clone());
+                }
+            }
+            if !list.is_empty() {
+                by_point.push((point, list));
+            }
+        }
+        if !by_point.is_empty() {
+            plans.push((k, name.clone(), by_point));
+        }
+    }
+    if plans.is_empty() {
+        return Ok(Woven {
+            text: app.to_string(),
+            sites: Vec::new(),
+            elided: elided.into_iter().collect(),
+        });
+    }
+    if size != 64 {
+        return Err(InjectError::AddressSize(size));
+    }
+    let files = file_table(&module);
+    let mut sites = Vec::new();
+    let mut label = 0usize;
+    let mut uses_activemask = false;
+    let mut called = BTreeSet::new();
+    for (k, name, by_point) in &plans {
+        let f = module
+            .functions_mut()
+            .find(|f| f.kind() == FunctionKind::Entry && f.has_body() && f.name() == name)
+            .expect("kernel listed above");
+        let regs = register_widths(f.body());
+        let mut edits: Vec<(usize, String)> = Vec::new();
+        for (point, list) in by_point {
+            for (p, g) in list {
+                uses_activemask |= *g == Granularity::Warp;
+                called.insert(p.symbol.clone());
+            }
+            for at in attach_sites(f.body(), *point) {
+                let st = f.body().get(at);
+                let insn = st.and_then(|s| s.as_instruction());
+                let line = match (point, st) {
+                    (Point::Entry, _) | (_, None) => f.line(),
+                    (_, Some(s)) => s.line(),
+                };
+                let fill = match point {
+                    Point::Entry | Point::Exit => kernel_ctx(*k as u32, line),
+                    Point::Mem => {
+                        let i = insn.expect("memory sites are instructions");
+                        mem_ctx(i, &regs, name, *k as u32, line)?
+                    }
+                };
+                // Probes of one site may differ in granularity: one call block each.
+                let mut text = String::new();
+                for (p, g) in list {
+                    label += 1;
+                    let guard = if *point == Point::Entry { None } else { insn.and_then(|i| i.guard.as_ref()) };
+                    text.push_str(&site_block(label, guard, *g, &fill, &p.symbol));
+                }
+                sites.push(Site {
+                    site: line,
+                    point: *point,
+                    kernel: name.clone(),
+                    kernel_index: *k as u32,
+                    probes: list.iter().map(|(p, _)| p.symbol.clone()).collect(),
+                    instruction: st.map_or_else(String::new, |s| s.text()),
+                    source: source_of(f.body(), at, &files),
+                });
+                edits.push((at, text));
+            }
+        }
+        edits.push((0, format!(".local .align 8 .b8 bpf2ptx_ctx[{MEM_CTX_SIZE}];\n")));
+        // Later positions first, so earlier indices stay valid; at one position the
+        // declaration goes in last, above the rest.
+        edits.sort_by(|a, b| b.0.cmp(&a.0));
+        for (at, text) in edits {
+            f.insert_before(at, &text)?;
+        }
+    }
+    let (probe_text, probe_version, probe_target) = match linkage {
+        Linkage::Merge(text) => merged_probes(&module, text)?,
+        Linkage::Extern => (extern_decls(&called), None, None),
+    };
+    let mut version = module.version().and_then(parse_version).unwrap_or((1, 0));
+    if let Some(v) = probe_version {
+        version = version.max(v);
+    }
+    if uses_activemask {
+        version = version.max((6, 2));
+    }
+    let text = write_merged(&module, &probe_text, version, probe_target.as_deref());
+    sites.sort_by_key(|s| (s.kernel_index, s.site));
+    Ok(Woven {
+        text,
+        sites,
+        elided: elided.into_iter().collect(),
+    })
+}
+
+/// Statement indices before which a point's calls go.
+fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
+    match point {
+        // Before the first label or instruction, so a loop back to the kernel's first
+        // label does not run the entry probe again.
+        Point::Entry => vec![body
+            .iter()
+            .position(|s| {
+                matches!(
+                    s.kind(),
+                    StatementKind::Instruction(_) | StatementKind::Label(_) | StatementKind::BlockOpen
+                )
+            })
+            .unwrap_or(body.len())],
+        Point::Exit => {
+            let mut v: Vec<usize> = body
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.as_instruction()
+                        .is_some_and(|i| matches!(i.opcode.base.as_str(), "ret" | "exit"))
+                })
+                .map(|(k, _)| k)
+                .collect();
+            // A kernel may also end by running off its closing brace.
+            let last = body.iter().rev().find_map(|s| s.as_instruction());
+            let ends = last.is_some_and(|i| {
+                i.guard.is_none() && matches!(i.opcode.base.as_str(), "ret" | "exit" | "bra" | "trap")
+            });
+            if !ends {
+                v.push(body.len());
+            }
+            v
+        }
+        Point::Mem => body
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.as_instruction()
+                    .and_then(Instruction::memory_access)
+                    .is_some_and(|m| !matches!(m.space, Space::Const | Space::Param))
+            })
+            .map(|(k, _)| k)
+            .collect(),
+    }
+}
+
+/// The context of an entry or exit site: `{ u32 kernel; u32 site; }`, one constant.
+fn kernel_ctx(kernel: u32, site: u32) -> String {
+    let word = u64::from(kernel) | u64::from(site) << 32;
+    format!("mov.u64 %bpf2ptx_d1, {word};\nst.local.u64 [bpf2ptx_ctx], %bpf2ptx_d1;\n")
+}
+
+/// The context of a memory site: the address the instruction computes, then the
+/// constants `size | flags << 32` and `kernel | site << 32`.
+fn mem_ctx(
+    insn: &Instruction,
+    regs: &HashMap<String, u32>,
+    kernel: &str,
+    kernel_index: u32,
+    site: u32,
+) -> Result<String, InjectError> {
+    let m = insn.memory_access().expect("a memory site");
+    let operand = insn.operands.get(m.address);
+    let mut s = String::new();
+    match operand {
+        Some(Operand::Address { base, offset }) => {
+            if base.starts_with('%') {
+                let bits = width(regs, base).ok_or_else(|| InjectError::Register {
+                    kernel: kernel.into(),
+                    line: site,
+                    register: base.clone(),
+                })?;
+                if bits == 64 {
+                    s.push_str(&format!("mov.b64 %bpf2ptx_d1, {base};\n"));
+                } else {
+                    s.push_str(&format!("cvt.u64.u32 %bpf2ptx_d1, {base};\n"));
+                }
+            } else {
+                s.push_str(&format!("mov.u64 %bpf2ptx_d1, {base};\n"));
+            }
+            if *offset != 0 {
+                s.push_str(&format!("add.s64 %bpf2ptx_d1, %bpf2ptx_d1, {offset};\n"));
+            }
+        }
+        other => {
+            let text = match other {
+                Some(Operand::Other(t)) => t.trim(),
+                _ => "",
+            };
+            let imm = text
+                .strip_prefix('[')
+                .and_then(|t| t.strip_suffix(']'))
+                .and_then(|t| parse_int(t.trim()));
+            match imm {
+                Some(v) => s.push_str(&format!("mov.u64 %bpf2ptx_d1, {v};\n")),
+                None => {
+                    return Err(InjectError::Address {
+                        kernel: kernel.into(),
+                        line: site,
+                        operand: text.to_string(),
+                    })
+                }
+            }
+        }
+    }
+    let flags = match m.kind {
+        AccessKind::Load => MEM_LOAD,
+        AccessKind::Store => MEM_STORE,
+        AccessKind::Atomic => MEM_LOAD | MEM_STORE | MEM_ATOMIC,
+        AccessKind::Reduction => MEM_STORE | MEM_ATOMIC,
+    };
+    let space: u32 = match m.space {
+        Space::Generic => 0,
+        Space::Global => 1,
+        Space::Shared => 2,
+        Space::Local => 3,
+        Space::SharedCluster => 4,
+        Space::Const | Space::Param => unreachable!("not attach sites"),
+    };
+    let size = access_size(&insn.opcode.modifiers) * u32::from(m.vector.unwrap_or(1));
+    let w1 = u64::from(size) | u64::from(flags | space << MEM_SPACE_SHIFT) << 32;
+    let w2 = u64::from(kernel_index) | u64::from(site) << 32;
+    s.push_str(&format!(
+        "st.local.u64 [bpf2ptx_ctx], %bpf2ptx_d1;\n\
+         mov.u64 %bpf2ptx_d1, {w1};\nst.local.u64 [bpf2ptx_ctx+8], %bpf2ptx_d1;\n\
+         mov.u64 %bpf2ptx_d1, {w2};\nst.local.u64 [bpf2ptx_ctx+16], %bpf2ptx_d1;\n"
+    ));
+    Ok(s)
+}
+
+fn parse_int(t: &str) -> Option<u64> {
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// Bytes of one element of a memory instruction's type modifier (`.f32` 4, `.v4` is
+/// applied by the caller); 0 when it names none.
+fn access_size(modifiers: &[String]) -> u32 {
+    modifiers
+        .iter()
+        .rev()
+        .find_map(|m| {
+            Some(match m.as_str() {
+                "b8" | "u8" | "s8" | "e4m3" | "e5m2" => 1,
+                "b16" | "u16" | "s16" | "f16" | "bf16" | "e4m3x2" | "e5m2x2" => 2,
+                "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" | "tf32" => 4,
+                "b64" | "u64" | "s64" | "f64" => 8,
+                "b128" => 16,
+                _ => return None,
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// Bit widths of the kernel's `.reg` declarations, by register name or by the prefix of
+/// a parameterised declaration (`%rd` of `%rd<12>`).
+fn register_widths(body: &[ptx::Statement]) -> HashMap<String, u32> {
+    let mut out = HashMap::new();
+    for s in body {
+        let StatementKind::Declaration(d) = s.kind() else {
+            continue;
+        };
+        if d.space != ".reg" {
+            continue;
+        }
+        let bits = d.attributes.iter().find_map(|a| match a.as_str() {
+            ".b64" | ".u64" | ".s64" => Some(64),
+            ".b32" | ".u32" | ".s32" => Some(32),
+            _ => None,
+        });
+        if let Some(bits) = bits {
+            for v in &d.vars {
+                out.insert(v.name.clone(), bits);
+            }
+        }
+    }
+    out
+}
+
+fn width(regs: &HashMap<String, u32>, reg: &str) -> Option<u32> {
+    regs.get(reg)
+        .or_else(|| regs.get(reg.trim_end_matches(|c: char| c.is_ascii_digit())))
+        .copied()
+}
+
+/// One site's block for one probe.
+fn site_block(n: usize, guard: Option<&Guard>, g: Granularity, fill: &str, probe: &str) -> String {
+    let skip = format!("$L__bpf2ptx_{n}");
+    let mut s = String::from(
+        "{\n.reg .b64 %bpf2ptx_d<2>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
+    );
+    if let Some(gd) = guard {
+        let neg = if gd.negated { "" } else { "!" };
+        s.push_str(&format!("@{neg}{} bra {skip};\n", gd.register));
+    }
+    match g {
+        Granularity::Thread => {}
+        Granularity::Warp => s.push_str(&format!(
+            "activemask.b32 %bpf2ptx_w0;\nneg.s32 %bpf2ptx_w1, %bpf2ptx_w0;\n\
+             and.b32 %bpf2ptx_w1, %bpf2ptx_w1, %bpf2ptx_w0;\nmov.u32 %bpf2ptx_w2, %lanemask_eq;\n\
+             setp.ne.u32 %bpf2ptx_p, %bpf2ptx_w1, %bpf2ptx_w2;\n@%bpf2ptx_p bra {skip};\n"
+        )),
+        Granularity::Block => s.push_str(&format!(
+            "mov.u32 %bpf2ptx_w0, %tid.x;\nmov.u32 %bpf2ptx_w1, %tid.y;\n\
+             or.b32 %bpf2ptx_w0, %bpf2ptx_w0, %bpf2ptx_w1;\nmov.u32 %bpf2ptx_w1, %tid.z;\n\
+             or.b32 %bpf2ptx_w0, %bpf2ptx_w0, %bpf2ptx_w1;\n\
+             setp.ne.u32 %bpf2ptx_p, %bpf2ptx_w0, 0;\n@%bpf2ptx_p bra {skip};\n"
+        )),
+    }
+    s.push_str(fill);
+    s.push_str(&format!(
+        "mov.u64 %bpf2ptx_d0, bpf2ptx_ctx;\ncvta.local.u64 %bpf2ptx_d0, %bpf2ptx_d0;\n\
+         mov.u64 %bpf2ptx_d1, 0;\n\
+         {{\n.param .b64 bpf2ptx_a1;\n.param .b64 bpf2ptx_a2;\n.param .b64 bpf2ptx_a3;\n\
+         .param .b64 bpf2ptx_a4;\n.param .b64 bpf2ptx_a5;\n.param .b64 bpf2ptx_ret;\n\
+         st.param.b64 [bpf2ptx_a1], %bpf2ptx_d0;\nst.param.b64 [bpf2ptx_a2], %bpf2ptx_d1;\n\
+         st.param.b64 [bpf2ptx_a3], %bpf2ptx_d1;\nst.param.b64 [bpf2ptx_a4], %bpf2ptx_d1;\n\
+         st.param.b64 [bpf2ptx_a5], %bpf2ptx_d1;\n\
+         call (bpf2ptx_ret), {probe}, (bpf2ptx_a1, bpf2ptx_a2, bpf2ptx_a3, bpf2ptx_a4, bpf2ptx_a5);\n\
+         }}\n{skip}:\n}}\n"
+    ));
+    s
+}
+
+/// `.file` numbers to paths.
+fn file_table(m: &Module) -> HashMap<String, String> {
+    m.items()
+        .iter()
+        .filter_map(|i| match i.kind() {
+            ItemKind::Directive(d) if d.name == ".file" => {
+                let n = d.args.first()?.clone();
+                let path = d.args.get(1)?.trim_matches('"').to_string();
+                Some((n, path))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `file:line` of the last `.loc` at or before statement `at`.
+fn source_of(body: &[ptx::Statement], at: usize, files: &HashMap<String, String>) -> Option<String> {
+    body.get(..at.min(body.len()))?
+        .iter()
+        .rev()
+        .find_map(|s| match s.kind() {
+            StatementKind::Directive(d) if d.name == ".loc" => {
+                let file = files.get(d.args.first()?)?;
+                Some(format!("{file}:{}", d.args.get(1)?))
+            }
+            _ => None,
+        })
+}
+
+type Version = (u32, u32);
+
+fn parse_version(v: &str) -> Option<Version> {
+    let (a, b) = v.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn sm_number(t: &str) -> Option<u32> {
+    let digits: String = t.strip_prefix("sm_")?.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The probe module without its header, its `.version`, and its `.target`; refuses a
+/// symbol both modules define.
+fn merged_probes(
+    app: &Module,
+    probe_ptx: &str,
+) -> Result<(String, Option<Version>, Option<String>), InjectError> {
+    let probes = ptx::parse(probe_ptx).map_err(InjectError::ProbeParse)?;
+    let defined = |m: &Module| -> BTreeSet<String> {
+        m.items()
+            .iter()
+            .flat_map(|i| match i.kind() {
+                ItemKind::Function(f) => vec![f.name().to_string()],
+                ItemKind::Declaration(d) => d.vars.iter().map(|v| v.name.clone()).collect(),
+                ItemKind::Directive(_) => Vec::new(),
+            })
+            .collect()
+    };
+    if let Some(name) = defined(app).intersection(&defined(&probes)).next() {
+        return Err(InjectError::Clash(name.clone()));
+    }
+    let mut text = String::from("\n// ---- bpf2ptx probes ----");
+    for item in probes.items() {
+        if matches!(item.kind(), ItemKind::Directive(d) if is_header(&d.name)) {
+            continue;
+        }
+        item.write_to(&mut text);
+    }
+    text.push_str("\n// ---- end of bpf2ptx probes ----\n");
+    let version = probes.version().and_then(parse_version);
+    let target = probes.target().and_then(|t| t.first()).cloned();
+    Ok((text, version, target))
+}
+
+fn is_header(name: &str) -> bool {
+    matches!(name, ".version" | ".target" | ".address_size")
+}
+
+fn extern_decls(called: &BTreeSet<String>) -> String {
+    let mut s = String::from("\n// ---- bpf2ptx probes, linked separately ----\n");
+    for p in called {
+        s.push_str(&format!(
+            ".extern .func (.param .b64 bpf_ret) {p}(.param .b64 bpf_a1, .param .b64 bpf_a2, \
+             .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5);\n"
+        ));
+    }
+    s
+}
+
+/// The module with `.version` and `.target` raised to what the probes need and the probe
+/// text after the header.
+fn write_merged(m: &Module, probe_text: &str, version: Version, probe_target: Option<&str>) -> String {
+    let header_end = m
+        .items()
+        .iter()
+        .rposition(|i| matches!(i.kind(), ItemKind::Directive(d) if is_header(&d.name)));
+    let mut out = String::new();
+    for (k, item) in m.items().iter().enumerate() {
+        match item.kind() {
+            ItemKind::Directive(d) if d.name == ".version" => {
+                let old = d.args.first().and_then(|v| parse_version(v));
+                if old == Some(version) {
+                    item.write_to(&mut out);
+                } else {
+                    out.push_str(item.leading_trivia());
+                    out.push_str(&format!(".version {}.{}", version.0, version.1));
+                }
+            }
+            ItemKind::Directive(d) if d.name == ".target" => {
+                let app_sm = d.args.first().and_then(|t| sm_number(t));
+                let raise = probe_target.filter(|p| sm_number(p) > app_sm);
+                match raise {
+                    None => item.write_to(&mut out),
+                    Some(p) => {
+                        out.push_str(item.leading_trivia());
+                        let mut args = vec![p.to_string()];
+                        args.extend(d.args.iter().skip(1).cloned());
+                        out.push_str(&format!(".target {}", args.join(", ")));
+                    }
+                }
+            }
+            _ => item.write_to(&mut out),
+        }
+        if Some(k) == header_end {
+            out.push_str(probe_text);
+        }
+    }
+    if header_end.is_none() {
+        out.insert_str(0, probe_text);
+    }
+    out.push_str(m.trailing());
+    out
+}
