@@ -17,5 +17,6 @@
 //! to guess what a line means.
 
 pub mod attach;
+pub mod fatbin;
 pub mod ptx;
 pub mod weave;
