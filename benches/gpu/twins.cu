@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// Hand-written CUDA C++ twins of the example probes (examples/probes/*.bpf.c):
+// the floor that bpf2ptx-injected probes are measured against in
+// benches/gpu/overhead.py. The two applications are the same source as
+// examples/apps/{vecadd,matmul}.cu with a probe policy P spliced in at kernel
+// entry, kernel exit and at every memory access the source makes:
+//
+//   P::entry(m0, m1)             kernel entry
+//   P::leave(m0, m1)             kernel exit
+//   P::mem(m0, space, kind, sz)  before each load / store
+//
+// m0 / m1 are the probe's maps (u64 arrays the host allocates). "Naive" twins
+// add to one address with atomicAdd; "sharded" twins use the layout bpf2ptx
+// gives arrays that are only added to (specs/abi.md): 256 replicas, SM s
+// updates replica s % 256, the host sums them. Each exported kernel is
+// extern "C": <app>_<probe>, e.g. vecadd_thread_sharded.
+//
+//     nvcc -cubin -arch=sm_90 -O3 twins.cu -o twins.cubin
+#include <cstdint>
+
+typedef unsigned long long u64;
+
+#define SHARDS 256u
+
+__device__ __forceinline__ unsigned smid()
+{
+	unsigned s;
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+	return s;
+}
+
+__device__ __forceinline__ unsigned laneid()
+{
+	unsigned l;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+	return l;
+}
+
+__device__ __forceinline__ u64 globaltimer()
+{
+	u64 t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+// bpf2ptx's warp leader: the lowest active lane.
+__device__ __forceinline__ bool warp_leader()
+{
+	unsigned m = __activemask();
+	return laneid() == (unsigned)(__ffs(m) - 1);
+}
+
+__device__ __forceinline__ u64 global_tid()
+{
+	u64 blk = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+	u64 thr = ((u64)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+	return blk * ((u64)blockDim.x * blockDim.y * blockDim.z) + thr;
+}
+
+__device__ __forceinline__ unsigned log2u(u64 v)
+{
+	return v ? 63 - __clzll(v) : 0;
+}
+
+enum { SP_GLOBAL = 1, SP_SHARED = 2 };
+enum { K_LOAD = 1, K_STORE = 2 };
+
+struct None {
+	static __device__ __forceinline__ void entry(u64 *, u64 *) {}
+	static __device__ __forceinline__ void leave(u64 *, u64 *) {}
+	static __device__ __forceinline__ void mem(u64 *, int, int, int) {}
+};
+
+// empty entry probe
+struct Empty : None {};
+
+template <bool SHARD, bool WARP> struct Counter : None {
+	static __device__ __forceinline__ void entry(u64 *m0, u64 *)
+	{
+		if (WARP && !warp_leader())
+			return;
+		atomicAdd(&m0[SHARD ? smid() % SHARDS : 0], 1ull);
+	}
+};
+
+// per-warp time histogram: m0 = start time per global warp, m1 = 64 buckets
+template <bool SHARD> struct WarpTime : None {
+	static __device__ __forceinline__ void entry(u64 *m0, u64 *)
+	{
+		if (!warp_leader())
+			return;
+		m0[global_tid() >> 5] = globaltimer();
+	}
+	static __device__ __forceinline__ void leave(u64 *m0, u64 *m1)
+	{
+		if (!warp_leader())
+			return;
+		u64 now = globaltimer();
+		unsigned b = log2u(now - m0[global_tid() >> 5]);
+		atomicAdd(&m1[(SHARD ? (smid() % SHARDS) * 64 : 0) + b], 1ull);
+	}
+};
+
+// memory-access histogram: key = space << 5 | kind << 3 | log2(size), 128 slots
+template <bool SHARD> struct MemHist : None {
+	static __device__ __forceinline__ void mem(u64 *m0, int space, int kind, int size)
+	{
+		unsigned key = space << 5 | kind << 3 | log2u(size);
+		atomicAdd(&m0[(SHARD ? (smid() % SHARDS) * 128 : 0) + key], 1ull);
+	}
+};
+
+template <class P>
+__device__ __forceinline__ void vecadd_body(const float *a, const float *b, float *c, int n, u64 *m0, u64 *m1)
+{
+	P::entry(m0, m1);
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) {
+		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
+		float x = a[i];
+		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
+		float y = b[i];
+		P::mem(m0, SP_GLOBAL, K_STORE, 4);
+		c[i] = x + y;
+	}
+	P::leave(m0, m1);
+}
+
+#define TILE 16
+
+template <class P>
+__device__ __forceinline__ void matmul_body(const float *A, const float *B, float *C, int n, u64 *m0, u64 *m1)
+{
+	__shared__ float As[TILE][TILE];
+	__shared__ float Bs[TILE][TILE];
+	P::entry(m0, m1);
+	int tx = threadIdx.x, ty = threadIdx.y;
+	int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+	float acc = 0.0f;
+
+	for (int t = 0; t < n; t += TILE) {
+		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
+		P::mem(m0, SP_SHARED, K_STORE, 4);
+		As[ty][tx] = A[row * n + t + tx];
+		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
+		P::mem(m0, SP_SHARED, K_STORE, 4);
+		Bs[ty][tx] = B[(t + ty) * n + col];
+		__syncthreads();
+#pragma unroll
+		for (int k = 0; k < TILE; k++) {
+			P::mem(m0, SP_SHARED, K_LOAD, 4);
+			P::mem(m0, SP_SHARED, K_LOAD, 4);
+			acc += As[ty][k] * Bs[k][tx];
+		}
+		__syncthreads();
+	}
+	P::mem(m0, SP_GLOBAL, K_STORE, 4);
+	C[row * n + col] = acc;
+	P::leave(m0, m1);
+}
+
+#define TWIN(name, P)                                                                              \
+	extern "C" __global__ void vecadd_##name(const float *a, const float *b, float *c, int n,  \
+						 u64 *m0, u64 *m1)                                 \
+	{                                                                                          \
+		vecadd_body<P>(a, b, c, n, m0, m1);                                                \
+	}                                                                                          \
+	extern "C" __global__ void matmul_##name(const float *A, const float *B, float *C, int n,  \
+						 u64 *m0, u64 *m1)                                 \
+	{                                                                                          \
+		matmul_body<P>(A, B, C, n, m0, m1);                                                \
+	}
+
+typedef Counter<false, true> WarpNaive;
+typedef Counter<true, true> WarpSharded;
+typedef Counter<false, false> ThreadNaive;
+typedef Counter<true, false> ThreadSharded;
+typedef WarpTime<false> WarpTimeNaive;
+typedef WarpTime<true> WarpTimeSharded;
+typedef MemHist<false> MemHistNaive;
+typedef MemHist<true> MemHistSharded;
+
+TWIN(native, None)
+TWIN(empty, Empty)
+TWIN(warp_naive, WarpNaive)
+TWIN(warp_sharded, WarpSharded)
+TWIN(thread_naive, ThreadNaive)
+TWIN(thread_sharded, ThreadSharded)
+TWIN(warptime_naive, WarpTimeNaive)
+TWIN(warptime_sharded, WarpTimeSharded)
+TWIN(memhist_naive, MemHistNaive)
+TWIN(memhist_sharded, MemHistSharded)

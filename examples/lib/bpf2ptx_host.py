@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""Host side of bpf2ptx maps for CuPy programs (specs/abi.md, "Maps").
+
+A module made by `bpf2ptx inject` (or `bpf2ptx PROBES.bpf.o -o probes.ptx`)
+holds, for every map NAME, a 64-byte descriptor `bpf2ptx_map_NAME` (8 u64
+words) and, for arrays and hash maps, its storage `bpf2ptx_mapdata_NAME`.
+Global data sections (.bss, .data, .rodata) are plain arrays named
+`bpf2ptx_map_<section>`.
+
+    mod = cupy.RawModule(path="vecadd.inj.ptx")
+    m = Maps(mod)
+    m.zero("thread_count")
+    ...launch...
+    print(m.array("thread_count"))   # numpy u64 [max_entries, stride/8], replicas summed
+"""
+import numpy as np
+import cupy
+
+ARRAY_TYPES = (2, 6, 1503)   # array, percpu array, GPU array
+PERTHREAD = 1502
+
+
+class MapInfo:
+    def __init__(self, words):
+        w = [int(x) for x in words]
+        self.words = w
+        self.type = w[0] & 0xFFFFFFFF
+        self.flags = w[0] >> 32
+        self.key_size = w[1] & 0xFFFFFFFF
+        self.value_size = w[1] >> 32
+        self.max_entries = w[2] & 0xFFFFFFFF
+        self.stride = w[2] >> 32
+        self.data = w[3]
+        self.aux = w[4]
+
+    @property
+    def replicas(self):
+        """Copies of the array the host must sum (sharded arrays: aux, else 1)."""
+        if self.type in ARRAY_TYPES and self.aux > 1:
+            return self.aux
+        return 1
+
+    def __repr__(self):
+        return (f"MapInfo(type={self.type}, key={self.key_size}, value={self.value_size}, "
+                f"max_entries={self.max_entries}, stride={self.stride}, aux={self.aux})")
+
+
+class Maps:
+    """The maps of one loaded module (cupy.RawModule)."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def _global(self, sym):
+        return self.module.get_global(sym)
+
+    def desc_ptr(self, name):
+        return self._global("bpf2ptx_map_" + name)
+
+    def info(self, name):
+        p = self.desc_ptr(name)
+        words = cupy.ndarray((8,), dtype=cupy.uint64, memptr=p).get()
+        return MapInfo(words)
+
+    def set_word(self, name, index, value):
+        """Write descriptor word `index` (e.g. 3 = data pointer, 4 = aux)."""
+        p = self.desc_ptr(name)
+        d = cupy.ndarray((8,), dtype=cupy.uint64, memptr=p)
+        d[index] = np.uint64(value)
+
+    def storage(self, name):
+        """The module's own storage of map NAME as a cupy u64 array."""
+        p = self._global("bpf2ptx_mapdata_" + name)
+        return cupy.ndarray((p.mem.size // 8,), dtype=cupy.uint64, memptr=p)
+
+    def zero(self, name):
+        self.storage(name).fill(0)
+
+    def array(self, name):
+        """An array map's values as numpy u64 [max_entries, stride/8], replicas summed."""
+        i = self.info(name)
+        if i.type not in ARRAY_TYPES:
+            raise ValueError(f"map {name}: type {i.type} is not an array")
+        s = self.storage(name).get()
+        per = i.max_entries * i.stride // 8
+        r = i.replicas
+        if s.size < per * r:
+            raise ValueError(f"map {name}: storage {s.size * 8} bytes < {r} x {per * 8}")
+        return s[: per * r].reshape(r, i.max_entries, i.stride // 8).sum(axis=0, dtype=np.uint64)
+
+    def counts(self, name):
+        """A u64-valued array map as a flat numpy array (value word 0 of each entry)."""
+        return self.array(name)[:, 0]
+
+    def global_data(self, section):
+        """A global-data section (e.g. 'bss') as a cupy u8 array (read/write)."""
+        p = self._global("bpf2ptx_map_" + section)
+        return cupy.ndarray((p.mem.size,), dtype=cupy.uint8, memptr=p)
+
+
+def entry_names(ptx_path):
+    """The .entry kernels of a PTX file, in order."""
+    import re
+    text = open(ptx_path).read()
+    return re.findall(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(", text)
