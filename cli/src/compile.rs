@@ -1,6 +1,7 @@
 //! `bpf2ptx FILE -o OUT`: load, check, lower to PTX, and write the result atomically.
 
 use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_compiler::inject::attach::Attach;
 use bpf2ptx_compiler::program::{Object, SourceKind};
 use bpf2ptx_verifier::{Diagnostic, Entry, Facts};
 use std::io::Write;
@@ -61,10 +62,12 @@ impl CompileError {
     }
 }
 
-/// Section prefixes of programs that run on the GPU: bpftime's entry and exit probes of a
-/// CUDA kernel. Programs in other sections of an ELF object (`uprobe/...`, `tracepoint/...`,
-/// `xdp`, ...) run on the host under Linux; bpf2ptx leaves them to libbpf.
-pub const GPU_SECTIONS: &[&str] = &["kprobe/", "kretprobe/"];
+/// Section prefixes of programs that run on the GPU: our attach points (`gpu/entry/K`,
+/// `gpu/exit/K`, `gpu/mem/K`) and bpftime's (`kprobe/K`, `kretprobe/K`,
+/// `kprobe/__memcapture`); see `bpf2ptx_compiler::inject::attach`. Programs in other
+/// sections of an ELF object (`uprobe/...`, `tracepoint/...`, `xdp`, ...) run on the host
+/// under Linux; bpf2ptx leaves them to libbpf.
+pub const GPU_SECTIONS: &[&str] = &["gpu/", "kprobe/", "kretprobe/"];
 
 /// Whether a program of `obj` in section `section` is a GPU program (every program of a
 /// text or bpf_conformance input is).
@@ -86,12 +89,21 @@ pub fn gpu_programs(obj: &Object) -> (Object, Vec<(String, String)>) {
     (gpu, skipped)
 }
 
-/// What a program's registers hold at entry: for a bpf_conformance test, r1 points to its
-/// `-- mem` bytes and r2 holds their length; every other input is a GPU probe.
-pub fn entry(obj: &Object) -> Entry {
+/// What program `k`'s registers hold at entry: for a bpf_conformance test, r1 points to
+/// its `-- mem` bytes and r2 holds their length; a probe whose section names an attach
+/// point gets that point's read-only context (`struct bpf2ptx_kernel_ctx` or
+/// `struct bpf2ptx_mem_ctx`); any other probe an empty one.
+pub fn entry(obj: &Object, k: usize) -> Entry {
     match (&obj.kind, &obj.test) {
         (SourceKind::Conformance, Some(t)) => Entry::conformance(t.mem.len()),
-        _ => Entry::probe(),
+        _ => match obj
+            .programs
+            .get(k)
+            .and_then(|p| Attach::from_section(&p.section))
+        {
+            Some(a) => Entry::probe_ctx(a.point.ctx_size()),
+            None => Entry::probe(),
+        },
     }
 }
 
@@ -105,11 +117,10 @@ pub struct Verdict {
 
 /// Runs the verifier over every program of an object.
 pub fn verify_all(obj: &Object) -> Vec<Verdict> {
-    let e = entry(obj);
     (0..obj.programs.len())
         .map(|k| Verdict {
             program: obj.programs[k].name.clone(),
-            result: bpf2ptx_verifier::verify(obj, k, &e),
+            result: bpf2ptx_verifier::verify(obj, k, &entry(obj, k)),
         })
         .collect()
 }

@@ -5,6 +5,7 @@
 pub mod compile;
 pub mod dump;
 pub mod gpu;
+pub mod inject;
 pub mod loader;
 pub mod run;
 

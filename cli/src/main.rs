@@ -150,6 +150,37 @@ enum Command {
         #[arg(long = "map", value_name = "NAME=device|host|sharded")]
         placement: Vec<String>,
     },
+    /// Merge probes into an application's kernels: calls at kernel entry, before every
+    /// exit, or before every memory access, per the probes' section names. Kernels no
+    /// probe matches are left byte for byte as they were.
+    Inject(InjectArgs),
+}
+
+#[derive(Args)]
+struct InjectArgs {
+    /// The probes: a BPF ELF object whose programs are in attach-point sections
+    /// (gpu/entry/K, gpu/exit/K, gpu/mem/K, kprobe/K, kretprobe/K, kprobe/__memcapture).
+    probes: PathBuf,
+    /// The application's PTX (nvcc -ptx output).
+    #[arg(long, value_name = "APP.ptx")]
+    into: PathBuf,
+    /// The instrumented PTX (`-` for stdout). Written atomically.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Which threads run probes whose section names no granularity.
+    #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
+    granularity: GranularityArg,
+    /// Declare the probes `.extern .func` instead of merging their code; link the module
+    /// of `bpf2ptx PROBES -o probes.ptx` with the output (cuLink, or nvlink -rdc).
+    #[arg(long = "extern")]
+    extern_probes: bool,
+    /// Write the attach sites (site id = input line, kernel, instruction, source line) as
+    /// JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    sites: Option<PathBuf>,
+    /// `NAME=device|host|sharded`: a map's placement, as for `bpf2ptx run`. Repeatable.
+    #[arg(long = "map", value_name = "NAME=device|host|sharded")]
+    map: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -174,6 +205,7 @@ fn main() {
     let code = match cli.command {
         Some(Command::Dump { file, format }) => dump(&file, format),
         Some(Command::Verify { file, format }) => verify(&file, format),
+        Some(Command::Inject(args)) => inject_cmd(&args),
         Some(Command::Run {
             path,
             mem,
@@ -221,6 +253,44 @@ fn main() {
         },
     };
     std::process::exit(code);
+}
+
+fn inject_cmd(a: &InjectArgs) -> i32 {
+    use bpf2ptx::inject;
+    let opts = inject::Options {
+        granularity: a.granularity.into(),
+        extern_probes: a.extern_probes,
+        maps: a.map.clone(),
+    };
+    let app_file = a.into.display().to_string();
+    let result = inject::app_ptx(&a.into).and_then(|app| {
+        let (woven, skipped) = inject::inject(&a.probes, &app, &app_file, &opts)?;
+        for (name, section) in &skipped {
+            eprintln!(
+                "note: {}: skipped host-side program {name} (section {section})",
+                a.probes.display()
+            );
+        }
+        for p in &woven.elided {
+            eprintln!("note: probe {p} has no effects; not called");
+        }
+        if woven.sites.is_empty() {
+            eprintln!("note: no probe matches a kernel of {app_file}; output = input");
+        }
+        if let Some(path) = &a.sites {
+            let json = serde_json::to_string_pretty(&woven.sites).expect("serialises") + "\n";
+            compile::write_output(path, &json)?;
+        }
+        compile::write_output(&a.output, &woven.text)?;
+        Ok(())
+    });
+    match result {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
 }
 
 fn load(file: &Path) -> Result<Object, i32> {

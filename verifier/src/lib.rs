@@ -265,13 +265,18 @@ impl Entry {
         }
     }
 
-    /// The entry of a GPU probe: the context layouts of the attach points come with the
-    /// injection work; until then a probe's context is empty and read-only, so a probe
-    /// that reads it is rejected rather than trusted.
+    /// The entry of a GPU probe whose attach point is not known (e.g. a text input): an
+    /// empty, read-only context, so a probe that reads it is rejected rather than trusted.
     pub fn probe() -> Entry {
+        Entry::probe_ctx(0)
+    }
+
+    /// The entry of a GPU probe with a read-only context of `size` bytes (the attach
+    /// point's: `bpf2ptx_compiler::inject::attach::Point::ctx_size`).
+    pub fn probe_ctx(size: u32) -> Entry {
         Entry {
             r1: EntryArg::Ctx {
-                size: 0,
+                size,
                 writable: false,
             },
             r2: None,

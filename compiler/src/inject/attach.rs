@@ -169,7 +169,8 @@ mod tests {
 
     #[test]
     fn sections() {
-        let cases: &[(&str, Option<(Point, &str, Option<Granularity>)>)] = &[
+        type Case = (&'static str, Option<(Point, &'static str, Option<Granularity>)>);
+        let cases: &[Case] = &[
             ("kprobe/vecAdd", Some((Point::Entry, "vecAdd", None))),
             ("kretprobe/_Z3fooi", Some((Point::Exit, "_Z3fooi", None))),
             ("kprobe/__memcapture", Some((Point::Mem, "*", None))),

@@ -22,8 +22,8 @@ use super::attach::{
     Attach, Point, MEM_ATOMIC, MEM_CTX_SIZE, MEM_LOAD, MEM_SPACE_SHIFT, MEM_STORE,
 };
 use super::ptx::{
-    self, AccessKind, EditError, FunctionKind, Guard, Instruction, ItemKind, Module,
-    Operand, ParseError, Space, StatementKind,
+    self, AccessKind, EditError, FunctionKind, Guard, Instruction, ItemKind, Module, Operand,
+    ParseError, Space, StatementKind,
 };
 use crate::back::ptx::Granularity;
 use serde::Serialize;
@@ -207,7 +207,11 @@ pub fn weave(
                 let mut text = String::new();
                 for (p, g) in list {
                     label += 1;
-                    let guard = if *point == Point::Entry { None } else { insn.and_then(|i| i.guard.as_ref()) };
+                    let guard = if *point == Point::Entry {
+                        None
+                    } else {
+                        insn.and_then(|i| i.guard.as_ref())
+                    };
                     text.push_str(&site_block(label, guard, *g, &fill, &p.symbol));
                 }
                 sites.push(Site {
@@ -222,10 +226,13 @@ pub fn weave(
                 edits.push((at, text));
             }
         }
-        edits.push((0, format!(".local .align 8 .b8 bpf2ptx_ctx[{MEM_CTX_SIZE}];\n")));
+        edits.push((
+            0,
+            format!(".local .align 8 .b8 bpf2ptx_ctx[{MEM_CTX_SIZE}];\n"),
+        ));
         // Later positions first, so earlier indices stay valid; at one position the
         // declaration goes in last, above the rest.
-        edits.sort_by(|a, b| b.0.cmp(&a.0));
+        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
         for (at, text) in edits {
             f.insert_before(at, &text)?;
         }
@@ -260,7 +267,9 @@ fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
             .position(|s| {
                 matches!(
                     s.kind(),
-                    StatementKind::Instruction(_) | StatementKind::Label(_) | StatementKind::BlockOpen
+                    StatementKind::Instruction(_)
+                        | StatementKind::Label(_)
+                        | StatementKind::BlockOpen
                 )
             })
             .unwrap_or(body.len())],
@@ -277,7 +286,8 @@ fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
             // A kernel may also end by running off its closing brace.
             let last = body.iter().rev().find_map(|s| s.as_instruction());
             let ends = last.is_some_and(|i| {
-                i.guard.is_none() && matches!(i.opcode.base.as_str(), "ret" | "exit" | "bra" | "trap")
+                i.guard.is_none()
+                    && matches!(i.opcode.base.as_str(), "ret" | "exit" | "bra" | "trap")
             });
             if !ends {
                 v.push(body.len());
@@ -493,7 +503,11 @@ fn file_table(m: &Module) -> HashMap<String, String> {
 }
 
 /// `file:line` of the last `.loc` at or before statement `at`.
-fn source_of(body: &[ptx::Statement], at: usize, files: &HashMap<String, String>) -> Option<String> {
+fn source_of(
+    body: &[ptx::Statement],
+    at: usize,
+    files: &HashMap<String, String>,
+) -> Option<String> {
     body.get(..at.min(body.len()))?
         .iter()
         .rev()
@@ -514,7 +528,11 @@ fn parse_version(v: &str) -> Option<Version> {
 }
 
 fn sm_number(t: &str) -> Option<u32> {
-    let digits: String = t.strip_prefix("sm_")?.chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = t
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
@@ -545,7 +563,7 @@ fn merged_probes(
         }
         item.write_to(&mut text);
     }
-    text.push_str("\n// ---- end of bpf2ptx probes ----\n");
+    text.push_str("\n// ---- end of bpf2ptx probes ----");
     let version = probes.version().and_then(parse_version);
     let target = probes.target().and_then(|t| t.first()).cloned();
     Ok((text, version, target))
@@ -556,19 +574,25 @@ fn is_header(name: &str) -> bool {
 }
 
 fn extern_decls(called: &BTreeSet<String>) -> String {
-    let mut s = String::from("\n// ---- bpf2ptx probes, linked separately ----\n");
+    let mut s = String::from("\n// ---- bpf2ptx probes, linked separately ----");
     for p in called {
         s.push_str(&format!(
-            ".extern .func (.param .b64 bpf_ret) {p}(.param .b64 bpf_a1, .param .b64 bpf_a2, \
-             .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5);\n"
+            "\n.extern .func (.param .b64 bpf_ret) {p}(.param .b64 bpf_a1, .param .b64 bpf_a2, \
+             .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5);"
         ));
     }
+    s.push_str("\n// ---- end of bpf2ptx probes ----");
     s
 }
 
 /// The module with `.version` and `.target` raised to what the probes need and the probe
 /// text after the header.
-fn write_merged(m: &Module, probe_text: &str, version: Version, probe_target: Option<&str>) -> String {
+fn write_merged(
+    m: &Module,
+    probe_text: &str,
+    version: Version,
+    probe_target: Option<&str>,
+) -> String {
     let header_end = m
         .items()
         .iter()

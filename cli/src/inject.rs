@@ -1,0 +1,173 @@
+//! `bpf2ptx inject PROBES --into APP -o OUT`: verify the probes, lower them for the
+//! application's target, and weave calls to them into the application's kernels
+//! (`bpf2ptx_compiler::inject`).
+
+use crate::compile::{self, CompileError};
+use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_compiler::inject::attach::{self, Attach};
+use bpf2ptx_compiler::inject::weave::{self, Linkage, Probe, Woven};
+use bpf2ptx_compiler::program::Object;
+use std::path::Path;
+use thiserror::Error;
+
+/// What `inject` is asked to do beyond the two inputs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Granularity of probes whose section does not name one.
+    pub granularity: ptx::Granularity,
+    /// Declare the probes `.extern .func` instead of merging their code (the probe module
+    /// is then `bpf2ptx PROBES -o probes.ptx`, linked with cuLink or nvlink -rdc).
+    pub extern_probes: bool,
+    /// `NAME=device|host|sharded` map options, as for `bpf2ptx FILE`.
+    pub maps: Vec<String>,
+}
+
+/// Why `inject` failed; nothing is written.
+#[derive(Debug, Error)]
+pub enum InjectError {
+    /// The probes do not load, verify or lower.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// The application cannot be read.
+    #[error("{file}: {source}")]
+    Read {
+        /// The application file.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The application is neither PTX text nor a container holding PTX.
+    #[error("{file}: {message}")]
+    App {
+        /// The application file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A GPU program's section is not an attach point.
+    #[error("{file}: program {program}: section `{section}` is not an attach point (gpu/entry/K, gpu/exit/K, gpu/mem/K with an optional .thread/.warp/.block after the point, kprobe/K, kretprobe/K, kprobe/__memcapture)")]
+    Section {
+        /// The probe file.
+        file: String,
+        /// The program.
+        program: String,
+        /// Its section.
+        section: String,
+    },
+    /// Weaving failed.
+    #[error("{file}: {source}")]
+    Weave {
+        /// The application file.
+        file: String,
+        /// Why.
+        source: weave::InjectError,
+    },
+}
+
+impl InjectError {
+    /// The exit code: 1 for a rejected probe, 2 for everything else.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            InjectError::Compile(e) => e.exit_code(),
+            _ => crate::exit::BAD_INPUT,
+        }
+    }
+}
+
+/// The PTX text of an application input.
+pub fn app_ptx(path: &Path) -> Result<String, InjectError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| InjectError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|_| InjectError::App {
+        file,
+        message: "not PTX text (not UTF-8)".into(),
+    })
+}
+
+/// The backend target for an application compiled for `sm`: the highest of
+/// [`ptx::TARGETS`] not above it (sm_70 at least, the lowest the backend emits).
+pub fn probe_target(app_target: Option<&str>) -> String {
+    let sm = |t: &str| -> Option<u32> {
+        t.strip_prefix("sm_")?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .ok()
+    };
+    let app = app_target.and_then(sm).unwrap_or(0);
+    ptx::TARGETS
+        .iter()
+        .map(|(t, _)| *t)
+        .filter(|t| sm(t).is_some_and(|n| n <= app))
+        .max_by_key(|t| sm(t))
+        .unwrap_or(ptx::TARGETS[0].0)
+        .to_string()
+}
+
+/// The probes of `obj`: every GPU program with its attach point.
+pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
+    obj.programs
+        .iter()
+        .map(|p| {
+            let attach = Attach::from_section(&p.section).ok_or_else(|| InjectError::Section {
+                file: obj.file.clone(),
+                program: p.name.clone(),
+                section: p.section.clone(),
+            })?;
+            Ok(Probe {
+                symbol: ptx::program_symbol(p),
+                attach,
+                effects: attach::has_effects(p),
+            })
+        })
+        .collect()
+}
+
+/// Verifies and lowers the probes of `probes_file` for `app`'s target and weaves them
+/// into `app` (PTX text). Returns the woven module and the host-side programs skipped.
+pub fn inject(
+    probes_file: &Path,
+    app: &str,
+    app_file: &str,
+    opts: &Options,
+) -> Result<(Woven, Vec<(String, String)>), InjectError> {
+    let obj = bpf2ptx_compiler::front::load_path(probes_file).map_err(CompileError::from)?;
+    let (gpu, skipped) = compile::gpu_programs(&obj);
+    if gpu.programs.is_empty() {
+        return Err(CompileError::NoGpuPrograms { file: obj.file }.into());
+    }
+    let list = probes(&gpu)?;
+    let weave_err = |source| InjectError::Weave {
+        file: app_file.to_string(),
+        source,
+    };
+    let app_module = bpf2ptx_compiler::inject::ptx::parse(app).map_err(|e| weave_err(e.into()))?;
+    let target = probe_target(
+        app_module
+            .target()
+            .and_then(|t| t.first())
+            .map(String::as_str),
+    );
+    let (sharded, host) = compile::map_options(&gpu, &opts.maps).map_err(CompileError::Options)?;
+    let host = gpu.maps.iter().map(|m| host.contains(&m.name)).collect();
+    let popts = ptx::Options {
+        target,
+        sharded,
+        host,
+        ..Default::default()
+    };
+    // Verified and lowered even with --extern, so a probe that would be rejected never
+    // gets call sites.
+    let probe_ptx = compile::compile(&gpu, &popts)?;
+    let linkage = if opts.extern_probes {
+        Linkage::Extern
+    } else {
+        Linkage::Merge(&probe_ptx)
+    };
+    let woven = weave::weave(app, &list, linkage, opts.granularity).map_err(weave_err)?;
+    Ok((woven, skipped))
+}

@@ -1,0 +1,330 @@
+//! `bpf2ptx inject` over every PTX fixture (nvcc 13.5 for sm_75/sm_90 with and without
+//! -G/-lineinfo, clang 14 for sm_70): the kernel's own code survives byte for byte, a
+//! probe that matches nothing or has no effects leaves the PTX unchanged, every attach
+//! site is where the input says it should be, and ptxas accepts every output.
+//!
+//! ptxas here is 12.9 (PTX ISA ≤ 8.8) while nvcc 13.5 stamps its output `.version 9.5`;
+//! these kernels use nothing newer, so the ptxas check lowers `.version` to 8.8 for them
+//! (the GPU check, tests/gpu/inject_check.py, builds with the device's nvcc and runs the
+//! output for real).
+
+use bpf2ptx::inject::{self, Options};
+use bpf2ptx_compiler::back::ptx::Granularity;
+use bpf2ptx_compiler::inject::ptx::{self as model, FunctionKind, Space};
+use bpf2ptx_compiler::inject::weave::Woven;
+use bpf2ptx_tests::{check_snapshot, files_with_ext, ptxas, repo_root};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn probe(name: &str) -> PathBuf {
+    repo_root().join("tests/inject/probes").join(name)
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let v = files_with_ext(&repo_root().join("tests/inject/ptx"), "ptx");
+    assert!(v.len() >= 30, "fixtures missing");
+    v
+}
+
+fn run(probes: &str, app: &Path, opts: &Options) -> Woven {
+    let text = std::fs::read_to_string(app).unwrap();
+    inject::inject(&probe(probes), &text, &app.display().to_string(), opts)
+        .unwrap_or_else(|e| panic!("{}: {e}", app.display()))
+        .0
+}
+
+/// The output with everything inject added taken out again: the probe section, the
+/// per-kernel context declaration, and each site block (`{` + `.reg .b64 %bpf2ptx_d..`
+/// up to its matching `}`); `.version`/`.target` lines are left for the caller.
+fn strip(out: &str) -> String {
+    let lines: Vec<&str> = out.split_inclusive('\n').collect();
+    let mut kept = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim();
+        if t.starts_with("// ---- bpf2ptx probes") {
+            while !lines[i].contains("// ---- end of bpf2ptx probes") {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if t.starts_with(".local .align 8 .b8 bpf2ptx_ctx[") {
+            i += 1;
+            continue;
+        }
+        if t == "{"
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| l.trim().starts_with(".reg .b64 %bpf2ptx_d"))
+        {
+            let mut depth = 0;
+            loop {
+                let t = lines[i].trim();
+                if t == "{" {
+                    depth += 1;
+                } else if t == "}" {
+                    depth -= 1;
+                }
+                i += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            continue;
+        }
+        kept.push_str(lines[i]);
+        i += 1;
+    }
+    kept
+}
+
+fn header_lines(text: &str) -> (String, String) {
+    let find = |d: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(d))
+            .unwrap_or_default()
+            .to_string()
+    };
+    (find(".version"), find(".target"))
+}
+
+/// What the input says the sites are: per kernel, one entry site, one exit site per
+/// ret/exit (plus one when the kernel can run off its end), one memory site per
+/// ld/ldu/st/atom/red outside .const and .param.
+fn expected_sites(app: &str) -> (usize, usize, usize) {
+    let m = model::parse(app).unwrap();
+    let (mut entry, mut exit, mut mem) = (0, 0, 0);
+    for f in m
+        .functions()
+        .filter(|f| f.kind() == FunctionKind::Entry && f.has_body())
+    {
+        entry += 1;
+        let insns: Vec<_> = f.instructions().map(|(_, i)| i).collect();
+        exit += insns
+            .iter()
+            .filter(|i| matches!(i.opcode.base.as_str(), "ret" | "exit"))
+            .count();
+        if !insns.last().is_some_and(|i| {
+            i.guard.is_none() && matches!(i.opcode.base.as_str(), "ret" | "exit" | "bra" | "trap")
+        }) {
+            exit += 1;
+        }
+        mem += insns
+            .iter()
+            .filter_map(|i| i.memory_access())
+            .filter(|a| !matches!(a.space, Space::Const | Space::Param))
+            .count();
+    }
+    (entry, exit, mem)
+}
+
+#[test]
+fn kernels_keep_their_code_and_sites_match_the_input() {
+    let mut checked = 0;
+    for app in fixtures() {
+        let text = std::fs::read_to_string(&app).unwrap();
+        let woven = run("counters.bpf.o", &app, &Options::default());
+        // The kernels' own statements are all there, in order, byte for byte.
+        let (v_in, t_in) = header_lines(&text);
+        let (v_out, t_out) = header_lines(&woven.text);
+        let back = strip(&woven.text)
+            .replacen(&v_out, &v_in, 1)
+            .replacen(&t_out, &t_in, 1);
+        assert_eq!(back, text, "{}: kernel code changed", app.display());
+        // Sites: counters.bpf.o attaches 3 entry probes, 3 exit probes, 1 memory probe.
+        let (entry, exit, mem) = expected_sites(&text);
+        let count = |p: &str| {
+            woven
+                .sites
+                .iter()
+                .filter(|s| s.point == serde_point(p))
+                .count()
+        };
+        assert_eq!(count("entry"), entry, "{}", app.display());
+        assert_eq!(count("exit"), exit, "{}", app.display());
+        assert_eq!(count("mem"), mem, "{}", app.display());
+        assert!(mem > 0, "{}: no memory access found", app.display());
+        for s in &woven.sites {
+            let want = match s.point {
+                p if p == serde_point("entry") => 3,
+                p if p == serde_point("exit") => 3,
+                _ => 1,
+            };
+            assert_eq!(s.probes.len(), want, "{}: {s:?}", app.display());
+        }
+        // Warp-granularity guards use activemask: PTX 6.2 at least.
+        let v: f64 = v_out.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(v >= 6.2, "{}: {v_out}", app.display());
+        checked += 1;
+    }
+    assert!(checked >= 30);
+}
+
+fn serde_point(p: &str) -> bpf2ptx_compiler::inject::attach::Point {
+    use bpf2ptx_compiler::inject::attach::Point;
+    match p {
+        "entry" => Point::Entry,
+        "exit" => Point::Exit,
+        _ => Point::Mem,
+    }
+}
+
+#[test]
+fn no_match_or_no_effect_leaves_the_ptx_unchanged() {
+    for app in fixtures() {
+        let text = std::fs::read_to_string(&app).unwrap();
+        // kprobe/vecAdd: an empty probe (elided) and, for other kernels, no match.
+        let woven = run("empty.bpf.o", &app, &Options::default());
+        assert_eq!(woven.text, text, "{}", app.display());
+        assert!(woven.sites.is_empty());
+    }
+}
+
+#[test]
+fn sites_snapshot() {
+    let app = repo_root().join("tests/inject/ptx/matmul.sm90.lineinfo.nvcc.ptx");
+    let woven = run("memcapture.bpf.o", &app, &Options::default());
+    let json = serde_json::to_string_pretty(&woven.sites).unwrap() + "\n";
+    check_snapshot(
+        &repo_root().join("tests/out/inject/matmul.sm90.lineinfo.sites.json"),
+        &json,
+    );
+    // Every site id is the line of its instruction in the input.
+    let text = std::fs::read_to_string(&app).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for s in &woven.sites {
+        assert_eq!(lines[s.site as usize - 1].trim(), s.instruction, "{s:?}");
+        assert!(s
+            .source
+            .as_deref()
+            .is_some_and(|x| x.contains("matmul.cu:")));
+    }
+}
+
+#[test]
+fn extern_mode_declares_the_probes() {
+    let app = repo_root().join("tests/inject/ptx/vecadd.sm70.clang.ptx");
+    let opts = Options {
+        extern_probes: true,
+        ..Default::default()
+    };
+    let woven = run("counters.bpf.o", &app, &opts);
+    for p in ["on_entry", "on_exit", "on_mem", "on_entry_warp"] {
+        assert!(
+            woven
+                .text
+                .contains(&format!(".extern .func (.param .b64 bpf_ret) {p}(")),
+            "{p}"
+        );
+    }
+    assert!(
+        !woven.text.contains("bpf2ptx_map_counts"),
+        "maps stay in the probe module"
+    );
+}
+
+#[test]
+fn granularity_option_applies_to_sections_without_one() {
+    let app = repo_root().join("tests/inject/ptx/vecadd.sm70.clang.ptx");
+    let opts = Options {
+        granularity: Granularity::Block,
+        ..Default::default()
+    };
+    let woven = run("memcapture.bpf.o", &app, &opts);
+    let blocks = woven.text.matches("mov.u32 %bpf2ptx_w0, %tid.x;").count();
+    assert_eq!(blocks, woven.sites.len());
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let app32 = ".version 7.0\n.target sm_70\n.address_size 32\n.visible .entry k()\n{\nret;\n}\n";
+    let err = inject::inject(
+        &probe("counters.bpf.o"),
+        app32,
+        "k.ptx",
+        &Options::default(),
+    )
+    .expect_err("32-bit PTX refused");
+    assert!(err.to_string().contains("address_size 32"), "{err}");
+    assert_eq!(err.exit_code(), bpf2ptx::exit::BAD_INPUT);
+    let clash = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .u64 bpf2ptx_map_counts;\n.visible .entry k()\n{\nret;\n}\n";
+    let err = inject::inject(
+        &probe("counters.bpf.o"),
+        clash,
+        "k.ptx",
+        &Options::default(),
+    )
+    .expect_err("clash refused");
+    assert!(err.to_string().contains("bpf2ptx_map_counts"), "{err}");
+    let garbage = "not ptx {";
+    assert!(inject::inject(
+        &probe("counters.bpf.o"),
+        garbage,
+        "g.ptx",
+        &Options::default()
+    )
+    .is_err());
+    // A program with no attach point (a text input has no section).
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("p.s");
+    std::fs::write(&s, "r0 = 0\nexit\n").unwrap();
+    let app64 = app32.replace("address_size 32", "address_size 64");
+    let err =
+        inject::inject(&s, &app64, "k.ptx", &Options::default()).expect_err("no attach point");
+    assert!(err.to_string().contains("is not an attach point"), "{err}");
+}
+
+/// ptxas accepts every injected output (merged: assembled; extern: compiled as
+/// relocatable code with `-c`).
+#[test]
+fn ptxas_accepts_every_output() {
+    let Some(ptxas) = ptxas() else {
+        if std::env::var_os("BPF2PTX_SKIP_PTXAS").is_some_and(|v| v == "1") {
+            return;
+        }
+        panic!("ptxas not found: run `bash .ci/run` once (it creates .venv) or set PTXAS");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for app in fixtures() {
+        let name = app.file_stem().unwrap().to_string_lossy().into_owned();
+        let target = name.split('.').nth(1).unwrap().replace("sm", "sm_");
+        for (probes, ext) in [
+            ("counters.bpf.o", false),
+            ("memcapture.bpf.o", false),
+            ("counters.bpf.o", true),
+        ] {
+            let opts = Options {
+                extern_probes: ext,
+                ..Default::default()
+            };
+            let mut text = run(probes, &app, &opts).text;
+            if let Some(v) = text.lines().find(|l| l.starts_with(".version ")) {
+                let ver: f64 = v[9..].trim().parse().unwrap();
+                if ver > 8.8 {
+                    text = text.replacen(v, ".version 8.8", 1);
+                }
+            }
+            let src = tmp.path().join(format!("{name}.{probes}.{ext}.ptx"));
+            std::fs::write(&src, &text).unwrap();
+            let mut cmd = Command::new(&ptxas);
+            cmd.arg(format!("-arch={target}"))
+                .arg(&src)
+                .arg("-o")
+                .arg(src.with_extension("cubin"));
+            if ext {
+                cmd.arg("-c");
+            }
+            let out = cmd.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{} ({probes}, extern {ext}): {}",
+                app.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 90);
+}
