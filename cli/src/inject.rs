@@ -5,6 +5,7 @@
 use crate::compile::{self, CompileError};
 use bpf2ptx_compiler::back::ptx;
 use bpf2ptx_compiler::inject::attach::{self, Attach};
+use bpf2ptx_compiler::inject::fatbin;
 use bpf2ptx_compiler::inject::weave::{self, Linkage, Probe, Woven};
 use bpf2ptx_compiler::program::Object;
 use std::path::Path;
@@ -74,17 +75,53 @@ impl InjectError {
     }
 }
 
-/// The PTX text of an application input.
-pub fn app_ptx(path: &Path) -> Result<String, InjectError> {
+/// The PTX text of an application input: a `.ptx` file, or a fatbin, executable, shared
+/// library or object file that nvcc built with PTX in it (compressed or not). From a
+/// container, the PTX of the highest virtual architecture is taken; when several entries
+/// (translation units) have it, `pick` (a [`PtxEntry::index`]) chooses one.
+///
+/// [`PtxEntry::index`]: bpf2ptx_compiler::inject::fatbin::PtxEntry
+pub fn app_ptx(path: &Path, pick: Option<usize>) -> Result<String, InjectError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| InjectError::Read {
         file: file.clone(),
         source,
     })?;
-    String::from_utf8(bytes).map_err(|_| InjectError::App {
-        file,
-        message: "not PTX text (not UTF-8)".into(),
-    })
+    if !fatbin::is_container(&bytes) {
+        return String::from_utf8(bytes).map_err(|_| InjectError::App {
+            file,
+            message: "neither PTX text nor a fatbin or ELF file".into(),
+        });
+    }
+    let app_err = |message: String| InjectError::App {
+        file: file.clone(),
+        message,
+    };
+    let entries = fatbin::extract_ptx(&bytes).map_err(|e| app_err(e.to_string()))?;
+    if let Some(k) = pick {
+        return entries
+            .into_iter()
+            .find(|e| e.index == k)
+            .map(|e| e.ptx)
+            .ok_or_else(|| app_err(format!("no PTX entry with index {k}")));
+    }
+    let best = entries.iter().map(|e| e.arch).max().unwrap_or(0);
+    let mut top: Vec<_> = entries.into_iter().filter(|e| e.arch == best).collect();
+    if top.len() > 1 {
+        let list: Vec<String> = top
+            .iter()
+            .map(|e| {
+                let name = e.name.as_deref().unwrap_or("unnamed");
+                format!("{} ({name}, {} bytes)", e.index, e.ptx.len())
+            })
+            .collect();
+        return Err(app_err(format!(
+            "{} PTX entries for compute_{best}; choose one with --ptx-entry: {}",
+            top.len(),
+            list.join(", ")
+        )));
+    }
+    Ok(top.pop().map(|e| e.ptx).unwrap_or_default())
 }
 
 /// The backend target for an application compiled for `sm`: the highest of

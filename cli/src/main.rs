@@ -161,9 +161,14 @@ struct InjectArgs {
     /// The probes: a BPF ELF object whose programs are in attach-point sections
     /// (gpu/entry/K, gpu/exit/K, gpu/mem/K, kprobe/K, kretprobe/K, kprobe/__memcapture).
     probes: PathBuf,
-    /// The application's PTX (nvcc -ptx output).
-    #[arg(long, value_name = "APP.ptx")]
+    /// The application: its PTX (nvcc -ptx), or a fatbin, executable, shared library or
+    /// object file nvcc built with PTX in it (`-gencode arch=compute_XX,code=compute_XX`).
+    #[arg(long, value_name = "APP")]
     into: PathBuf,
+    /// With a container holding several PTX entries of the highest architecture: the
+    /// index of the one to instrument (the error lists them).
+    #[arg(long, value_name = "INDEX")]
+    ptx_entry: Option<usize>,
     /// The instrumented PTX (`-` for stdout). Written atomically.
     #[arg(short, long)]
     output: PathBuf,
@@ -263,7 +268,7 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
         maps: a.map.clone(),
     };
     let app_file = a.into.display().to_string();
-    let result = inject::app_ptx(&a.into).and_then(|app| {
+    let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
         let (woven, skipped) = inject::inject(&a.probes, &app, &app_file, &opts)?;
         for (name, section) in &skipped {
             eprintln!(

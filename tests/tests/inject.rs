@@ -328,3 +328,33 @@ fn ptxas_accepts_every_output() {
     }
     assert!(n >= 90);
 }
+
+/// An application given as a fatbin (any compression), shared library, executable or
+/// object file is instrumented through its PTX; a SASS-only one says how to rebuild.
+#[test]
+fn containers_give_their_ptx() {
+    let dir = repo_root().join("tests/inject/fatbin");
+    for f in [
+        "vecadd.ptx.default.fatbin",
+        "vecadd.ptx.speed.fatbin",
+        "vecadd.sass-ptx.fatbin",
+        "libvecadd.so",
+        "app",
+        "vecadd.o",
+    ] {
+        let path = dir.join(f);
+        let app = inject::app_ptx(&path, None).unwrap_or_else(|e| panic!("{f}: {e}"));
+        let (woven, _) = inject::inject(&probe("counters.bpf.o"), &app, f, &Options::default())
+            .unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(
+            woven.sites.iter().any(|s| s.kernel.contains("vecadd")),
+            "{f}"
+        );
+    }
+    let err = inject::app_ptx(&dir.join("vecadd.sass.fatbin"), None).unwrap_err();
+    assert!(
+        err.to_string().contains("compute_90,code=compute_90"),
+        "{err}"
+    );
+    assert_eq!(err.exit_code(), bpf2ptx::exit::BAD_INPUT);
+}
