@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Rebuild the runtime-operation probes (src/*.bpf.c -> obj/*.o, clang 14, -mcpu=v3) and
+# lower them to PTX (ptx/*.ptx) with the bpf2ptx binary ($BPF2PTX, default
+# target/release/bpf2ptx). The objects and the PTX are committed, so the GPU machine needs
+# neither clang nor bpf2ptx:
+#
+#     cargo build --release -p bpf2ptx && bash benches/gpu-runtime/build.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+CLANG14="${CLANG14:-clang}"
+BPF2PTX="${BPF2PTX:-$repo/target/release/bpf2ptx}"
+cd "$repo"
+mkdir -p "$here/obj" "$here/ptx"
+for src in "$here"/src/*.bpf.c; do
+	name="$(basename "$src" .bpf.c)"
+	"$CLANG14" -target bpf -O2 -g -mcpu=v3 \
+		-I/usr/include/x86_64-linux-gnu -I"$repo/runtime-ptx/include" \
+		-fdebug-prefix-map="$repo"=. \
+		-c "benches/gpu-runtime/src/$name.bpf.c" -o "$here/obj/$name.o"
+	gran=thread
+	[ "$name" = warp_array ] && gran=warp
+	"$BPF2PTX" "$here/obj/$name.o" --entry --granularity "$gran" --target sm_90 \
+		-o "$here/ptx/$name.ptx"
+	echo "wrote obj/$name.o ptx/$name.ptx ($gran)"
+done
