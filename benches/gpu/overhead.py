@@ -41,8 +41,8 @@ SHARDS = 256
 PROBES = ["empty", "warp_counter", "thread_counter", "warp_time", "mem_hist"]
 TWINS = {
     "empty": ["empty"],
-    "warp_counter": ["warp_naive", "warp_sharded"],
-    "thread_counter": ["thread_naive", "thread_sharded"],
+    "warp_counter": ["warp_naive", "warp_sharded", "warp_padded"],
+    "thread_counter": ["thread_naive", "thread_sharded", "thread_padded", "thread_warpagg"],
     "warp_time": ["warptime_naive", "warptime_sharded"],
     "mem_hist": ["memhist_naive", "memhist_sharded"],
 }
@@ -135,7 +135,7 @@ class Variant:
 def twin_counts(v, m0, m1):
     name = v.twin
     if name.startswith(("warp_", "thread_")):
-        return m0[:SHARDS].get()[None].sum(axis=1)
+        return np.array([int(m0[: SHARDS * 16].get().sum(dtype=np.uint64))], dtype=np.uint64)
     if name.startswith("warptime"):
         return m1[: SHARDS * 64].get().reshape(SHARDS, 64).sum(axis=0, dtype=np.uint64)
     if name.startswith("memhist"):
@@ -307,8 +307,10 @@ def render(results, gpu, props, a):
                  f"variants interleaved round robin after {a.warmup} warm-up rounds); variants slower than "
                  f"{a.slow_ms:.0f} ms per launch get {a.slow_reps} launches (n column). "
                  "`vs native` divides by the native nvcc PTX; `vs twin` by the faster hand-written CUDA C++ twin "
-                 "of the same probe (naive = one-address atomicAdd, sharded = 256 per-SM replicas, the layout "
-                 "bpf2ptx gives arrays that are only added to). Checks: output bit-identical to native, probe "
+                 "of the same probe (naive = one-address atomicAdd; sharded = 256 per-SM replicas, the layout "
+                 "bpf2ptx gives arrays that are only added to, replicas adjacent for a 1-slot counter; padded = "
+                 "the same with one 128-byte line per replica; warpagg = padded, the warp's lowest active lane "
+                 "adds the number of active lanes). Checks: output bit-identical to native, probe "
                  "maps equal to the CPU model of the launch (2^24 threads, 2^19 warps; memory accesses per "
                  "thread as the source makes them).\n")
     for app, rs in by.items():

@@ -75,12 +75,24 @@ struct None {
 // empty entry probe
 struct Empty : None {};
 
-template <bool SHARD, bool WARP> struct Counter : None {
+// SHARD: replica smid % 256; PAD: u64 words between replicas (1 = adjacent, as
+// bpf2ptx lays out a 1-slot sharded array; 16 = one 128-byte line per SM).
+template <bool SHARD, bool WARP, int PAD = 1> struct Counter : None {
 	static __device__ __forceinline__ void entry(u64 *m0, u64 *)
 	{
 		if (WARP && !warp_leader())
 			return;
-		atomicAdd(&m0[SHARD ? smid() % SHARDS : 0], 1ull);
+		atomicAdd(&m0[SHARD ? (smid() % SHARDS) * PAD : 0], 1ull);
+	}
+};
+
+// Per-thread counter aggregated per warp: the leader adds the active lanes.
+struct ThreadWarpAgg : None {
+	static __device__ __forceinline__ void entry(u64 *m0, u64 *)
+	{
+		unsigned m = __activemask();
+		if (laneid() == (unsigned)(__ffs(m) - 1))
+			atomicAdd(&m0[(smid() % SHARDS) * 16], (u64)__popc(m));
 	}
 };
 
@@ -174,8 +186,10 @@ __device__ __forceinline__ void matmul_body(const float *A, const float *B, floa
 
 typedef Counter<false, true> WarpNaive;
 typedef Counter<true, true> WarpSharded;
+typedef Counter<true, true, 16> WarpPadded;
 typedef Counter<false, false> ThreadNaive;
 typedef Counter<true, false> ThreadSharded;
+typedef Counter<true, false, 16> ThreadPadded;
 typedef WarpTime<false> WarpTimeNaive;
 typedef WarpTime<true> WarpTimeSharded;
 typedef MemHist<false> MemHistNaive;
@@ -185,8 +199,11 @@ TWIN(native, None)
 TWIN(empty, Empty)
 TWIN(warp_naive, WarpNaive)
 TWIN(warp_sharded, WarpSharded)
+TWIN(warp_padded, WarpPadded)
 TWIN(thread_naive, ThreadNaive)
 TWIN(thread_sharded, ThreadSharded)
+TWIN(thread_padded, ThreadPadded)
+TWIN(thread_warpagg, ThreadWarpAgg)
 TWIN(warptime_naive, WarpTimeNaive)
 TWIN(warptime_sharded, WarpTimeSharded)
 TWIN(memhist_naive, MemHistNaive)

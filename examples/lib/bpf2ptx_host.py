@@ -68,10 +68,21 @@ class Maps:
         d = cupy.ndarray((8,), dtype=cupy.uint64, memptr=p)
         d[index] = np.uint64(value)
 
+    def storage_bytes(self, name):
+        """Bytes of map NAME's storage, from its descriptor (specs/abi.md layouts)."""
+        i = self.info(name)
+        if i.type in ARRAY_TYPES:
+            return i.max_entries * i.stride * i.replicas
+        if i.type in (1, 1501):   # hash: aux slots of 8 + round8(key) + stride bytes
+            return i.aux * (8 + (i.key_size + 7) // 8 * 8 + i.stride)
+        if i.type in (27, 1527):  # ringbuf: aux data bytes
+            return i.aux
+        raise ValueError(f"map {name}: storage size of type {i.type} not known here")
+
     def storage(self, name):
-        """The module's own storage of map NAME as a cupy u64 array."""
+        """The module's own storage of map NAME as a cupy u64 array (read/write)."""
         p = self._global("bpf2ptx_mapdata_" + name)
-        return cupy.ndarray((p.mem.size // 8,), dtype=cupy.uint64, memptr=p)
+        return cupy.ndarray((self.storage_bytes(name) // 8,), dtype=cupy.uint64, memptr=p)
 
     def zero(self, name):
         self.storage(name).fill(0)
@@ -92,10 +103,10 @@ class Maps:
         """A u64-valued array map as a flat numpy array (value word 0 of each entry)."""
         return self.array(name)[:, 0]
 
-    def global_data(self, section):
-        """A global-data section (e.g. 'bss') as a cupy u8 array (read/write)."""
+    def global_data(self, section, size):
+        """SIZE bytes of a global-data section (e.g. 'bss') as a cupy u8 array (read/write)."""
         p = self._global("bpf2ptx_map_" + section)
-        return cupy.ndarray((p.mem.size,), dtype=cupy.uint8, memptr=p)
+        return cupy.ndarray((size,), dtype=cupy.uint8, memptr=p)
 
 
 def entry_names(ptx_path):
