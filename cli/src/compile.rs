@@ -203,6 +203,8 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         global,
         aligned: f.aligned.clone(),
         divisor_may_be_zero: f.divisor_may_be_zero.clone(),
+        add_const: f.atomic_add_const.clone(),
+        call_map: f.call_map.clone(),
     }
 }
 

@@ -107,6 +107,20 @@ pub(crate) struct Explorer<'a> {
     /// The access being checked is a 64-bit atomic add without fetch (see
     /// `Facts::map_only_adds`).
     adding: bool,
+    /// Per instruction: whether a path reached it and set its `Facts::atomic_add_const`
+    /// or `Facts::call_map` (a later path with another value clears the fact).
+    seen: Vec<bool>,
+}
+
+/// Keeps a per-instruction fact that must hold on every path: the first visit sets it,
+/// a visit with a different value clears it.
+fn same_on_every_path<T: PartialEq>(seen: &mut bool, fact: &mut Option<T>, v: Option<T>) {
+    if !*seen {
+        *seen = true;
+        *fact = v;
+    } else if *fact != v {
+        *fact = None;
+    }
 }
 
 type R<T> = Result<T, Box<Diagnostic>>;
@@ -243,6 +257,7 @@ impl<'a> Explorer<'a> {
             chains: std::collections::HashMap::new(),
             went: vec![(false, false); n],
             adding: false,
+            seen: vec![false; n],
         }
     }
 
@@ -875,6 +890,13 @@ impl<'a> Explorer<'a> {
                         ));
                     }
                 }
+                if op == AtomicOp::Add && !fetch {
+                    let c = match st.cur().regs[s as usize] {
+                        Reg::Scalar(x) => x.as_const(),
+                        _ => None,
+                    };
+                    same_on_every_path(&mut self.seen[i], &mut self.facts.atomic_add_const[i], c);
+                }
                 // Read then write: both must be in bounds and (stack) initialised. A 64-bit
                 // add that does not fetch keeps a map shardable.
                 self.adding = op == AtomicOp::Add && !fetch && size == Size::DW;
@@ -1499,6 +1521,7 @@ impl<'a> Explorer<'a> {
                 Arg::Anything => {}
                 Arg::Map => match v {
                     Reg::Map(m) => {
+                        same_on_every_path(&mut self.seen[i], &mut self.facts.call_map[i], Some(m));
                         // Anything but a lookup reads or changes values whole.
                         if id != 1 {
                             self.facts.map_only_adds[m as usize] = false;

@@ -303,6 +303,13 @@ pub struct Facts {
     pub atomic_no_fetch: Vec<bool>,
     /// Per instruction: a conditional jump that always goes one way.
     pub branch_always: Vec<Option<bool>>,
+    /// Per instruction: an atomic add without fetch whose operand is the same constant on
+    /// every path (`__sync_fetch_and_add(v, 1)` as a statement): the backend lets one lane
+    /// of each group of lanes with the same address add the group's total.
+    pub atomic_add_const: Vec<Option<u64>>,
+    /// Per instruction: a helper call whose map argument (r1) is the same map on every
+    /// path, so the backend can specialise the call for that map's type and layout.
+    pub call_map: Vec<Option<u32>>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
     /// that do not fetch (no other load, store, helper access or update of the map), so
     /// the values may be sharded into per-SM replicas that the host sums.
@@ -319,6 +326,8 @@ impl Facts {
             aligned: vec![true; n],
             atomic_no_fetch: vec![false; n],
             branch_always: vec![None; n],
+            atomic_add_const: vec![None; n],
+            call_map: vec![None; n],
             ..Facts::default()
         }
     }

@@ -135,6 +135,14 @@ pub struct Hints {
     pub aligned: Vec<bool>,
     /// The division or modulo's register divisor may be zero (only those get a zero test).
     pub divisor_may_be_zero: Vec<bool>,
+    /// An atomic add without fetch whose operand is this constant on every path: the
+    /// lanes of a warp that add to one address let one of them add the group's total
+    /// (what ptxas does for a CUDA `atomicAdd` it can see through), so thousands of
+    /// warps hitting one counter cost one atomic per warp instead of 32.
+    pub add_const: Vec<Option<u64>>,
+    /// A helper call whose map argument is this map on every path: an array lookup is
+    /// then inlined with the map's constants (no runtime call, no dispatch on the type).
+    pub call_map: Vec<Option<u32>>,
 }
 
 impl Hints {
@@ -280,6 +288,9 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
                 .position(|p| std::ptr::eq(p, prog))
                 .unwrap_or(0);
             let mut f = FuncWriter::new(obj, prog, k, opts.hints.get(pi));
+            f.sharded = (0..obj.maps.len())
+                .map(|m| is_sharded(obj, opts, m))
+                .collect();
             f.sys = scope == bpf2ptx_runtime::Scope::Sys;
             f.lower()?;
             need.extend(f.need.iter().cloned());
@@ -835,6 +846,8 @@ struct FuncWriter<'a> {
     cur: usize,
     /// Atomics at `.sys` scope (a map of the module is in host memory).
     sys: bool,
+    /// Per map: sharded into [`SHARDS`] per-SM replicas ([`is_sharded`]).
+    sharded: Vec<bool>,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -876,6 +889,7 @@ impl<'a> FuncWriter<'a> {
             hints,
             cur: 0,
             sys: false,
+            sharded: Vec::new(),
         }
     }
 
@@ -1067,6 +1081,7 @@ impl<'a> FuncWriter<'a> {
             }
             Kind::Ja => self.l(format!("bra {};", label(ins.off.into()))),
             Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
+            Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper) if MAP_HELPERS.iter().any(|h| h.0 == ins.imm) => {
                 let &(_, name, argc) = MAP_HELPERS
                     .iter()
@@ -1313,6 +1328,84 @@ impl<'a> FuncWriter<'a> {
             }
             _ => unreachable!("only INLINE_HELPERS reach here"),
         }
+    }
+
+    /// `red.add [addr], c` for every active lane, done as one `red.add` of `c` times the
+    /// group size by the lowest lane of each group of lanes with the same address
+    /// (`match.any.sync` over `activemask`). The sum in memory is the same; the atomics
+    /// on one line drop from 32 per warp to one.
+    fn aggregated_add(&mut self, space: &str, wide: bool, addr: &str, c: u64) {
+        self.ptx_62 = true;
+        self.l("{");
+        self.l(".reg .b32 %ag<4>;");
+        self.l(".reg .b64 %agd;");
+        self.l(".reg .pred %agp;");
+        self.l("activemask.b32 %ag0;");
+        self.l(format!("match.any.sync.b64 %ag1, {addr}, %ag0;"));
+        self.l("popc.b32 %ag2, %ag1;");
+        self.l("mov.u32 %ag3, %lanemask_lt;");
+        self.l("and.b32 %ag3, %ag3, %ag1;");
+        self.l("setp.eq.u32 %agp, %ag3, 0;");
+        if wide {
+            self.l("cvt.u64.u32 %agd, %ag2;");
+            self.l(format!("mul.lo.u64 %agd, %agd, {c};"));
+            self.l(format!("@%agp red{space}.add.u64 [{addr}], %agd;"));
+        } else {
+            self.l(format!("mul.lo.u32 %ag2, %ag2, {};", c as u32));
+            self.l(format!("@%agp red{space}.add.u32 [{addr}], %ag2;"));
+        }
+        self.l("}");
+    }
+
+    /// `map_lookup_elem` on an array (2, 6, 1503) the verifier pinned to one map, with
+    /// the key in a known stack slot: inline, with the map's entries, stride and sharding
+    /// as constants. Returns false (nothing emitted) when the call does not qualify and
+    /// goes to the runtime function instead.
+    fn inline_lookup(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
+        let Some(m) = self
+            .hints
+            .and_then(|h| h.call_map.get(self.cur).copied().flatten())
+        else {
+            return false;
+        };
+        let Some(map) = self.obj.maps.get(m as usize) else {
+            return false;
+        };
+        if !matches!(map.map_type, 2 | 6 | 1503) || map.key_size != 4 {
+            return false;
+        }
+        let Some(slot) = folded(fp, 2, 0, Size::W, frame) else {
+            return false;
+        };
+        let entries = map.max_entries;
+        let stride = bpf2ptx_runtime::maps::round8(u64::from(map.value_size));
+        let desc = map_desc_symbol(&map.name);
+        let sharded = self.sharded.get(m as usize).copied().unwrap_or(false);
+        self.l("{");
+        self.l(".reg .b32 %lk<2>;");
+        self.l(".reg .b64 %lkd<3>;");
+        self.l(".reg .pred %lkp<2>;");
+        self.local_load("%lk0", true, slot, Size::W, false);
+        // Word 3 of the descriptor: the storage (the host may rebind it before a launch,
+        // never during one).
+        self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
+        self.l(format!("setp.ge.u32 %lkp0, %lk0, {entries};"));
+        self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
+        self.l("or.pred %lkp0, %lkp0, %lkp1;");
+        self.l(format!("mul.wide.u32 %lkd1, %lk0, {stride};"));
+        if sharded {
+            self.l("mov.u32 %lk1, %smid;");
+            self.l(format!("and.b32 %lk1, %lk1, {};", SHARDS - 1));
+            self.l(format!(
+                "mul.wide.u32 %lkd2, %lk1, {};",
+                u64::from(entries) * stride
+            ));
+            self.l("add.u64 %lkd1, %lkd1, %lkd2;");
+        }
+        self.l("add.u64 %lkd1, %lkd0, %lkd1;");
+        self.l("selp.u64 %r0, 0, %lkd1, %lkp0;");
+        self.l("}");
+        true
     }
 
     /// A call into the runtime with the given operands (BPF registers or constants) as
@@ -1792,7 +1885,13 @@ impl<'a> FuncWriter<'a> {
                 AtomicOp::Cmpxchg => ("cas", bt),
             };
             if !fetch {
-                self.l(format!("red{space}.{name}.{t} [{addr}], {v};"));
+                let c = self
+                    .hints
+                    .and_then(|h| h.add_const.get(self.cur).copied().flatten());
+                match c {
+                    Some(c) if op == AtomicOp::Add => self.aggregated_add(space, wide, addr, c),
+                    _ => self.l(format!("red{space}.{name}.{t} [{addr}], {v};")),
+                }
                 return;
             }
             if op == AtomicOp::Cmpxchg {

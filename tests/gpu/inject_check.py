@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Injection on the GPU: nvcc-built vecadd and tiled matmul, instrumented by
+`bpf2ptx inject` with tests/inject/probes/counters.bpf.o (every attach point and
+granularity), run beside the uninstrumented kernels: outputs must be identical and every
+probe count must equal what a CPU model of the launch predicts.
+
+Run on the GPU machine from the repository root (needs nvcc, CuPy and a bpf2ptx binary):
+
+    BPF2PTX=gpu-carry/bpf2ptx python3 tests/gpu/inject_check.py
+
+The model: per thread one entry and one exit (n = threads, so no thread takes another
+path); per warp / per block one each; bytes per state space and direction follow from
+the source (vecadd: 8 bytes loaded and 4 stored in global memory per thread; matmul with
+TILE 16: per tile step 8 global bytes loaded, 8 shared bytes stored, 128 shared bytes
+loaded; 4 global bytes stored at the end). Access counts are exact for vecadd (3 per
+thread); for matmul they depend on how nvcc vectorises shared loads, so only bytes are
+checked there.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import cupy as cp
+import numpy as np
+
+BPF2PTX = os.environ.get("BPF2PTX", "target/release/bpf2ptx")
+SRC = "tests/inject/src"
+PROBES = "tests/inject/probes/counters.bpf.o"
+SLOTS = 24
+
+
+def sh(*cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
+    return r.stderr
+
+
+def counts(module):
+    """The `counts` map, replicas summed (a sharded array has word 4 = replicas)."""
+    desc = cp.ndarray((8,), cp.uint64, module.get_global("bpf2ptx_map_counts")).get()
+    entries, stride = int(desc[2]) & 0xFFFFFFFF, int(desc[2]) >> 32
+    replicas = max(int(desc[4]), 1)
+    raw = cp.ndarray((replicas * entries * stride // 8,), cp.uint64,
+                     module.get_global("bpf2ptx_mapdata_counts")).get()
+    per = raw.reshape(replicas, entries, stride // 8)[:, :, 0]
+    return per.sum(axis=0), replicas
+
+
+def zero_counts(module):
+    g = module.get_global("bpf2ptx_mapdata_counts")
+    desc = cp.ndarray((8,), cp.uint64, module.get_global("bpf2ptx_map_counts")).get()
+    entries, stride = int(desc[2]) & 0xFFFFFFFF, int(desc[2]) >> 32
+    replicas = max(int(desc[4]), 1)
+    cp.ndarray((replicas * entries * stride // 8,), cp.uint64, g).fill(0)
+
+
+def build(tmp, name):
+    ptx = os.path.join(tmp, f"{name}.ptx")
+    sh("nvcc", "-ptx", "-arch=sm_90", "-O3", f"{SRC}/{name}.cu", "-o", ptx)
+    out = os.path.join(tmp, f"{name}.inj.ptx")
+    notes = sh(BPF2PTX, "inject", PROBES, "--into", ptx, "-o", out)
+    return open(ptx).read(), open(out).read(), notes
+
+
+def check(label, got, want, fails):
+    ok = int(got) == int(want)
+    print(f"  {label:28} {int(got):>16,} {'==' if ok else '!='} model {int(want):,}")
+    if not ok:
+        fails.append(f"{label}: {got} != {want}")
+
+
+def run_vecadd(tmp, fails):
+    native, inj, _ = build(tmp, "vecadd")
+    n = 1 << 24
+    block = 256
+    grid = n // block
+    a = cp.random.rand(n, dtype=cp.float32)
+    b = cp.random.rand(n, dtype=cp.float32)
+    outs = []
+    for text in (native, inj):
+        m = cp.RawModule(code=text)
+        k = m.get_function("vecadd")
+        c = cp.zeros(n, cp.float32)
+        if text is inj:
+            zero_counts(m)
+        k((grid,), (block,), (a, b, c, np.int32(n)))
+        cp.cuda.runtime.deviceSynchronize()
+        outs.append((c.get(), m))
+    same = np.array_equal(outs[0][0], outs[1][0])
+    print(f"vecadd n=2^24, {grid} x {block}: output {'identical' if same else 'DIFFERS'} to native")
+    if not same:
+        fails.append("vecadd output differs")
+    got, rep = counts(outs[1][1])
+    t = n
+    print(f"  (counts map sharded into {rep} replicas)")
+    model = {0: t, 1: t, 2: t // 32, 3: grid, 4: t // 32, 5: grid,
+             8 + 2 * 1: 8 * t, 8 + 2 * 1 + 1: 4 * t, 18: 3 * t, 19: 0}
+    names = {0: "entry/thread", 1: "exit/thread", 2: "entry/warp", 3: "entry/block",
+             4: "exit/warp", 5: "exit/block", 10: "global bytes loaded",
+             11: "global bytes stored", 18: "memory accesses", 19: "atomic accesses"}
+    for s in range(SLOTS):
+        check(names.get(s, f"slot {s}"), got[s], model.get(s, 0), fails)
+
+
+def run_matmul(tmp, fails, n):
+    native, inj, _ = build(tmp, "matmul")
+    tile = 16
+    a = cp.random.rand(n * n, dtype=cp.float32)
+    b = cp.random.rand(n * n, dtype=cp.float32)
+    grid = (n // tile, n // tile)
+    outs = []
+    for text in (native, inj):
+        m = cp.RawModule(code=text)
+        k = m.get_function("matmul")
+        c = cp.zeros(n * n, cp.float32)
+        if text is inj:
+            zero_counts(m)
+        k(grid, (tile, tile), (a, b, c, np.int32(n)))
+        cp.cuda.runtime.deviceSynchronize()
+        outs.append((c.get(), m))
+    same = np.array_equal(outs[0][0], outs[1][0])
+    print(f"matmul n={n}, {grid[0]}x{grid[1]} x 16x16: output {'identical' if same else 'DIFFERS'} to native")
+    if not same:
+        fails.append(f"matmul {n} output differs")
+    got, _ = counts(outs[1][1])
+    t = n * n
+    steps = n // tile
+    blocks = grid[0] * grid[1]
+    model = {0: t, 1: t, 2: t // 32, 3: blocks, 4: t // 32, 5: blocks,
+             10: 8 * steps * t, 11: 4 * t, 12: 128 * steps * t, 13: 8 * steps * t, 19: 0}
+    names = {0: "entry/thread", 1: "exit/thread", 2: "entry/warp", 3: "entry/block",
+             4: "exit/warp", 5: "exit/block", 10: "global bytes loaded",
+             11: "global bytes stored", 12: "shared bytes loaded", 13: "shared bytes stored",
+             19: "atomic accesses"}
+    for s in range(SLOTS):
+        if s == 18:
+            print(f"  {'memory accesses':28} {int(got[s]):>16,} (vectorisation-dependent)")
+            continue
+        check(names.get(s, f"slot {s}"), got[s], model.get(s, 0), fails)
+
+
+def main():
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        run_vecadd(tmp, fails)
+        run_matmul(tmp, fails, 1024)
+    if fails:
+        print("FAILED:", *fails, sep="\n  ")
+        sys.exit(1)
+    print("all outputs identical, all counts equal the model")
+
+
+if __name__ == "__main__":
+    main()
