@@ -57,9 +57,9 @@ done
 		s=$(cuobjdump -sass "$c")
 		n=$(echo "$s" | grep -cE '^\s+/\*[0-9a-f]{4}\*/' || true)
 		call=$(echo "$s" | grep -cE 'CALL' || true)
-		red=$(echo "$s" | grep -cE '\b(RED|ATOM|ATOMG)\b' || true)
+		red=$(echo "$s" | grep -cE "(RED|REDG|ATOM|ATOMG|ATOMS)\\." || true)
 		ldl=$(echo "$s" | grep -cE '\b(LDL|STL)\b' || true)
-		smid=$(echo "$s" | grep -cE 'SR_VIRTID|SR_SMID' || true)
+		smid=$(echo "$s" | grep -cE "SR_VIRTID|SR_SMID|SR_VIRTUALSMID" || true)
 		echo "| $(basename "$f") | $regs | $stack | $n | $call | $red | $ldl | $smid |"
 	done
 } >"$B/sass.md"
