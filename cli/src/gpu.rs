@@ -3,7 +3,12 @@
 //! ```text
 //!  PTX text ──Gpu::load──▶ Module (cuModuleLoadDataEx, JIT error log kept)
 //!  Module + entry + mem ──Gpu::run_entry──▶ RunResult { r0, mem, kernel_ms }
+//!  Module + any kernel + Dims + [Param] ──Gpu::start──▶ Pending ──wait──▶ kernel ms
 //! ```
+//!
+//! [`Gpu::start`] launches any kernel of a module (an application kernel with a probe
+//! injected, say) with a 3-D shape and by-value parameters and returns while it runs, so
+//! that the host loader ([`crate::loader`]) can drain rings in host memory meanwhile.
 //!
 //! The driver is loaded at run time (cudarc's `dynamic-loading`), so the `bpf2ptx` binary
 //! neither links libcuda nor needs it unless a program is actually run on a GPU.
@@ -157,6 +162,86 @@ impl Launch {
     /// Threads in the whole launch.
     pub fn threads(&self) -> u64 {
         u64::from(self.grid) * u64::from(self.block)
+    }
+}
+
+/// A three-dimensional launch shape, as `cuLaunchKernel` takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dims {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+}
+
+impl Dims {
+    /// Threads in the whole launch (what per-thread arrays are sized for).
+    pub fn threads(&self) -> u64 {
+        self.grid
+            .iter()
+            .chain(&self.block)
+            .map(|&d| u64::from(d))
+            .product()
+    }
+}
+
+impl From<Launch> for Dims {
+    fn from(l: Launch) -> Dims {
+        Dims {
+            grid: [l.grid, 1, 1],
+            block: [l.block, 1, 1],
+        }
+    }
+}
+
+/// One kernel parameter, passed by value. The driver copies as many bytes as the kernel
+/// declares for the parameter, so each must have the declared type (device pointers are
+/// [`Param::U64`]); every value is kept in 8 bytes, so a mismatch never reads outside it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Param {
+    /// `.u32`, `.s32`, `.b32`.
+    U32(u32),
+    /// `.u64`, `.s64`, `.b64`, pointers.
+    U64(u64),
+    /// `.f32`.
+    F32(f32),
+    /// `.f64`.
+    F64(f64),
+}
+
+impl Param {
+    fn bytes(self) -> u64 {
+        match self {
+            Param::U32(v) => u64::from(v),
+            Param::U64(v) => v,
+            Param::F32(v) => u64::from(v.to_bits()),
+            Param::F64(v) => v.to_bits(),
+        }
+    }
+}
+
+/// A kernel launched by [`Gpu::start`] and not yet waited for.
+#[must_use = "a launch must be waited for to see its errors"]
+pub struct Pending<'g> {
+    gpu: &'g Gpu,
+    entry: String,
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
+}
+
+impl Pending<'_> {
+    /// Waits for the kernel; returns its time in milliseconds (CUDA events around the
+    /// launch, as in [`RunResult::kernel_ms`]).
+    pub fn wait(self) -> Result<f32, GpuError> {
+        let kernel_err = |source| GpuError::Kernel {
+            entry: self.entry.clone(),
+            source,
+        };
+        self.gpu.stream.synchronize().map_err(kernel_err)?;
+        self.gpu.ctx.check_err().map_err(kernel_err)?;
+        self.start
+            .elapsed_ms(&self.end)
+            .map_err(driver("event timing"))
     }
 }
 
@@ -396,6 +481,68 @@ impl Gpu {
                     source: DriverError(code),
                 })
             }
+        }
+    }
+
+    /// Launches `kernel` of `module` over `dims` with `params` and returns at once; the
+    /// [`Pending`] launch must be waited for.
+    pub fn start(
+        &self,
+        module: &Module,
+        kernel: &str,
+        dims: Dims,
+        params: &[Param],
+    ) -> Result<Pending<'_>, GpuError> {
+        let func = self.function(module, kernel)?;
+        let event = || {
+            self.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(driver("event"))
+        };
+        let (start, end) = (event()?, event()?);
+        let mut values: Vec<u64> = params.iter().map(|p| p.bytes()).collect();
+        let mut ptrs: Vec<*mut c_void> =
+            values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+        start.record(&self.stream).map_err(driver("event record"))?;
+        // SAFETY: `func` comes from a live module of this context; every parameter pointer
+        // points to 8 bytes that outlive the call (the driver copies the values), and the
+        // caller promises the parameters match the kernel's (see `Param`).
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                func,
+                (dims.grid[0], dims.grid[1], dims.grid[2]),
+                (dims.block[0], dims.block[1], dims.block[2]),
+                0,
+                self.stream.cu_stream(),
+                &mut ptrs,
+            )
+        }
+        .map_err(|source| GpuError::Kernel {
+            entry: kernel.to_string(),
+            source,
+        })?;
+        end.record(&self.stream).map_err(driver("event record"))?;
+        Ok(Pending {
+            gpu: self,
+            entry: kernel.to_string(),
+            start,
+            end,
+        })
+    }
+
+    fn function(&self, module: &Module, entry: &str) -> Result<sys::CUfunction, GpuError> {
+        let c_entry = CString::new(entry).map_err(|_| GpuError::NoEntry {
+            entry: entry.to_string(),
+        })?;
+        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
+        let mut func: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: the module is loaded in this context and alive for the borrow.
+        match unsafe { sys::cuModuleGetFunction(&mut func, module.module, c_entry.as_ptr()) } {
+            CUresult::CUDA_SUCCESS => Ok(func),
+            CUresult::CUDA_ERROR_NOT_FOUND => Err(GpuError::NoEntry {
+                entry: entry.to_string(),
+            }),
+            code => Err(driver("get function")(DriverError(code))),
         }
     }
 

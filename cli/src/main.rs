@@ -149,6 +149,10 @@ enum Command {
         /// sums, even where the program also reads the map). Repeatable.
         #[arg(long = "map", value_name = "NAME=device|host|sharded")]
         placement: Vec<String>,
+        /// Read rings in host memory only after the kernel, instead of draining them while
+        /// it runs (to see what a ring drops without a reader).
+        #[arg(long)]
+        no_drain: bool,
     },
     /// Merge probes into an application's kernels: calls at kernel entry, before every
     /// exit, or before every memory access, per the probes' section names. Kernels no
@@ -222,6 +226,7 @@ fn main() {
             program,
             granularity,
             placement,
+            no_drain,
         }) => {
             let g = ptx::Granularity::from(granularity);
             let custom =
@@ -238,6 +243,7 @@ fn main() {
                         program: program.as_deref(),
                         granularity: g,
                         placement: &placement,
+                        live_drain: !no_drain,
                     },
                 )
             } else {
@@ -507,6 +513,7 @@ struct ProbeRun<'a> {
     program: Option<&'a str>,
     granularity: ptx::Granularity,
     placement: &'a [String],
+    live_drain: bool,
 }
 
 /// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
@@ -520,6 +527,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         program,
         granularity,
         placement,
+        live_drain,
     } = *run;
     let obj = match load(path) {
         Ok(o) => o,
@@ -552,6 +560,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         entry: true,
         granularity,
         sharded,
+        host: loader::host_flags(&obj, &host).unwrap_or_default(),
         ..Default::default()
     };
     let text = match compile::compile(&obj, &opts) {
@@ -571,30 +580,30 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         },
         None => obj.test.as_ref().map(|t| t.mem.clone()).unwrap_or_default(),
     };
-    let result = (|| -> Result<(u64, f32, Option<serde_json::Value>), bpf2ptx::gpu::GpuError> {
+    let result = (|| -> Result<_, loader::LoaderError> {
         let gpu = Gpu::open()?;
         let module = gpu.load(&text)?;
-        let _bound = loader::bind(&gpu, &module, &obj, launch, &host)?;
-        let r = gpu.run_entry_on(
-            &module,
-            &ptx::entry_symbol(&obj.programs[index]),
-            &input,
-            launch,
-        )?;
-        let dump = if maps {
-            Some(loader::dump(&gpu, &module, &obj)?)
-        } else {
-            None
-        };
-        Ok((r.r0, r.kernel_ms, dump))
+        let mut l = loader::Loader::new(&gpu, &module, &obj, &host)?;
+        l.set_live_drain(live_drain);
+        let r = l.run_entry(&obj.programs[index].name, launch.into(), &input)?;
+        let dump = if maps { Some(l.maps_json()?) } else { None };
+        Ok((r, l.printk()?, dump))
     })();
     match result {
-        Ok((r0, ms, dump)) => {
-            outln!(
-                "r0 = {r0:#x} ({})  [{} threads, kernel {ms:.3} ms]",
+        Ok((r, printk, dump)) => {
+            let (r0, ms) = (r.r0, r.report.kernel_ms);
+            out!(
+                "r0 = {r0:#x} ({})  [{} threads, kernel {ms:.3} ms",
                 r0 as i64,
                 launch.threads()
             );
+            if r.report.drained > 0 {
+                out!(", {} records drained live", r.report.drained);
+            }
+            outln!("]");
+            for line in printk {
+                outln!("printk: {line}");
+            }
             if let Some(d) = dump {
                 outln!("{}", serde_json::to_string_pretty(&d).expect("serialises"));
             }
@@ -602,8 +611,9 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         }
         Err(e) => {
             eprintln!("error: {e}");
+            use bpf2ptx::gpu::GpuError;
             match e {
-                bpf2ptx::gpu::GpuError::NoDriver | bpf2ptx::gpu::GpuError::NoDevice => exit::NO_GPU,
+                loader::LoaderError::Gpu(GpuError::NoDriver | GpuError::NoDevice) => exit::NO_GPU,
                 _ => exit::REJECTED,
             }
         }
