@@ -333,10 +333,13 @@ $Lrsv_scan_next:
 	@%p5 bra $Lrsv_scan_next;
 $Lrsv_scanned:
 	// Leader: room = consumer + aux - producer (0 when the positions are inconsistent).
+	// The consumer first, with acquire: a host that advanced it had seen the producer
+	// at least there, so the producer read after it is not older (read the other way
+	// round, a stale producer below a fresh consumer looked inconsistent: no room).
 	mov.u64 %rd13, 0;
 	@!%p3 bra $Lrsv_room;
-	ld.relaxed.gpu.u64 %rd14, [%rd7];
 	ld.acquire.gpu.u64 %rd15, [%rd8];
+	ld.relaxed.gpu.u64 %rd14, [%rd7];
 	add.s64 %rd16, %rd15, %rd5;
 	sub.s64 %rd13, %rd16, %rd14;
 	setp.gt.u64 %p6, %rd14, %rd16;
@@ -368,8 +371,8 @@ $Lrsv_room:
 	@!%p3 bra $Lrsv_claimed;
 	@%p9 bra $Lrsv_claimed;
 	atom.acq_rel.gpu.add.u64 %rd20, [%rd1+56], %rd18;
-	ld.relaxed.gpu.u64 %rd14, [%rd7];
 	ld.acquire.gpu.u64 %rd15, [%rd8];
+	ld.relaxed.gpu.u64 %rd14, [%rd7];
 	add.s64 %rd21, %rd14, %rd20;
 	add.s64 %rd21, %rd21, %rd18;
 	sub.s64 %rd21, %rd21, %rd15;
