@@ -13,4 +13,5 @@ for t in blocks_per_sm warp_time mem_hist launch_latency; do
 	done
 done
 echo "===== link"
+rm -rf /tmp/link-build
 make -C examples/link BPF2PTX="$(pwd)/$BPF2PTX" B=/tmp/link-build run 2>&1
