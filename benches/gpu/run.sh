@@ -41,6 +41,15 @@ for app in vecadd matmul; do
 	done
 done
 
+# With nothing to attach (the empty probe is dropped), inject must leave nvcc's PTX as it was.
+for app in vecadd matmul; do
+	if [ -f "$B/$app.empty.ptx" ] && cmp -s "examples/apps/$app.ptx" "$B/$app.empty.ptx"; then
+		echo "$app: empty probe -> output byte-identical to the input"
+	else
+		echo "$app: empty probe -> output differs from the input"
+	fi
+done
+
 # SASS summary: registers, stack, instruction counts of each kernel.
 {
 	echo "| module | regs | stack | SASS insns | CALL | RED/ATOM | LDL/STL | S2R SMID |"
