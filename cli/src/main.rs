@@ -55,9 +55,9 @@ struct CompileArgs {
     #[command(flatten)]
     target: TargetArgs,
     /// `NAME=sharded`: give map NAME per-SM replicas even where the program also reads it
-    /// (maps that are only added to are sharded anyway). Repeatable. (`device`/`host`
-    /// placement is chosen when a host loads the module.)
-    #[arg(long = "map", value_name = "NAME=sharded")]
+    /// (maps that are only added to are sharded anyway). `NAME=host`: the host will put
+    /// NAME in pinned host memory, so the module's atomics use `.sys` scope. Repeatable.
+    #[arg(long = "map", value_name = "NAME=device|host|sharded")]
     map: Vec<String>,
 }
 
@@ -425,10 +425,11 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String
                     file: obj.file.clone(),
                 });
             }
-            let (sharded, _host) =
-                compile::map_options(&gpu, map).map_err(CompileError::Options)?;
+            let (sharded, host) = compile::map_options(&gpu, map).map_err(CompileError::Options)?;
+            let host = gpu.maps.iter().map(|m| host.contains(&m.name)).collect();
             let opts = ptx::Options {
                 sharded,
+                host,
                 ..opts.clone()
             };
             compile::compile(&gpu, &opts)

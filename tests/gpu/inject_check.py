@@ -57,11 +57,12 @@ def zero_counts(module):
 
 
 def build(tmp, name):
+    """Paths of the native and the instrumented PTX (CuPy loads PTX from a .ptx path)."""
     ptx = os.path.join(tmp, f"{name}.ptx")
     sh("nvcc", "-ptx", "-arch=sm_90", "-O3", f"{SRC}/{name}.cu", "-o", ptx)
     out = os.path.join(tmp, f"{name}.inj.ptx")
     notes = sh(BPF2PTX, "inject", PROBES, "--into", ptx, "-o", out)
-    return open(ptx).read(), open(out).read(), notes
+    return ptx, out, notes
 
 
 def check(label, got, want, fails):
@@ -79,11 +80,11 @@ def run_vecadd(tmp, fails):
     a = cp.random.rand(n, dtype=cp.float32)
     b = cp.random.rand(n, dtype=cp.float32)
     outs = []
-    for text in (native, inj):
-        m = cp.RawModule(code=text)
+    for path in (native, inj):
+        m = cp.RawModule(path=path)
         k = m.get_function("vecadd")
         c = cp.zeros(n, cp.float32)
-        if text is inj:
+        if path is inj:
             zero_counts(m)
         k((grid,), (block,), (a, b, c, np.int32(n)))
         cp.cuda.runtime.deviceSynchronize()
@@ -111,11 +112,11 @@ def run_matmul(tmp, fails, n):
     b = cp.random.rand(n * n, dtype=cp.float32)
     grid = (n // tile, n // tile)
     outs = []
-    for text in (native, inj):
-        m = cp.RawModule(code=text)
+    for path in (native, inj):
+        m = cp.RawModule(path=path)
         k = m.get_function("matmul")
         c = cp.zeros(n * n, cp.float32)
-        if text is inj:
+        if path is inj:
             zero_counts(m)
         k(grid, (tile, tile), (a, b, c, np.int32(n)))
         cp.cuda.runtime.deviceSynchronize()

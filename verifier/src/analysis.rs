@@ -1949,7 +1949,10 @@ fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<
                         (true, AtomicOp::Cmpxchg) => bit(0),
                         (true, _) => s,
                     };
-                    (out & !def) | d
+                    // The operand of an add without fetch feeds `Facts::atomic_add_const`:
+                    // pruning must not merge paths that add different numbers.
+                    let operand = if op == AtomicOp::Add && !fetch { s } else { 0 };
+                    (out & !def) | d | operand
                 }
             };
             if inn != relevant[i] {

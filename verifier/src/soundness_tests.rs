@@ -332,3 +332,31 @@ fn random_instruction_soup_never_panics() {
     }
     assert!(verified * 6 > count, "only {verified} soups assembled");
 }
+
+/// `Facts::atomic_add_const` holds only when every path adds the same number: paths that
+/// differ only in the operand must not be pruned into one (the operand is relevant).
+#[test]
+fn atomic_add_const_needs_the_same_constant_on_every_path() {
+    let cases = [
+        // r2 is 0 or 1 depending on memory: no constant.
+        (
+            "r3 = *(u8 *)(r1 + 8)\nr2 = 0\nif r3 == 0 goto +1\nr2 = 1\nlock *(u64 *)(r1 + 0) += r2\nr0 = 0\nexit\n",
+            None,
+        ),
+        // Both paths add 1.
+        (
+            "r3 = *(u8 *)(r1 + 8)\nr2 = 1\nif r3 == 0 goto +1\nr2 = 1\nlock *(u64 *)(r1 + 0) += r2\nr0 = 0\nexit\n",
+            Some(1),
+        ),
+    ];
+    for (text, want) in cases {
+        let obj = bpf2ptx_compiler::front::load_bytes("c.s", text.as_bytes()).unwrap();
+        let facts = crate::verify(&obj, 0, &Entry::conformance(16)).unwrap();
+        let atomic = obj.programs[0]
+            .insns
+            .iter()
+            .position(|i| matches!(i.kind(), bpf2ptx_compiler::isa::table::Kind::Atomic(..)))
+            .unwrap();
+        assert_eq!(facts.atomic_add_const[atomic], want, "{text}");
+    }
+}
