@@ -451,7 +451,12 @@ impl<'a> Loader<'a> {
             return Ok(out);
         };
         let desc = gpu.read(self.maps[k].desc, 64)?;
-        let (data, aux, drops) = (word(&desc, 3), word(&desc, 4), word(&desc, 6));
+        let (data, aux, aux2, drops) = (
+            word(&desc, 3),
+            word(&desc, 4),
+            word(&desc, 5),
+            word(&desc, 6),
+        );
         if self.maps[k].placement == Placement::Host {
             out["placement"] = json!("host");
         }
@@ -466,12 +471,14 @@ impl<'a> Loader<'a> {
             2 | 6 | 1503 => {
                 // A sharded array (aux = replicas) is summed replica by replica, per
                 // 64-bit word: the device only ever added to it.
+                // Replica r starts at r * aux2 (whole 128-byte lines, specs/abi.md).
                 let replicas = (aux as usize).max(1);
-                let bytes = gpu.read(data, n * stride * replicas)?;
+                let replica = if aux > 0 { aux2 as usize } else { n * stride };
+                let bytes = gpu.read(data, replica * (replicas - 1) + n * stride)?;
                 for key in 0..n {
                     let mut v = bytes[key * stride..(key + 1) * stride].to_vec();
                     for r in 1..replicas {
-                        let at = (r * n + key) * stride;
+                        let at = r * replica + key * stride;
                         for (w, o) in v
                             .chunks_exact_mut(8)
                             .zip(bytes[at..at + stride].chunks_exact(8))

@@ -32,6 +32,15 @@ class MapInfo:
         self.stride = w[2] >> 32
         self.data = w[3]
         self.aux = w[4]
+        self.aux2 = w[5]
+
+    @property
+    def replica_bytes(self):
+        """Bytes from one replica to the next (sharded arrays: descriptor word 5, whole
+        128-byte lines)."""
+        if self.replicas > 1:
+            return self.aux2
+        return self.max_entries * self.stride
 
     @property
     def replicas(self):
@@ -72,7 +81,7 @@ class Maps:
         """Bytes of map NAME's storage, from its descriptor (specs/abi.md layouts)."""
         i = self.info(name)
         if i.type in ARRAY_TYPES:
-            return i.max_entries * i.stride * i.replicas
+            return i.replica_bytes * i.replicas
         if i.type in (1, 1501):   # hash: aux slots of 8 + round8(key) + stride bytes
             return i.aux * (8 + (i.key_size + 7) // 8 * 8 + i.stride)
         if i.type in (27, 1527):  # ringbuf: aux data bytes
@@ -94,10 +103,12 @@ class Maps:
             raise ValueError(f"map {name}: type {i.type} is not an array")
         s = self.storage(name).get()
         per = i.max_entries * i.stride // 8
+        step = i.replica_bytes // 8
         r = i.replicas
-        if s.size < per * r:
-            raise ValueError(f"map {name}: storage {s.size * 8} bytes < {r} x {per * 8}")
-        return s[: per * r].reshape(r, i.max_entries, i.stride // 8).sum(axis=0, dtype=np.uint64)
+        if s.size < step * r:
+            raise ValueError(f"map {name}: storage {s.size * 8} bytes < {r} x {step * 8}")
+        rows = s[: step * r].reshape(r, step)[:, :per]
+        return rows.reshape(r, i.max_entries, i.stride // 8).sum(axis=0, dtype=np.uint64)
 
     def counts(self, name):
         """A u64-valued array map as a flat numpy array (value word 0 of each entry)."""

@@ -114,6 +114,13 @@ pub const SLOT_DELETED: u32 = 3;
 /// How many times a helper re-reads a busy hash slot before giving up on it.
 pub const BUSY_SPINS: u32 = 1000;
 
+/// Bytes of one replica of a sharded array: its values rounded up to whole 128-byte
+/// lines, so SMs adding to their own replicas never contend for one line (descriptor
+/// word 5 carries it).
+pub const fn replica_bytes(max_entries: u32, value_size: u32) -> u64 {
+    (max_entries as u64 * round8(value_size as u64)).div_ceil(128) * 128
+}
+
 /// `n` rounded up to a multiple of 8.
 pub const fn round8(n: u64) -> u64 {
     (n + 7) & !7
@@ -596,6 +603,7 @@ $Larr_key_done:
 	setp.ge.u32 %p2, %r1, %r5;
 	@%p2 bra $Larr_none;
 	cvt.u64.u32 %rd4, %r1;
+	mov.u64 %rd13, 0;
 	ld.u32 %r6, [%rd1];
 	setp.ne.u32 %p3, %r6, 1502;
 	@%p3 bra $Larr_shard;
@@ -632,20 +640,24 @@ $Larr_key_done:
 	mad.lo.u64 %rd4, %rd4, %rd9, %rd8;
 	bra $Larr_address;
 $Larr_shard:
-	// A sharded array (aux = replicas, 0 when unsharded): the calling SM's replica,
-	// row = (smid % aux) * max_entries + index. Only adds reach a sharded array (the
-	// verifier proved it), and the host sums the replicas.
+	// A sharded array (aux = replicas, a power of two; 0 when unsharded): the calling
+	// SM's replica (smid & (aux - 1)), each replica aux2 bytes (a multiple of 128, so no
+	// two SMs share a cache line). Only adds reach a sharded array (the verifier proved
+	// it), and the host sums the replicas.
 	ld.b64 %rd9, [%rd1+32];
 	setp.eq.u64 %p3, %rd9, 0;
 	@%p3 bra $Larr_address;
 	mov.u32 %r7, %smid;
-	cvt.u64.u32 %rd5, %r7;
-	rem.u64 %rd5, %rd5, %rd9;
-	cvt.u64.u32 %rd6, %r5;
-	mad.lo.u64 %rd4, %rd5, %rd6, %rd4;
+	cvt.u32.u64 %r8, %rd9;
+	sub.u32 %r8, %r8, 1;
+	and.b32 %r7, %r7, %r8;
+	ld.b64 %rd5, [%rd1+40];
+	cvt.u64.u32 %rd6, %r7;
+	mul.lo.u64 %rd13, %rd6, %rd5;
 $Larr_address:
-	// data + row * stride.
+	// data + replica offset + row * stride.
 	ld.b64 %rd10, [%rd1+24];
+	add.u64 %rd10, %rd10, %rd13;
 	ld.u32 %r15, [%rd1+20];
 	cvt.u64.u32 %rd11, %r15;
 	mad.lo.u64 %rd12, %rd4, %rd11, %rd10;

@@ -39,21 +39,27 @@ def sh(*cmd):
 
 def counts(module):
     """The `counts` map, replicas summed (a sharded array has word 4 = replicas)."""
+    entries, stride, replicas, step = geometry(module)
+    raw = cp.ndarray((replicas * step // 8,), cp.uint64,
+                     module.get_global("bpf2ptx_mapdata_counts")).get()
+    rows = raw.reshape(replicas, step // 8)[:, : entries * stride // 8]
+    per = rows.reshape(replicas, entries, stride // 8)[:, :, 0]
+    return per.sum(axis=0), replicas
+
+
+def geometry(module):
+    """max_entries, stride, replicas, bytes per replica (word 5 when sharded)."""
     desc = cp.ndarray((8,), cp.uint64, module.get_global("bpf2ptx_map_counts")).get()
     entries, stride = int(desc[2]) & 0xFFFFFFFF, int(desc[2]) >> 32
     replicas = max(int(desc[4]), 1)
-    raw = cp.ndarray((replicas * entries * stride // 8,), cp.uint64,
-                     module.get_global("bpf2ptx_mapdata_counts")).get()
-    per = raw.reshape(replicas, entries, stride // 8)[:, :, 0]
-    return per.sum(axis=0), replicas
+    step = int(desc[5]) if replicas > 1 else entries * stride
+    return entries, stride, replicas, step
 
 
 def zero_counts(module):
     g = module.get_global("bpf2ptx_mapdata_counts")
-    desc = cp.ndarray((8,), cp.uint64, module.get_global("bpf2ptx_map_counts")).get()
-    entries, stride = int(desc[2]) & 0xFFFFFFFF, int(desc[2]) >> 32
-    replicas = max(int(desc[4]), 1)
-    cp.ndarray((replicas * entries * stride // 8,), cp.uint64, g).fill(0)
+    _, _, replicas, step = geometry(module)
+    cp.ndarray((replicas * step // 8,), cp.uint64, g).fill(0)
 
 
 def build(tmp, name):

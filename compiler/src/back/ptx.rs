@@ -103,9 +103,7 @@ pub fn is_sharded(obj: &Object, opts: &Options, k: usize) -> bool {
     let m = &obj.maps[k];
     opts.sharded.get(k).copied().unwrap_or(false)
         && matches!(m.map_type, 2 | 6 | 1503)
-        && bpf2ptx_runtime::maps::round8(u64::from(m.value_size))
-            * u64::from(m.max_entries)
-            * SHARDS
+        && bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size) * SHARDS
             <= MAX_SHARDED_BYTES
 }
 
@@ -370,7 +368,9 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             27 | 1527 | 4 => ring_bytes(m),
             _ => 0,
         };
-        let aux2 = if matches!(m.map_type, 27 | 1527 | 4) {
+        let aux2 = if shards > 0 {
+            bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size).to_string()
+        } else if matches!(m.map_type, 27 | 1527 | 4) {
             let counters = map_counter_symbol(&m.name);
             let _ = writeln!(out, ".visible .global .align 8 .u64 {counters}[2];");
             format!("generic({counters})")
@@ -380,10 +380,16 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         let data = match storage {
             Some(bytes) => {
                 let store = map_data_symbol(&m.name);
-                let bytes = if shards > 0 { bytes * shards } else { bytes };
+                // Sharded: line-aligned replicas of whole 128-byte lines.
+                let (bytes, align) = if shards > 0 {
+                    let r = bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size);
+                    (r * shards, 128)
+                } else {
+                    (bytes, 8)
+                };
                 let _ = writeln!(
                     out,
-                    ".visible .global .align 8 .b8 {store}[{}];",
+                    ".visible .global .align {align} .b8 {store}[{}];",
                     bytes.max(8)
                 );
                 format!("generic({store})")
@@ -1398,7 +1404,7 @@ impl<'a> FuncWriter<'a> {
             self.l(format!("and.b32 %lk1, %lk1, {};", SHARDS - 1));
             self.l(format!(
                 "mul.wide.u32 %lkd2, %lk1, {};",
-                u64::from(entries) * stride
+                bpf2ptx_runtime::maps::replica_bytes(entries, map.value_size)
             ));
             self.l("add.u64 %lkd1, %lkd1, %lkd2;");
         }
