@@ -147,6 +147,16 @@ pub fn verify(obj: &Object) -> Result<Vec<Facts>, CompileError> {
 /// Verifies and lowers an object to PTX text; the verifier's facts let the backend drop
 /// run-time checks it proved unnecessary.
 pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError> {
+    compile_with_bodies(obj, opts, false).map(|(text, _)| text)
+}
+
+/// [`compile`], and with `bodies` also each program's entry function as a body to inline
+/// at an attach site ([`ptx::inline_body`]), lowered with the same facts and options.
+pub fn compile_with_bodies(
+    obj: &Object,
+    opts: &ptx::Options,
+    bodies: bool,
+) -> Result<(String, Vec<ptx::InlineBody>), CompileError> {
     let facts = verify(obj)?;
     let mut opts = opts.clone();
     opts.hints = facts.iter().map(hints).collect();
@@ -163,10 +173,19 @@ pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError
                     .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false))
         })
         .collect();
-    ptx::write_string(obj, &opts).map_err(|source| CompileError::Lower {
+    let lower = |source| CompileError::Lower {
         file: obj.file.clone(),
         source,
-    })
+    };
+    let text = ptx::write_string(obj, &opts).map_err(lower)?;
+    let inline = if bodies {
+        (0..obj.programs.len())
+            .map(|k| ptx::inline_body(obj, &opts, k).map_err(lower))
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    Ok((text, inline))
 }
 
 /// Parses `--map NAME=PLACE` options: returns the maps forced into sharding (as the
@@ -201,10 +220,12 @@ pub fn hints(f: &Facts) -> ptx::Hints {
     let global = f.regions.iter().map(|&r| r != 0 && r & 0b11 == 0).collect();
     ptx::Hints {
         global,
+        regions: f.regions.clone(),
         aligned: f.aligned.clone(),
         divisor_may_be_zero: f.divisor_may_be_zero.clone(),
         add_const: f.atomic_add_const.clone(),
         call_map: f.call_map.clone(),
+        ctx_offset: f.ctx_offset.clone(),
     }
 }
 

@@ -159,6 +159,7 @@ pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
                 symbol: ptx::program_symbol(p),
                 attach,
                 effects: attach::has_effects(p),
+                inline: None,
             })
         })
         .collect()
@@ -199,7 +200,12 @@ pub fn inject(
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never
     // gets call sites.
-    let probe_ptx = compile::compile(&gpu, &popts)?;
+    let (probe_ptx, bodies) = compile::compile_with_bodies(&gpu, &popts, !opts.extern_probes)?;
+    let list: Vec<Probe> = list
+        .into_iter()
+        .zip(bodies.into_iter().map(Some).chain(std::iter::repeat(None)))
+        .map(|(p, body)| Probe { inline: body, ..p })
+        .collect();
     let linkage = if opts.extern_probes {
         Linkage::Extern
     } else {

@@ -1125,6 +1125,8 @@ impl<'a> Explorer<'a> {
         let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
         self.note_region(i, r);
         self.note_alignment(i, &o, off.into(), size.bytes());
+        let at = (r == Region::Ctx && first == last).then_some(first);
+        same_on_every_path(&mut self.seen[i], &mut self.facts.ctx_offset[i], at);
         match r {
             Region::Stack { .. } => {
                 let f = self.stack_frame(st, r);

@@ -310,6 +310,9 @@ pub struct Facts {
     /// Per instruction: a helper call whose map argument (r1) is the same map on every
     /// path, so the backend can specialise the call for that map's type and layout.
     pub call_map: Vec<Option<u32>>,
+    /// Per instruction: a load from the context at this constant byte offset on every
+    /// path, so an inlined probe can take the field from the site's registers.
+    pub ctx_offset: Vec<Option<i64>>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
     /// that do not fetch (no other load, store, helper access or update of the map), so
     /// the values may be sharded into per-SM replicas that the host sums.
@@ -328,6 +331,7 @@ impl Facts {
             branch_always: vec![None; n],
             atomic_add_const: vec![None; n],
             call_map: vec![None; n],
+            ctx_offset: vec![None; n],
             ..Facts::default()
         }
     }

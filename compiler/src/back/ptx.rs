@@ -128,6 +128,9 @@ pub struct Hints {
     /// The access touches only global memory (map values, the test input, ringbuf
     /// records): `ld.global`/`st.global`/`atom.global` instead of generic accesses.
     pub global: Vec<bool>,
+    /// The regions an access may touch (the verifier's `Facts::regions`: bit 0 stack,
+    /// 1 context, 2 test memory, 3 map values, 4 ringbuf records).
+    pub regions: Vec<u8>,
     /// The access's address is a multiple of its size on every path: no run-time
     /// alignment test and no byte-wise fallback.
     pub aligned: Vec<bool>,
@@ -141,6 +144,9 @@ pub struct Hints {
     /// A helper call whose map argument is this map on every path: an array lookup is
     /// then inlined with the map's constants (no runtime call, no dispatch on the type).
     pub call_map: Vec<Option<u32>>,
+    /// A load from the context at this constant offset on every path: in a body inlined
+    /// at an attach site ([`inline_body`]) it reads the site's context registers.
+    pub ctx_offset: Vec<Option<i64>>,
 }
 
 impl Hints {
@@ -285,11 +291,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
                 .iter()
                 .position(|p| std::ptr::eq(p, prog))
                 .unwrap_or(0);
-            let mut f = FuncWriter::new(obj, prog, k, opts.hints.get(pi));
-            f.sharded = (0..obj.maps.len())
-                .map(|m| is_sharded(obj, opts, m))
-                .collect();
-            f.sys = scope == bpf2ptx_runtime::Scope::Sys;
+            let mut f = FuncWriter::configured(obj, opts, pi, k);
             f.lower()?;
             need.extend(f.need.iter().cloned());
             needs_62 |= f.ptx_62;
@@ -457,7 +459,9 @@ pub fn frame_layouts(prog: &Program) -> Vec<FrameLayout> {
             FrameLayout {
                 symbol: func_symbol(prog, k),
                 bytes: frame.size,
-                in_registers: frame.size > 0 && !needs_frame_address(prog, k, &frame),
+                // Without the verifier's facts: no lookup is known to be inlined.
+                in_registers: frame.size > 0
+                    && !needs_frame_address(prog, k, &frame, &|_, _| false),
             }
         })
         .collect()
@@ -751,7 +755,12 @@ fn folded(fp: &[Fp; 11], base: u8, off: i16, size: Size, frame: u32) -> Option<i
 /// pointer other than as the base of a folded access or in tracked pointer arithmetic.
 /// When none does, r10 is never materialised and ptxas can keep the whole frame in
 /// registers (a 0-byte stack frame).
-fn needs_frame_address(prog: &Program, k: usize, frame: &Frame) -> bool {
+fn needs_frame_address(
+    prog: &Program,
+    k: usize,
+    frame: &Frame,
+    inlined_lookup: &dyn Fn(usize, &[Fp; 11]) -> bool,
+) -> bool {
     let (a, b) = func_range(prog, k);
     (a..b).any(|i| {
         let Some(s) = frame.before[i] else {
@@ -778,6 +787,8 @@ fn needs_frame_address(prog: &Program, k: usize, frame: &Frame) -> bool {
             Kind::Neg(_) | Kind::Endian(..) => is_fp(ins.dst),
             Kind::Movsx(..) => is_fp(ins.src),
             Kind::Jmp(_, _, src) => is_fp(ins.dst) || (src == Src::X && is_fp(ins.src)),
+            // An inlined array lookup reads its key from the slot directly.
+            Kind::Call(_) if inlined_lookup(i, &s) => is_fp(1),
             Kind::Call(_) | Kind::Callx => {
                 (1..=5).any(is_fp) || (ins.kind() == Kind::Callx && is_fp(ins.dst))
             }
@@ -854,6 +865,8 @@ struct FuncWriter<'a> {
     sys: bool,
     /// Per map: sharded into [`SHARDS`] per-SM replicas ([`is_sharded`]).
     sharded: Vec<bool>,
+    /// The body is inlined at an attach site ([`inline_body`]), not a `.func`.
+    inline: bool,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -881,7 +894,65 @@ fn ty(size: Size) -> &'static str {
     }
 }
 
+/// The label an inlined body's `exit` branches to; the attach site defines it after the
+/// body's block (labels are scoped by blocks, so every site can reuse the name).
+pub const INLINE_END: &str = "$L__bpf2ptx_end";
+/// 64-bit context registers `%bpf2ptx_c0..` an attach site sets for an inlined body.
+pub const INLINE_CTX_WORDS: u32 = 3;
+
+/// Program `pi`'s entry function as a block body to paste at an attach site: its own
+/// `.reg`/`.local` declarations (which shadow the kernel's, PTX scoping), r1..r5 from
+/// the site's `%bpf2ptx_a1..5`, context fields at constant offsets from
+/// `%bpf2ptx_c0..2`, and `exit` as a branch to [`INLINE_END`]. Calls to its
+/// subprograms and the runtime go to the functions of the module [`write_string`] writes
+/// with the same options, which the caller links in.
+pub fn inline_body(obj: &Object, opts: &Options, pi: usize) -> Result<InlineBody, Error> {
+    let mut f = FuncWriter::configured(obj, opts, pi, 0);
+    f.inline = true;
+    f.lower()?;
+    // Context bytes are read from memory by any context access the body does not serve
+    // from registers: one in a subprogram, or at an offset not known on every path.
+    let prog = &obj.programs[pi];
+    let (a, b) = func_range(prog, 0);
+    let ctx_in_memory = match opts.hints.get(pi) {
+        Some(h) => (0..prog.insns.len()).any(|i| {
+            let ctx = h.regions.get(i).is_none_or(|r| r & 2 != 0);
+            let served = (a..b).contains(&i) && h.ctx_offset.get(i).copied().flatten().is_some();
+            ctx && matches!(
+                prog.insns[i].kind(),
+                Kind::Ldx(..) | Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..)
+            ) && !served
+        }),
+        None => true,
+    };
+    Ok(InlineBody {
+        text: f.out,
+        ctx_in_memory,
+    })
+}
+
+/// A program's body for an attach site ([`inline_body`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineBody {
+    /// The block's statements.
+    pub text: String,
+    /// Whether the body reads the context through r1 (the site must then store the
+    /// context to the memory r1 points to); when false every field it reads comes from
+    /// the site's registers.
+    pub ctx_in_memory: bool,
+}
+
 impl<'a> FuncWriter<'a> {
+    /// A writer for function `k` of program `pi` with the module-wide settings.
+    fn configured(obj: &'a Object, opts: &'a Options, pi: usize, k: usize) -> Self {
+        let mut f = FuncWriter::new(obj, &obj.programs[pi], k, opts.hints.get(pi));
+        f.sharded = (0..obj.maps.len())
+            .map(|m| is_sharded(obj, opts, m))
+            .collect();
+        f.sys = atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
+        f
+    }
+
     fn new(obj: &'a Object, prog: &'a Program, k: usize, hints: Option<&'a Hints>) -> Self {
         FuncWriter {
             obj,
@@ -896,6 +967,7 @@ impl<'a> FuncWriter<'a> {
             cur: 0,
             sys: false,
             sharded: Vec::new(),
+            inline: false,
         }
     }
 
@@ -942,7 +1014,10 @@ impl<'a> FuncWriter<'a> {
                 targets.insert(t);
             }
         }
-        let materialise = frame.size > 0 && needs_frame_address(prog, self.k, &frame);
+        let materialise = frame.size > 0
+            && needs_frame_address(prog, self.k, &frame, &|i, fp| {
+                self.lookup_map(i, fp, frame.size).is_some()
+            });
         // A frame whose address is never taken lives in registers: one .b64 per 8-byte
         // slot, sub-word accesses through bfe/bfi. ptxas does not promote .local arrays
         // itself, so without this every spill of a BPF program would go to local memory.
@@ -957,7 +1032,11 @@ impl<'a> FuncWriter<'a> {
         self.l(".reg .b32 %w<4>;");
         self.l(".reg .pred %p<4>;");
         for r in 1..=5 {
-            self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
+            if self.inline {
+                self.l(format!("mov.u64 %r{r}, %bpf2ptx_a{r};"));
+            } else {
+                self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
+            }
         }
         if materialise {
             self.l("mov.u64 %r10, bpf_stack;");
@@ -1174,6 +1253,7 @@ impl<'a> FuncWriter<'a> {
                 }
                 self.l("mov.u64 %r0, %t1;");
             }
+            Kind::Exit if self.inline => self.l(format!("bra {INLINE_END};")),
             Kind::Exit => {
                 self.l("st.param.b64 [bpf_ret], %r0;");
                 self.l("ret;");
@@ -1243,6 +1323,7 @@ impl<'a> FuncWriter<'a> {
                     "legacy packet access (ld_abs/ld_ind) has no GPU meaning",
                 ))
             }
+            Kind::Ldx(size, signed) if self.inline && self.ctx_field(d, size, signed) => {}
             Kind::Ldx(size, signed) => {
                 let val = format!("%r{d}");
                 self.load(size, signed, s, ins.off, fp, frame, &val);
@@ -1336,6 +1417,34 @@ impl<'a> FuncWriter<'a> {
         }
     }
 
+    /// In an inlined body, a context load at a constant offset reads the site's context
+    /// registers `%bpf2ptx_c0..` (8 bytes each, little-endian like the struct), so the
+    /// fields an attach site knows at build time are constants ptxas folds. Returns false
+    /// when the load is not such a field.
+    fn ctx_field(&mut self, d: u8, size: Size, signed: bool) -> bool {
+        let Some(off) = self
+            .hints
+            .and_then(|h| h.ctx_offset.get(self.cur).copied().flatten())
+        else {
+            return false;
+        };
+        let bytes = i64::from(size.bytes());
+        if off < 0 || off % 8 + bytes > 8 || off + bytes > i64::from(INLINE_CTX_WORDS) * 8 {
+            return false;
+        }
+        let (w, shift) = (off / 8, (off % 8) * 8);
+        if bytes == 8 {
+            self.l(format!("mov.b64 %r{d}, %bpf2ptx_c{w};"));
+        } else {
+            let t = if signed { "s64" } else { "u64" };
+            self.l(format!(
+                "bfe.{t} %r{d}, %bpf2ptx_c{w}, {shift}, {};",
+                bytes * 8
+            ));
+        }
+        true
+    }
+
     /// `red.add [addr], c` for every active lane, done as one `red.add` of `c` times the
     /// group size by the lowest lane of each group of lanes with the same address
     /// (`match.any.sync` over `activemask`). The sum in memory is the same; the atomics
@@ -1363,26 +1472,30 @@ impl<'a> FuncWriter<'a> {
         self.l("}");
     }
 
+    /// The map and key slot of instruction `i` when it is a `map_lookup_elem` that
+    /// [`FuncWriter::inline_lookup`] inlines.
+    fn lookup_map(&self, i: usize, fp: &[Fp; 11], frame: u32) -> Option<(u32, i64)> {
+        let ins = self.prog.insns.get(i)?;
+        if ins.kind() != Kind::Call(CallKind::Helper) || ins.imm != 1 {
+            return None;
+        }
+        let m = self.hints?.call_map.get(i).copied().flatten()?;
+        let map = self.obj.maps.get(m as usize)?;
+        if !matches!(map.map_type, 2 | 6 | 1503) || map.key_size != 4 {
+            return None;
+        }
+        Some((m, folded(fp, 2, 0, Size::W, frame)?))
+    }
+
     /// `map_lookup_elem` on an array (2, 6, 1503) the verifier pinned to one map, with
     /// the key in a known stack slot: inline, with the map's entries, stride and sharding
     /// as constants. Returns false (nothing emitted) when the call does not qualify and
     /// goes to the runtime function instead.
     fn inline_lookup(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
-        let Some(m) = self
-            .hints
-            .and_then(|h| h.call_map.get(self.cur).copied().flatten())
-        else {
+        let Some((m, slot)) = self.lookup_map(self.cur, fp, frame) else {
             return false;
         };
-        let Some(map) = self.obj.maps.get(m as usize) else {
-            return false;
-        };
-        if !matches!(map.map_type, 2 | 6 | 1503) || map.key_size != 4 {
-            return false;
-        }
-        let Some(slot) = folded(fp, 2, 0, Size::W, frame) else {
-            return false;
-        };
+        let map = &self.obj.maps[m as usize];
         let entries = map.max_entries;
         let stride = bpf2ptx_runtime::maps::round8(u64::from(map.value_size));
         let desc = map_desc_symbol(&map.name);

@@ -39,6 +39,9 @@ pub struct Probe {
     /// Whether running it can be observed (see [`super::attach::has_effects`]); a probe
     /// without effects is not called.
     pub effects: bool,
+    /// Its body for pasting at each site ([`crate::back::ptx::inline_body`]); `None`:
+    /// every site calls [`Probe::symbol`].
+    pub inline: Option<crate::back::ptx::InlineBody>,
 }
 
 /// Where the probes' code comes from.
@@ -212,7 +215,7 @@ pub fn weave(
                     } else {
                         insn.and_then(|i| i.guard.as_ref())
                     };
-                    text.push_str(&site_block(label, guard, *g, &fill, &p.symbol));
+                    text.push_str(&site_block(label, guard, *g, &fill, p));
                 }
                 sites.push(Site {
                     site: line,
@@ -310,7 +313,7 @@ fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
 /// The context of an entry or exit site: `{ u32 kernel; u32 site; }`, one constant.
 fn kernel_ctx(kernel: u32, site: u32) -> String {
     let word = u64::from(kernel) | u64::from(site) << 32;
-    format!("mov.u64 %bpf2ptx_d1, {word};\nst.local.u64 [bpf2ptx_ctx], %bpf2ptx_d1;\n")
+    format!("mov.u64 %bpf2ptx_c0, {word};\nst.local.u64 [bpf2ptx_ctx], %bpf2ptx_c0;\n")
 }
 
 /// The context of a memory site: the address the instruction computes, then the
@@ -334,15 +337,15 @@ fn mem_ctx(
                     register: base.clone(),
                 })?;
                 if bits == 64 {
-                    s.push_str(&format!("mov.b64 %bpf2ptx_d1, {base};\n"));
+                    s.push_str(&format!("mov.b64 %bpf2ptx_c0, {base};\n"));
                 } else {
-                    s.push_str(&format!("cvt.u64.u32 %bpf2ptx_d1, {base};\n"));
+                    s.push_str(&format!("cvt.u64.u32 %bpf2ptx_c0, {base};\n"));
                 }
             } else {
-                s.push_str(&format!("mov.u64 %bpf2ptx_d1, {base};\n"));
+                s.push_str(&format!("mov.u64 %bpf2ptx_c0, {base};\n"));
             }
             if *offset != 0 {
-                s.push_str(&format!("add.s64 %bpf2ptx_d1, %bpf2ptx_d1, {offset};\n"));
+                s.push_str(&format!("add.s64 %bpf2ptx_c0, %bpf2ptx_c0, {offset};\n"));
             }
         }
         other => {
@@ -355,7 +358,7 @@ fn mem_ctx(
                 .and_then(|t| t.strip_suffix(']'))
                 .and_then(|t| parse_int(t.trim()));
             match imm {
-                Some(v) => s.push_str(&format!("mov.u64 %bpf2ptx_d1, {v};\n")),
+                Some(v) => s.push_str(&format!("mov.u64 %bpf2ptx_c0, {v};\n")),
                 None => {
                     return Err(InjectError::Address {
                         kernel: kernel.into(),
@@ -384,9 +387,9 @@ fn mem_ctx(
     let w1 = u64::from(size) | u64::from(flags | space << MEM_SPACE_SHIFT) << 32;
     let w2 = u64::from(kernel_index) | u64::from(site) << 32;
     s.push_str(&format!(
-        "st.local.u64 [bpf2ptx_ctx], %bpf2ptx_d1;\n\
-         mov.u64 %bpf2ptx_d1, {w1};\nst.local.u64 [bpf2ptx_ctx+8], %bpf2ptx_d1;\n\
-         mov.u64 %bpf2ptx_d1, {w2};\nst.local.u64 [bpf2ptx_ctx+16], %bpf2ptx_d1;\n"
+        "st.local.u64 [bpf2ptx_ctx], %bpf2ptx_c0;\n\
+         mov.u64 %bpf2ptx_c1, {w1};\nst.local.u64 [bpf2ptx_ctx+8], %bpf2ptx_c1;\n\
+         mov.u64 %bpf2ptx_c2, {w2};\nst.local.u64 [bpf2ptx_ctx+16], %bpf2ptx_c2;\n"
     ));
     Ok(s)
 }
@@ -448,11 +451,19 @@ fn width(regs: &HashMap<String, u32>, reg: &str) -> Option<u32> {
         .copied()
 }
 
-/// One site's block for one probe.
-fn site_block(n: usize, guard: Option<&Guard>, g: Granularity, fill: &str, probe: &str) -> String {
+/// One site's block for one probe: guards, the context (registers `%bpf2ptx_c0..2`
+/// and the kernel's `.local` copy r1 points to), then the probe's body in a block of its
+/// own, or a call.
+fn site_block(
+    n: usize,
+    guard: Option<&Guard>,
+    g: Granularity,
+    fill: &str,
+    probe: &Probe,
+) -> String {
     let skip = format!("$L__bpf2ptx_{n}");
     let mut s = String::from(
-        "{\n.reg .b64 %bpf2ptx_d<2>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
+        "{\n.reg .b64 %bpf2ptx_d<2>;\n.reg .b64 %bpf2ptx_c<3>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
     );
     if let Some(gd) = guard {
         let neg = if gd.negated { "" } else { "!" };
@@ -472,18 +483,40 @@ fn site_block(n: usize, guard: Option<&Guard>, g: Granularity, fill: &str, probe
              setp.ne.u32 %bpf2ptx_p, %bpf2ptx_w0, 0;\n@%bpf2ptx_p bra {skip};\n"
         )),
     }
-    s.push_str(fill);
-    s.push_str(&format!(
+    // Only a probe that reads its context through r1 needs the `.local` copy.
+    let in_memory = probe.inline.as_ref().is_none_or(|b| b.ctx_in_memory);
+    for line in fill.lines() {
+        if in_memory || !line.starts_with("st.local.u64 [bpf2ptx_ctx") {
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    s.push_str(
         "mov.u64 %bpf2ptx_d0, bpf2ptx_ctx;\ncvta.local.u64 %bpf2ptx_d0, %bpf2ptx_d0;\n\
-         mov.u64 %bpf2ptx_d1, 0;\n\
-         {{\n.param .b64 bpf2ptx_a1;\n.param .b64 bpf2ptx_a2;\n.param .b64 bpf2ptx_a3;\n\
-         .param .b64 bpf2ptx_a4;\n.param .b64 bpf2ptx_a5;\n.param .b64 bpf2ptx_ret;\n\
-         st.param.b64 [bpf2ptx_a1], %bpf2ptx_d0;\nst.param.b64 [bpf2ptx_a2], %bpf2ptx_d1;\n\
-         st.param.b64 [bpf2ptx_a3], %bpf2ptx_d1;\nst.param.b64 [bpf2ptx_a4], %bpf2ptx_d1;\n\
-         st.param.b64 [bpf2ptx_a5], %bpf2ptx_d1;\n\
-         call (bpf2ptx_ret), {probe}, (bpf2ptx_a1, bpf2ptx_a2, bpf2ptx_a3, bpf2ptx_a4, bpf2ptx_a5);\n\
-         }}\n{skip}:\n}}\n"
-    ));
+         mov.u64 %bpf2ptx_d1, 0;\n",
+    );
+    match &probe.inline {
+        Some(body) => {
+            s.push_str(
+                ".reg .b64 %bpf2ptx_a<6>;\nmov.u64 %bpf2ptx_a1, %bpf2ptx_d0;\n\
+                 mov.u64 %bpf2ptx_a2, 0;\nmov.u64 %bpf2ptx_a3, 0;\n\
+                 mov.u64 %bpf2ptx_a4, 0;\nmov.u64 %bpf2ptx_a5, 0;\n{\n",
+            );
+            s.push_str(&body.text);
+            s.push_str(&format!("}}\n{}:\n", crate::back::ptx::INLINE_END));
+        }
+        None => s.push_str(&format!(
+            "{{\n.param .b64 bpf2ptx_a1;\n.param .b64 bpf2ptx_a2;\n.param .b64 bpf2ptx_a3;\n\
+             .param .b64 bpf2ptx_a4;\n.param .b64 bpf2ptx_a5;\n.param .b64 bpf2ptx_ret;\n\
+             st.param.b64 [bpf2ptx_a1], %bpf2ptx_d0;\nst.param.b64 [bpf2ptx_a2], %bpf2ptx_d1;\n\
+             st.param.b64 [bpf2ptx_a3], %bpf2ptx_d1;\nst.param.b64 [bpf2ptx_a4], %bpf2ptx_d1;\n\
+             st.param.b64 [bpf2ptx_a5], %bpf2ptx_d1;\n\
+             call (bpf2ptx_ret), {}, (bpf2ptx_a1, bpf2ptx_a2, bpf2ptx_a3, bpf2ptx_a4, bpf2ptx_a5);\n\
+             }}\n",
+            probe.symbol
+        )),
+    }
+    s.push_str(&format!("{skip}:\n}}\n"));
     s
 }
 
