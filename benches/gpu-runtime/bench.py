@@ -64,6 +64,11 @@ def alloc(nbytes, placement):
     return a
 
 
+def host_variant(placement):
+    """Host placement runs the PTX built with `--map NAME=host` (`.sys` atomics)."""
+    return ".host" if placement == "host" else ""
+
+
 def u64(a):
     return a.view(cp.uint64)
 
@@ -75,9 +80,9 @@ class Ours:
     """A bpf2ptx module: its entry kernel and its map descriptors. (CuPy loads a cubin
     once per path, so a second Ours of the same probe sees the words the first bound.)"""
 
-    def __init__(self, name):
-        self.name = name
-        self.mod = cp.RawModule(path=f"{A.cubins}/{name}.cubin")
+    def __init__(self, name, variant=""):
+        self.name = name + variant
+        self.mod = cp.RawModule(path=f"{A.cubins}/{name}{variant}.cubin")
         self.fn = self.mod.get_function(f"bpf2ptx_entry_{name}")
 
     def desc(self, m):
@@ -175,13 +180,16 @@ def array_op(probe, nslots, per_warp, sharded, placement):
     threads = grid * BLOCK
     ops = threads // 32 if per_warp else threads
     reps = SHARDS if sharded else 1
-    o = Ours(probe)
+    # Sharding is decided at compile time: `.unsharded` PTX is built with
+    # `--map slots=unsharded`. Replicas are whole 128-byte lines (descriptor word 5).
+    o = Ours(probe, ("" if sharded else ".unsharded") + host_variant(placement))
     d = o.desc("slots")
-    check(probe, "descriptor sharded by the compiler", o.compiled("slots")[4] == SHARDS)
-    ours_buf = alloc(reps * nslots * 8, placement)
+    check(probe, "descriptor sharding as compiled", o.compiled("slots")[4] == (SHARDS if sharded else 0))
+    step = o.compiled("slots")[5] if sharded else nslots * 8
+    twin_step = (nslots * 8 + 127) // 128 * 128 if sharded else nslots * 8
+    ours_buf = alloc(reps * step, placement)
     d[3] = ours_buf.data.ptr
-    d[4] = SHARDS if sharded else 0
-    twin_buf = alloc(reps * nslots * 8, placement)
+    twin_buf = alloc(reps * twin_step, placement)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tname = {"array_n": "twin_array_n", "array_1": "twin_array_1", "warp_array": "twin_warp_array"}[
         probe
@@ -195,8 +203,8 @@ def array_op(probe, nslots, per_warp, sharded, placement):
     # CPU model: every op adds 1 to slot (id % nslots), id = thread (or warp) index.
     model = np.bincount(np.arange(ops) % nslots, minlength=nslots).astype(np.uint64) * launches
     name = f"{probe} {'sharded' if sharded else 'unsharded'}"
-    for who, buf in (("ours", ours_buf), ("twin", twin_buf)):
-        got = cp.asnumpy(u64(buf).reshape(reps, nslots).sum(axis=0))
+    for who, buf, st in (("ours", ours_buf, step), ("twin", twin_buf, twin_step)):
+        got = cp.asnumpy(u64(buf).reshape(reps, st // 8)[:, :nslots].sum(axis=0))
         check(name, f"{who} slots == model", np.array_equal(got, model))
     check(name, "result words 0", int(res_o[0]) == 0 and int(res_t[0]) == 0)
     label = {
@@ -210,7 +218,7 @@ def array_op(probe, nslots, per_warp, sharded, placement):
 def thread_array_op(placement):
     grid = grid_for(placement)
     threads = grid * BLOCK
-    o = Ours("thread_array")
+    o = Ours("thread_array", host_variant(placement))
     d = o.desc("mine")
     ours_buf, twin_buf = alloc(threads * 8, placement), alloc(threads * 8, placement)
     d[3] = ours_buf.data.ptr
@@ -238,7 +246,7 @@ HASH_KEYS = 4096
 def hash_op(probe, placement):
     grid = grid_for(placement)
     threads = grid * BLOCK
-    o = Ours(probe)
+    o = Ours(probe, host_variant(placement))
     m = "counts" if probe == "hash_add" else "vals"
     d = o.desc(m)
     check(probe, "descriptor slots", o.compiled(m)[4] == HASH_SLOTS)
@@ -283,7 +291,7 @@ RING = 128 * 1024 * 1024
 def ring_op(placement):
     grid = grid_for(placement)
     threads = grid * BLOCK
-    o = Ours("ring_output")
+    o = Ours("ring_output", host_variant(placement))
     d = o.desc("ring")
     check("ring", "descriptor size", o.compiled("ring")[4] == RING)
     ours_ring, twin_ring = alloc(RING, placement), alloc(RING, placement)

@@ -22,5 +22,20 @@ for src in "$here"/src/*.bpf.c; do
 	[ "$name" = warp_array ] && gran=warp
 	"$BPF2PTX" "$here/obj/$name.o" --entry --granularity "$gran" --target sm_90 \
 		-o "$here/ptx/$name.ptx"
+	# Arrays only added to are sharded automatically; the unsharded variant for the
+	# side-by-side rows keeps one copy.
+	case "$name" in array_1 | array_n | warp_array)
+		"$BPF2PTX" "$here/obj/$name.o" --entry --granularity "$gran" --target sm_90 \
+			--map slots=unsharded -o "$here/ptx/$name.unsharded.ptx"
+		"$BPF2PTX" "$here/obj/$name.o" --entry --granularity "$gran" --target sm_90 \
+			--map slots=unsharded --map slots=host -o "$here/ptx/$name.unsharded.host.ptx" ;;
+	esac
+	# Host placement: the same program built with `--map NAME=host` (.sys atomics).
+	map=$(case "$name" in array_*|warp_array) echo slots ;; hash_add) echo counts ;;
+		hash_update) echo vals ;; ring_output) echo ring ;; thread_array) echo mine ;; esac)
+	if [ -n "$map" ]; then
+		"$BPF2PTX" "$here/obj/$name.o" --entry --granularity "$gran" --target sm_90 \
+			--map "$map=host" -o "$here/ptx/$name.host.ptx"
+	fi
 	echo "wrote obj/$name.o ptx/$name.ptx ($gran)"
 done

@@ -22,13 +22,15 @@ __device__ __forceinline__ unsigned smid()
 __device__ __forceinline__ u64 gid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
 // Arrays: slot (gid % N) += 1 (N = 1 for the one-slot case), plain or sharded into
-// `shards` per-SM replicas of the whole array (replica smid % shards), as bpf2ptx does.
+// `shards` (a power of two) per-SM replicas of the whole array, each padded to whole
+// 128-byte lines (replica smid & (shards - 1)), as bpf2ptx does (specs/abi.md).
 template <unsigned N>
 __device__ __forceinline__ void array_add(u64 *slots, unsigned shards, u64 key)
 {
+	constexpr u64 replica_words = (N * 8 + 127) / 128 * 16;
 	u64 row = key;
 	if (shards)
-		row += (u64)(smid() % shards) * N;
+		row += (u64)(smid() & (shards - 1)) * replica_words;
 	atomicAdd(&slots[row], 1ULL);
 }
 

@@ -167,10 +167,11 @@ pub fn compile_with_bodies(
     let forced = std::mem::take(&mut opts.sharded);
     opts.sharded = (0..obj.maps.len())
         .map(|k| {
-            forced.get(k).copied().unwrap_or(false)
-                || facts
-                    .iter()
-                    .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false))
+            let auto = facts
+                .iter()
+                .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false));
+            !opts.unsharded.get(k).copied().unwrap_or(false)
+                && (forced.get(k).copied().unwrap_or(false) || auto)
         })
         .collect();
     let lower = |source| CompileError::Lower {
@@ -188,29 +189,43 @@ pub fn compile_with_bodies(
     Ok((text, inline))
 }
 
-/// Parses `--map NAME=PLACE` options: returns the maps forced into sharding (as the
-/// backend's per-map flags) and the maps to place in host memory. PLACE is `device`,
-/// `host` or `sharded`.
-pub fn map_options(obj: &Object, options: &[String]) -> Result<(Vec<bool>, Vec<String>), String> {
-    let mut sharded = vec![false; obj.maps.len()];
+/// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`)
+/// into the backend's per-map options: `sharded` (forced), `unsharded` (forbidden) and
+/// `host` (pinned host memory, `.sys` atomics). Returns the options and the names of the
+/// host-placed maps (for the loader).
+pub fn map_options(
+    obj: &Object,
+    options: &[String],
+) -> Result<(ptx::Options, Vec<String>), String> {
+    let n = obj.maps.len();
+    let mut o = ptx::Options {
+        sharded: vec![false; n],
+        unsharded: vec![false; n],
+        host: vec![false; n],
+        ..Default::default()
+    };
     let mut host = Vec::new();
-    for o in options {
-        let (name, place) = o.split_once('=').unwrap_or((o.as_str(), ""));
+    for opt in options {
+        let (name, place) = opt.split_once('=').unwrap_or((opt.as_str(), ""));
         let Some(k) = obj.maps.iter().position(|m| m.name == name) else {
-            return Err(format!("{}: --map {o}: no map `{name}`", obj.file));
+            return Err(format!("{}: --map {opt}: no map `{name}`", obj.file));
         };
         match place {
             "device" => {}
-            "host" => host.push(name.to_string()),
-            "sharded" => sharded[k] = true,
+            "host" => {
+                o.host[k] = true;
+                host.push(name.to_string());
+            }
+            "sharded" => o.sharded[k] = true,
+            "unsharded" => o.unsharded[k] = true,
             _ => {
                 return Err(format!(
-                    "--map {o}: the placement is `device`, `host` or `sharded`"
+                    "--map {opt}: the placement is `device`, `host`, `sharded` or `unsharded`"
                 ))
             }
         }
     }
-    Ok((sharded, host))
+    Ok((o, host))
 }
 
 /// The backend's view of the verifier's facts: where an access is global memory,

@@ -190,14 +190,8 @@ pub fn inject(
             .and_then(|t| t.first())
             .map(String::as_str),
     );
-    let (sharded, host) = compile::map_options(&gpu, &opts.maps).map_err(CompileError::Options)?;
-    let host = gpu.maps.iter().map(|m| host.contains(&m.name)).collect();
-    let popts = ptx::Options {
-        target,
-        sharded,
-        host,
-        ..Default::default()
-    };
+    let (maps, _) = compile::map_options(&gpu, &opts.maps).map_err(CompileError::Options)?;
+    let popts = ptx::Options { target, ..maps };
     // Verified and lowered even with --extern, so a probe that would be rejected never
     // gets call sites.
     let (probe_ptx, bodies) = compile::compile_with_bodies(&gpu, &popts, !opts.extern_probes)?;

@@ -55,9 +55,10 @@ struct CompileArgs {
     #[command(flatten)]
     target: TargetArgs,
     /// `NAME=sharded`: give map NAME per-SM replicas even where the program also reads it
-    /// (maps that are only added to are sharded anyway). `NAME=host`: the host will put
-    /// NAME in pinned host memory, so the module's atomics use `.sys` scope. Repeatable.
-    #[arg(long = "map", value_name = "NAME=device|host|sharded")]
+    /// (maps that are only added to are sharded anyway); `NAME=unsharded`: one copy even
+    /// then. `NAME=host`: the host will put NAME in pinned host memory, so the module's
+    /// atomics use `.sys` scope. Repeatable.
+    #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
     map: Vec<String>,
 }
 
@@ -145,9 +146,10 @@ enum Command {
         #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
         granularity: GranularityArg,
         /// Where a map lives: `NAME=device` (default), `NAME=host` (pinned host memory the
-        /// host can read while the kernel runs) or `NAME=sharded` (per-SM replicas the host
-        /// sums, even where the program also reads the map). Repeatable.
-        #[arg(long = "map", value_name = "NAME=device|host|sharded")]
+        /// host can read while the kernel runs), `NAME=sharded` (per-SM replicas the host
+        /// sums, even where the program also reads the map) or `NAME=unsharded` (one copy
+        /// even where the program only adds to it). Repeatable.
+        #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
         placement: Vec<String>,
         /// Read rings in host memory only after the kernel, instead of draining them while
         /// it runs (to see what a ring drops without a reader).
@@ -188,7 +190,7 @@ struct InjectArgs {
     #[arg(long, value_name = "FILE")]
     sites: Option<PathBuf>,
     /// `NAME=device|host|sharded`: a map's placement, as for `bpf2ptx run`. Repeatable.
-    #[arg(long = "map", value_name = "NAME=device|host|sharded")]
+    #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
     map: Vec<String>,
 }
 
@@ -425,11 +427,11 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String
                     file: obj.file.clone(),
                 });
             }
-            let (sharded, host) = compile::map_options(&gpu, map).map_err(CompileError::Options)?;
-            let host = gpu.maps.iter().map(|m| host.contains(&m.name)).collect();
+            let (maps, _) = compile::map_options(&gpu, map).map_err(CompileError::Options)?;
             let opts = ptx::Options {
-                sharded,
-                host,
+                sharded: maps.sharded,
+                unsharded: maps.unsharded,
+                host: maps.host,
                 ..opts.clone()
             };
             compile::compile(&gpu, &opts)
@@ -534,7 +536,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         Ok(o) => o,
         Err(c) => return c,
     };
-    let (sharded, host) = match compile::map_options(&obj, placement) {
+    let (map_opts, host) = match compile::map_options(&obj, placement) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("error: {e}");
@@ -560,7 +562,8 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         target: target.to_string(),
         entry: true,
         granularity,
-        sharded,
+        sharded: map_opts.sharded,
+        unsharded: map_opts.unsharded,
         host: loader::host_flags(&obj, &host).unwrap_or_default(),
         ..Default::default()
     };

@@ -78,6 +78,9 @@ pub struct Options {
     /// scope instead of `.gpu`: per module rather than per map, because a map value
     /// pointer does not say which map it came from. Missing entries mean "no".
     pub host: Vec<bool>,
+    /// Per map: keep one copy even where the programs only add to it (`--map
+    /// NAME=unsharded`; read by the CLI's compile step, which decides `sharded`).
+    pub unsharded: Vec<bool>,
 }
 
 /// The scope of the module's atomics: `.sys` when some map it declares is host-placed.
@@ -116,6 +119,7 @@ impl Default for Options {
             granularity: Granularity::Thread,
             sharded: Vec::new(),
             host: Vec::new(),
+            unsharded: Vec::new(),
         }
     }
 }
