@@ -187,8 +187,14 @@ def array_op(probe, nslots, per_warp, sharded, placement):
     check(probe, "descriptor sharding as compiled", o.compiled("slots")[4] == (SHARDS if sharded else 0))
     step = o.compiled("slots")[5] if sharded else nslots * 8
     twin_step = (nslots * 8 + 127) // 128 * 128 if sharded else nslots * 8
-    ours_buf = alloc(reps * step, placement)
-    d[3] = ours_buf.data.ptr
+    if placement == "device":
+        # Device placement: the module's own storage, at a compile-time address.
+        g = o.mod.get_global("bpf2ptx_mapdata_slots")
+        ours_buf = cp.ndarray((reps * step,), cp.uint8, memptr=g)
+        ours_buf.fill(0)
+    else:
+        ours_buf = alloc(reps * step, placement)
+        d[3] = ours_buf.data.ptr
     twin_buf = alloc(reps * twin_step, placement)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tname = {"array_n": "twin_array_n", "array_1": "twin_array_1", "warp_array": "twin_warp_array"}[

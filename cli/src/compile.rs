@@ -241,6 +241,7 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         add_const: f.atomic_add_const.clone(),
         call_map: f.call_map.clone(),
         ctx_offset: f.ctx_offset.clone(),
+        atomic_map: f.atomic_map.clone(),
     }
 }
 

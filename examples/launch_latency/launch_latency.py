@@ -3,8 +3,8 @@
 """How long after the host's launch call each block of a kernel starts
 (probe: examples/probes/launch_latency.bpf.c).
 
-The probe's `launch` map is moved to pinned host memory (descriptor word 3,
-specs/abi.md), so the host stores its launch time with one CPU store right
+The probe's `launch` map is injected with `--map launch=host` and bound to
+pinned host memory here (descriptor word 3, specs/abi.md), so the host stores its launch time with one CPU store right
 before the launch call; the time is converted to the GPU's %globaltimer clock
 with an offset measured first (examples/lib/gpuclock.py).
 

@@ -8,5 +8,5 @@ APP="${1:-vecadd}"
 BPF2PTX="${BPF2PTX:-target/release/bpf2ptx}"
 OUTDIR="${TMPDIR:-/tmp}"
 set -x
-"$BPF2PTX" inject examples/probes/launch_latency.bpf.o --into "examples/apps/$APP.ptx" -o "$OUTDIR/$APP.launch_latency.ptx"
+"$BPF2PTX" inject examples/probes/launch_latency.bpf.o --map launch=host --into "examples/apps/$APP.ptx" -o "$OUTDIR/$APP.launch_latency.ptx"
 python3 examples/launch_latency/launch_latency.py "$APP" "$OUTDIR/$APP.launch_latency.ptx"

@@ -895,7 +895,14 @@ impl<'a> Explorer<'a> {
                         Reg::Scalar(x) => x.as_const(),
                         _ => None,
                     };
-                    same_on_every_path(&mut self.seen[i], &mut self.facts.atomic_add_const[i], c);
+                    let map = match base {
+                        Reg::Ptr(Region::MapValue { map }, _) => Some(map),
+                        _ => None,
+                    };
+                    // Both facts of this instruction hold on every path or not at all.
+                    let mut seen = self.seen[i];
+                    same_on_every_path(&mut seen, &mut self.facts.atomic_add_const[i], c);
+                    same_on_every_path(&mut self.seen[i], &mut self.facts.atomic_map[i], map);
                 }
                 // Read then write: both must be in bounds and (stack) initialised. A 64-bit
                 // add that does not fetch keeps a map shardable.

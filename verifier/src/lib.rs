@@ -313,6 +313,8 @@ pub struct Facts {
     /// Per instruction: a load from the context at this constant byte offset on every
     /// path, so an inlined probe can take the field from the site's registers.
     pub ctx_offset: Vec<Option<i64>>,
+    /// Per instruction: an atomic on the values of this map on every path.
+    pub atomic_map: Vec<Option<u32>>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
     /// that do not fetch (no other load, store, helper access or update of the map), so
     /// the values may be sharded into per-SM replicas that the host sums.
@@ -332,6 +334,7 @@ impl Facts {
             atomic_add_const: vec![None; n],
             call_map: vec![None; n],
             ctx_offset: vec![None; n],
+            atomic_map: vec![None; n],
             ..Facts::default()
         }
     }

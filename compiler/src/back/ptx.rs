@@ -151,6 +151,8 @@ pub struct Hints {
     /// A load from the context at this constant offset on every path: in a body inlined
     /// at an attach site ([`inline_body`]) it reads the site's context registers.
     pub ctx_offset: Vec<Option<i64>>,
+    /// An atomic on the values of this map on every path.
+    pub atomic_map: Vec<Option<u32>>,
 }
 
 impl Hints {
@@ -871,6 +873,8 @@ struct FuncWriter<'a> {
     sharded: Vec<bool>,
     /// The body is inlined at an attach site ([`inline_body`]), not a `.func`.
     inline: bool,
+    /// Per map: placed in host memory ([`Options::host`]).
+    host: Vec<bool>,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -954,6 +958,7 @@ impl<'a> FuncWriter<'a> {
             .map(|m| is_sharded(obj, opts, m))
             .collect();
         f.sys = atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
+        f.host = opts.host.clone();
         f
     }
 
@@ -972,6 +977,7 @@ impl<'a> FuncWriter<'a> {
             sys: false,
             sharded: Vec::new(),
             inline: false,
+            host: Vec::new(),
         }
     }
 
@@ -1509,12 +1515,18 @@ impl<'a> FuncWriter<'a> {
         self.l(".reg .b64 %lkd<3>;");
         self.l(".reg .pred %lkp<2>;");
         self.local_load("%lk0", true, slot, Size::W, false);
-        // Word 3 of the descriptor: the storage (the host may rebind it before a launch,
-        // never during one).
-        self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
         self.l(format!("setp.ge.u32 %lkp0, %lk0, {entries};"));
-        self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
-        self.l("or.pred %lkp0, %lkp0, %lkp1;");
+        if self.host.get(m as usize).copied().unwrap_or(false) {
+            // Host placement: the loader binds word 3 to pinned memory before a launch.
+            self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
+            self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
+            self.l("or.pred %lkp0, %lkp0, %lkp1;");
+        } else {
+            // Device placement: the module's own storage, which word 3 names too (a
+            // constant address, no load on the probe's path; specs/abi.md).
+            self.l(format!("mov.u64 %lkd0, {};", map_data_symbol(&map.name)));
+            self.l("cvta.global.u64 %lkd0, %lkd0;");
+        }
         self.l(format!("mul.wide.u32 %lkd1, %lk0, {stride};"));
         if sharded {
             self.l("mov.u32 %lk1, %smid;");
@@ -2011,8 +2023,18 @@ impl<'a> FuncWriter<'a> {
                 let c = self
                     .hints
                     .and_then(|h| h.add_const.get(self.cur).copied().flatten());
+                // Into an array whose lookups are inlined, ptxas sees the address and
+                // aggregates the warp's adds itself where it is uniform (cheaper than
+                // `match.any`); the address a runtime call returns (hash maps) it cannot.
+                let array = self
+                    .hints
+                    .and_then(|h| h.atomic_map.get(self.cur).copied().flatten())
+                    .and_then(|m| self.obj.maps.get(m as usize))
+                    .is_some_and(|m| matches!(m.map_type, 2 | 6 | 1503) && m.key_size == 4);
                 match c {
-                    Some(c) if op == AtomicOp::Add => self.aggregated_add(space, wide, addr, c),
+                    Some(c) if op == AtomicOp::Add && !array => {
+                        self.aggregated_add(space, wide, addr, c)
+                    }
                     _ => self.l(format!("red{space}.{name}.{t} [{addr}], {v};")),
                 }
                 return;
