@@ -147,23 +147,19 @@ pub fn verify(obj: &Object) -> Result<Vec<Facts>, CompileError> {
 /// Verifies and lowers an object to PTX text; the verifier's facts let the backend drop
 /// run-time checks it proved unnecessary.
 pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError> {
-    compile_with_bodies(obj, opts, false).map(|(text, _)| text)
+    lower(obj, &resolve(obj, opts)?)
 }
 
-/// [`compile`], and with `bodies` also each program's entry function as a body to inline
-/// at an attach site ([`ptx::inline_body`]), lowered with the same facts and options.
-pub fn compile_with_bodies(
-    obj: &Object,
-    opts: &ptx::Options,
-    bodies: bool,
-) -> Result<(String, Vec<ptx::InlineBody>), CompileError> {
+/// Verifies every program and settles the backend options the facts decide: the hints
+/// and which maps are sharded (a map every program only adds to with 64-bit atomic adds
+/// without fetch, so the device never serialises on one cache line and the host sums
+/// replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the user
+/// then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
+/// forbids it).
+pub fn resolve(obj: &Object, opts: &ptx::Options) -> Result<ptx::Options, CompileError> {
     let facts = verify(obj)?;
     let mut opts = opts.clone();
     opts.hints = facts.iter().map(hints).collect();
-    // A map is sharded when every program only adds to it (64-bit atomic adds without
-    // fetch): the device then never serialises on one cache line, the host sums replicas.
-    // `opts.sharded[k] = true` on input forces it (`--map NAME=sharded`): the user accepts
-    // that the programs' reads of such a map see one SM's replica.
     let forced = std::mem::take(&mut opts.sharded);
     opts.sharded = (0..obj.maps.len())
         .map(|k| {
@@ -174,19 +170,43 @@ pub fn compile_with_bodies(
                 && (forced.get(k).copied().unwrap_or(false) || auto)
         })
         .collect();
-    let lower = |source| CompileError::Lower {
+    Ok(opts)
+}
+
+/// [`compile`] with options already [`resolve`]d.
+pub fn lower(obj: &Object, resolved: &ptx::Options) -> Result<String, CompileError> {
+    ptx::write_string(obj, resolved).map_err(|source| CompileError::Lower {
         file: obj.file.clone(),
         source,
-    };
-    let text = ptx::write_string(obj, &opts).map_err(lower)?;
-    let inline = if bodies {
-        (0..obj.programs.len())
-            .map(|k| ptx::inline_body(obj, &opts, k).map_err(lower))
-            .collect::<Result<_, _>>()?
-    } else {
-        Vec::new()
-    };
-    Ok((text, inline))
+    })
+}
+
+/// Program `k`'s body for an attach site whose context bytes `ctx.known` are known:
+/// verified again with those bytes as constants, so the facts fold every computation
+/// that depends only on them ([`ptx::inline_body`]); `resolved` are the module's options
+/// ([`resolve`]), so maps and sharding agree with the module the body links against.
+pub fn site_body(
+    obj: &Object,
+    resolved: &ptx::Options,
+    k: usize,
+    ctx: &bpf2ptx_compiler::inject::weave::SiteContext,
+) -> Result<ptx::InlineBody, CompileError> {
+    let mut e = entry(obj, k);
+    e.known.bytes[..ctx.bytes.len()].copy_from_slice(&ctx.bytes);
+    e.known.mask = ctx.known;
+    let facts = bpf2ptx_verifier::verify(obj, k, &e).map_err(|errs| CompileError::Rejected {
+        file: obj.file.clone(),
+        program: obj.programs[k].name.clone(),
+        errors: errs.iter().map(|e| e.to_string()).collect(),
+    })?;
+    let mut opts = resolved.clone();
+    if let Some(h) = opts.hints.get_mut(k) {
+        *h = hints(&facts);
+    }
+    ptx::inline_body(obj, &opts, k).map_err(|source| CompileError::Lower {
+        file: obj.file.clone(),
+        source,
+    })
 }
 
 /// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`)
@@ -242,6 +262,8 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         call_map: f.call_map.clone(),
         ctx_offset: f.ctx_offset.clone(),
         atomic_map: f.atomic_map.clone(),
+        const_value: f.const_value.clone(),
+        branch_always: f.branch_always.clone(),
     }
 }
 

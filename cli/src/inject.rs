@@ -159,7 +159,6 @@ pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
                 symbol: ptx::program_symbol(p),
                 attach,
                 effects: attach::has_effects(p),
-                inline: None,
             })
         })
         .collect()
@@ -194,16 +193,20 @@ pub fn inject(
     let popts = ptx::Options { target, ..maps };
     // Verified and lowered even with --extern, so a probe that would be rejected never
     // gets call sites.
-    let (probe_ptx, bodies) = compile::compile_with_bodies(&gpu, &popts, !opts.extern_probes)?;
-    let list: Vec<Probe> = list
-        .into_iter()
-        .zip(bodies.into_iter().map(Some).chain(std::iter::repeat(None)))
-        .map(|(p, body)| Probe { inline: body, ..p })
-        .collect();
+    let resolved = compile::resolve(&gpu, &popts)?;
+    let probe_ptx = compile::lower(&gpu, &resolved)?;
+    // Each site gets the probe's body, verified and lowered with the site's constant
+    // context fields (kernel, site, access size and kind) folded in.
+    let bodies = |k: usize, ctx: &weave::SiteContext| {
+        compile::site_body(&gpu, &resolved, k, ctx).map_err(|e| e.to_string())
+    };
     let linkage = if opts.extern_probes {
         Linkage::Extern
     } else {
-        Linkage::Merge(&probe_ptx)
+        Linkage::Merge {
+            module: &probe_ptx,
+            bodies: Some(&bodies),
+        }
     };
     let woven = weave::weave(app, &list, linkage, opts.granularity).map_err(weave_err)?;
     Ok((woven, skipped))

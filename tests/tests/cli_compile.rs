@@ -103,9 +103,21 @@ fn arrays_that_are_only_added_to_are_sharded() {
     let opts = bpf2ptx_compiler::back::ptx::Options::default();
     let obj = bpf2ptx::load_path(std::path::Path::new(&corpus("stress_array.v3.o"))).unwrap();
     let ptx = bpf2ptx::compile::compile(&obj, &opts).unwrap();
-    // slots: only `__sync_fetch_and_add` → 256 replicas (descriptor word 4).
+    // slots: only `__sync_fetch_and_add` → 256 replicas (descriptor word 4) of one
+    // 128-byte line each (word 5).
     assert!(
-        descriptor(&ptx, "slots").contains(", 256, 0, 0, 0};"),
+        descriptor(&ptx, "slots").contains(", 256, 128, 0, 0};"),
+        "{}",
+        descriptor(&ptx, "slots")
+    );
+    // `--map slots=unsharded` keeps one copy.
+    let one = bpf2ptx_compiler::back::ptx::Options {
+        unsharded: vec![true; obj.maps.len()],
+        ..Default::default()
+    };
+    let ptx = bpf2ptx::compile::compile(&obj, &one).unwrap();
+    assert!(
+        descriptor(&ptx, "slots").contains(", 0, 0, 0, 0};"),
         "{}",
         descriptor(&ptx, "slots")
     );
@@ -141,7 +153,7 @@ exit
     .unwrap();
     let ptx = bpf2ptx::compile::compile(&obj, &opts).unwrap();
     assert!(
-        descriptor(&ptx, "slots").contains(", 256, 0, 0, 0};"),
+        descriptor(&ptx, "slots").contains(", 256, 128, 0, 0};"),
         "{}",
         descriptor(&ptx, "slots")
     );
@@ -173,7 +185,7 @@ fn map_sharded_forces_sharding() {
     let (code, ptx, _) = run(&["--map", "control=sharded"]);
     assert_eq!(code, Some(0));
     assert!(
-        descriptor(&ptx, "control").contains(", 256, 0, 0, 0};"),
+        descriptor(&ptx, "control").contains(", 256, 128, 0, 0};"),
         "{}",
         descriptor(&ptx, "control")
     );

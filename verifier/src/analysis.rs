@@ -110,6 +110,8 @@ pub(crate) struct Explorer<'a> {
     /// Per instruction: whether a path reached it and set its `Facts::atomic_add_const`
     /// or `Facts::call_map` (a later path with another value clears the fact).
     seen: Vec<bool>,
+    /// Per instruction: whether a path reached it and set its `Facts::const_value`.
+    seen_const: Vec<bool>,
 }
 
 /// Keeps a per-instruction fact that must hold on every path: the first visit sets it,
@@ -258,6 +260,7 @@ impl<'a> Explorer<'a> {
             went: vec![(false, false); n],
             adding: false,
             seen: vec![false; n],
+            seen_const: vec![false; n],
         }
     }
 
@@ -617,6 +620,25 @@ impl<'a> Explorer<'a> {
     fn step(&mut self, st: State, i: usize) -> R<Step> {
         let step = self.step_inner(st, i)?;
         let ins = self.prog.insns[i];
+        if let (
+            Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..),
+            Step::Next(s, n),
+        ) = (ins.kind(), &step)
+        {
+            let d = ins.dst;
+            let c = match s.cur().regs[d as usize] {
+                Reg::Scalar(ref x) => x.as_const(),
+                _ => None,
+            };
+            // Only a register that is relevant afterwards: pruning compares those, so
+            // no merged path can disagree with the value.
+            let relevant = self.relevant.get(*n).is_some_and(|r| r & (1 << d) != 0);
+            same_on_every_path(
+                &mut self.seen_const[i],
+                &mut self.facts.const_value[i],
+                c.filter(|_| relevant),
+            );
+        }
         let fix = |st: &mut State| {
             let f = st.cur_mut();
             let (d, s) = (ins.dst, ins.src);
@@ -1194,6 +1216,18 @@ impl<'a> Explorer<'a> {
                 }
                 Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
             }
+            Region::Ctx if first == last => match self.entry.known.value(first, size.bytes()) {
+                Some(v) => {
+                    let bits = 8 * size.bytes();
+                    let v = if signed && bits < 64 {
+                        ((v << (64 - bits)) as i64 >> (64 - bits)) as u64
+                    } else {
+                        v
+                    };
+                    Ok(Reg::Scalar(Scalar::constant(v)))
+                }
+                None => Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed))),
+            },
             Region::Ctx | Region::Mem | Region::MapValue { .. } | Region::Record { .. } => {
                 Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
             }

@@ -239,6 +239,34 @@ pub struct Entry {
     pub r1: EntryArg,
     /// r2, when the attach point passes a number there (bpf_conformance: the memory length).
     pub r2: Option<u64>,
+    /// Context bytes whose values are known (an attach site's constant fields): loads of
+    /// them are constants, which [`Facts::const_value`] and `branch_always` then show.
+    pub known: KnownBytes,
+}
+
+/// Up to 32 context bytes with known values: byte `k` is known when bit `k` of `mask` is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KnownBytes {
+    /// The values.
+    pub bytes: [u8; 32],
+    /// Which are known.
+    pub mask: u32,
+}
+
+impl KnownBytes {
+    /// The little-endian value of bytes `at..at + n` when all are known.
+    pub fn value(&self, at: i64, n: u32) -> Option<u64> {
+        let at = usize::try_from(at).ok()?;
+        let mut v = 0u64;
+        for k in (0..n as usize).rev() {
+            let b = at + k;
+            if b >= 32 || self.mask & (1 << b) == 0 {
+                return None;
+            }
+            v = v << 8 | u64::from(self.bytes[b]);
+        }
+        Some(v)
+    }
 }
 
 impl Entry {
@@ -262,6 +290,7 @@ impl Entry {
         Entry {
             r1: EntryArg::Mem { size: len as u32 },
             r2: Some(len as u64),
+            known: KnownBytes::default(),
         }
     }
 
@@ -280,6 +309,7 @@ impl Entry {
                 writable: false,
             },
             r2: None,
+            known: KnownBytes::default(),
         }
     }
 }
@@ -315,6 +345,10 @@ pub struct Facts {
     pub ctx_offset: Vec<Option<i64>>,
     /// Per instruction: an atomic on the values of this map on every path.
     pub atomic_map: Vec<Option<u32>>,
+    /// Per instruction (ALU, load): the value it leaves in its destination when that is
+    /// the same constant on every path and matters later (relevant registers only, so
+    /// pruning never merged paths that disagree on it).
+    pub const_value: Vec<Option<u64>>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
     /// that do not fetch (no other load, store, helper access or update of the map), so
     /// the values may be sharded into per-SM replicas that the host sums.
@@ -335,6 +369,7 @@ impl Facts {
             call_map: vec![None; n],
             ctx_offset: vec![None; n],
             atomic_map: vec![None; n],
+            const_value: vec![None; n],
             ..Facts::default()
         }
     }

@@ -153,6 +153,12 @@ pub struct Hints {
     pub ctx_offset: Vec<Option<i64>>,
     /// An atomic on the values of this map on every path.
     pub atomic_map: Vec<Option<u32>>,
+    /// The constant an ALU operation or load leaves in its destination on every path: a
+    /// `mov` instead (with an attach site's constant context fields, whole computations
+    /// such as a histogram key fold away).
+    pub const_value: Vec<Option<u64>>,
+    /// A conditional jump that always goes one way: an unconditional branch, or nothing.
+    pub branch_always: Vec<Option<bool>>,
 }
 
 impl Hints {
@@ -1082,7 +1088,23 @@ impl<'a> FuncWriter<'a> {
         let ins = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
         let label = |rel: i64| format!("$L{}", pcs[i] as i64 + 1 + rel);
+        let constant = self
+            .hints
+            .and_then(|h| h.const_value.get(i).copied().flatten());
+        let always = self
+            .hints
+            .and_then(|h| h.branch_always.get(i).copied().flatten());
         match ins.kind() {
+            Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..)
+                if constant.is_some() =>
+            {
+                let v = constant.expect("guarded");
+                self.l(format!("mov.u64 %r{d}, {};", Self::imm64(v as i64)));
+            }
+            Kind::Jmp(..) if always == Some(true) => {
+                self.l(format!("bra {};", label(ins.off.into())));
+            }
+            Kind::Jmp(..) if always == Some(false) => {}
             Kind::Alu(op, Width::W64, src) => {
                 let rhs = if src == Src::X {
                     format!("%r{s}")

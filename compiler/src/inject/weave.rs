@@ -19,7 +19,7 @@
 //! 24-byte `.local` context declared once at the top of each instrumented kernel.
 
 use super::attach::{
-    Attach, Point, MEM_ATOMIC, MEM_CTX_SIZE, MEM_LOAD, MEM_SPACE_SHIFT, MEM_STORE,
+    Attach, Point, KERNEL_CTX_SIZE, MEM_ATOMIC, MEM_CTX_SIZE, MEM_LOAD, MEM_SPACE_SHIFT, MEM_STORE,
 };
 use super::ptx::{
     self, AccessKind, EditError, FunctionKind, Guard, Instruction, ItemKind, Module, Operand,
@@ -39,16 +39,37 @@ pub struct Probe {
     /// Whether running it can be observed (see [`super::attach::has_effects`]); a probe
     /// without effects is not called.
     pub effects: bool,
-    /// Its body for pasting at each site ([`crate::back::ptx::inline_body`]); `None`:
-    /// every site calls [`Probe::symbol`].
-    pub inline: Option<crate::back::ptx::InlineBody>,
 }
 
+/// The context of one attach site as the probe will see it: the bytes of
+/// `struct bpf2ptx_kernel_ctx` / `struct bpf2ptx_mem_ctx`, and which of them are known when
+/// the kernel is built (all but a memory access's address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteContext {
+    /// Little-endian field bytes.
+    pub bytes: [u8; MEM_CTX_SIZE as usize],
+    /// Bit `k`: byte `k` is known.
+    pub known: u32,
+    /// Bytes the context has.
+    pub size: u32,
+}
+
+/// Makes probe `k`'s body for one site ([`crate::back::ptx::inline_body`], usually
+/// lowered with the site's known context so constant fields fold away).
+pub type Bodies<'a> =
+    dyn Fn(usize, &SiteContext) -> Result<crate::back::ptx::InlineBody, String> + 'a;
+
 /// Where the probes' code comes from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub enum Linkage<'a> {
-    /// The probe module's PTX (what `bpf2ptx FILE -o` writes), merged into the output.
-    Merge(&'a str),
+    /// The probe module's PTX (what `bpf2ptx FILE -o` writes), merged into the output;
+    /// with `bodies`, each site gets the probe's body inlined instead of a call.
+    Merge {
+        /// The probe module.
+        module: &'a str,
+        /// Site-specific bodies, or `None` for calls.
+        bodies: Option<&'a Bodies<'a>>,
+    },
     /// The output declares each probe `.extern .func`; the probe module is linked with
     /// it later (cuLink, nvlink -rdc).
     Extern,
@@ -107,6 +128,16 @@ pub enum InjectError {
         /// The register.
         register: String,
     },
+    /// A probe's body for a site could not be made.
+    #[error("probe `{probe}` at line {site}: {message}")]
+    Body {
+        /// The probe.
+        probe: String,
+        /// The site.
+        site: u32,
+        /// Why.
+        message: String,
+    },
     /// A memory access whose address operand the injector does not understand.
     #[error("kernel `{kernel}`, line {line}: address operand `{operand}` is not [reg+imm], [symbol+imm] or [imm]")]
     Address {
@@ -135,6 +166,10 @@ pub fn weave(
     granularity: Granularity,
 ) -> Result<Woven, InjectError> {
     let mut module = ptx::parse(app)?;
+    let bodies = match linkage {
+        Linkage::Merge { bodies, .. } => bodies,
+        Linkage::Extern => None,
+    };
     let size = module.address_size().unwrap_or(32);
     let kernels: Vec<String> = module
         .functions()
@@ -199,14 +234,14 @@ pub fn weave(
                     (Point::Entry, _) | (_, None) => f.line(),
                     (_, Some(s)) => s.line(),
                 };
-                let fill = match point {
+                let (fill, ctx) = match point {
                     Point::Entry | Point::Exit => kernel_ctx(*k as u32, line),
                     Point::Mem => {
                         let i = insn.expect("memory sites are instructions");
                         mem_ctx(i, &regs, name, *k as u32, line)?
                     }
                 };
-                // Probes of one site may differ in granularity: one call block each.
+                // Probes of one site may differ in granularity: one block each.
                 let mut text = String::new();
                 for (p, g) in list {
                     label += 1;
@@ -215,7 +250,21 @@ pub fn weave(
                     } else {
                         insn.and_then(|i| i.guard.as_ref())
                     };
-                    text.push_str(&site_block(label, guard, *g, &fill, p));
+                    let body = match bodies {
+                        Some(make) => {
+                            let index = probes
+                                .iter()
+                                .position(|q| std::ptr::eq(q, *p))
+                                .expect("a probe of the list");
+                            Some(make(index, &ctx).map_err(|message| InjectError::Body {
+                                probe: p.symbol.clone(),
+                                site: line,
+                                message,
+                            })?)
+                        }
+                        None => None,
+                    };
+                    text.push_str(&site_block(label, guard, *g, &fill, p, body.as_ref()));
                 }
                 sites.push(Site {
                     site: line,
@@ -241,7 +290,7 @@ pub fn weave(
         }
     }
     let (probe_text, probe_version, probe_target) = match linkage {
-        Linkage::Merge(text) => merged_probes(&module, text)?,
+        Linkage::Merge { module: text, .. } => merged_probes(&module, text)?,
         Linkage::Extern => (extern_decls(&called), None, None),
     };
     let mut version = module.version().and_then(parse_version).unwrap_or((1, 0));
@@ -311,9 +360,18 @@ fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
 }
 
 /// The context of an entry or exit site: `{ u32 kernel; u32 site; }`, one constant.
-fn kernel_ctx(kernel: u32, site: u32) -> String {
+fn kernel_ctx(kernel: u32, site: u32) -> (String, SiteContext) {
     let word = u64::from(kernel) | u64::from(site) << 32;
-    format!("mov.u64 %bpf2ptx_c0, {word};\nst.local.u64 [bpf2ptx_ctx], %bpf2ptx_c0;\n")
+    let mut ctx = SiteContext {
+        bytes: [0; MEM_CTX_SIZE as usize],
+        known: 0xff,
+        size: KERNEL_CTX_SIZE,
+    };
+    ctx.bytes[..8].copy_from_slice(&word.to_le_bytes());
+    (
+        format!("mov.u64 %bpf2ptx_c0, {word};\nst.local.u64 [bpf2ptx_ctx], %bpf2ptx_c0;\n"),
+        ctx,
+    )
 }
 
 /// The context of a memory site: the address the instruction computes, then the
@@ -324,7 +382,7 @@ fn mem_ctx(
     kernel: &str,
     kernel_index: u32,
     site: u32,
-) -> Result<String, InjectError> {
+) -> Result<(String, SiteContext), InjectError> {
     let m = insn.memory_access().expect("a memory site");
     let operand = insn.operands.get(m.address);
     let mut s = String::new();
@@ -391,7 +449,14 @@ fn mem_ctx(
          mov.u64 %bpf2ptx_c1, {w1};\nst.local.u64 [bpf2ptx_ctx+8], %bpf2ptx_c1;\n\
          mov.u64 %bpf2ptx_c2, {w2};\nst.local.u64 [bpf2ptx_ctx+16], %bpf2ptx_c2;\n"
     ));
-    Ok(s)
+    let mut ctx = SiteContext {
+        bytes: [0; MEM_CTX_SIZE as usize],
+        known: 0x00ff_ff00,
+        size: MEM_CTX_SIZE,
+    };
+    ctx.bytes[8..16].copy_from_slice(&w1.to_le_bytes());
+    ctx.bytes[16..24].copy_from_slice(&w2.to_le_bytes());
+    Ok((s, ctx))
 }
 
 fn parse_int(t: &str) -> Option<u64> {
@@ -460,6 +525,7 @@ fn site_block(
     g: Granularity,
     fill: &str,
     probe: &Probe,
+    body: Option<&crate::back::ptx::InlineBody>,
 ) -> String {
     let skip = format!("$L__bpf2ptx_{n}");
     let mut s = String::from(
@@ -484,7 +550,7 @@ fn site_block(
         )),
     }
     // Only a probe that reads its context through r1 needs the `.local` copy.
-    let in_memory = probe.inline.as_ref().is_none_or(|b| b.ctx_in_memory);
+    let in_memory = body.is_none_or(|b| b.ctx_in_memory);
     for line in fill.lines() {
         if in_memory || !line.starts_with("st.local.u64 [bpf2ptx_ctx") {
             s.push_str(line);
@@ -495,7 +561,7 @@ fn site_block(
         "mov.u64 %bpf2ptx_d0, bpf2ptx_ctx;\ncvta.local.u64 %bpf2ptx_d0, %bpf2ptx_d0;\n\
          mov.u64 %bpf2ptx_d1, 0;\n",
     );
-    match &probe.inline {
+    match body {
         Some(body) => {
             s.push_str(
                 ".reg .b64 %bpf2ptx_a<6>;\nmov.u64 %bpf2ptx_a1, %bpf2ptx_d0;\n\
