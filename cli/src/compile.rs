@@ -264,6 +264,7 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         atomic_map: f.atomic_map.clone(),
         const_value: f.const_value.clone(),
         branch_always: f.branch_always.clone(),
+        reached: f.reached.clone(),
     }
 }
 

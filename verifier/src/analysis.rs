@@ -477,6 +477,7 @@ impl<'a> Explorer<'a> {
             .filter(|&i| self.visits[i] == 0)
             .map(|i| self.pcs[i])
             .collect();
+        self.facts.reached = self.visits.iter().map(|&v| v > 0).collect();
     }
 
     /// Remembered state `k` of instruction `i` has had every path explored.

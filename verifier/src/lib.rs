@@ -355,6 +355,8 @@ pub struct Facts {
     pub map_only_adds: Vec<bool>,
     /// Slots of instructions no path reaches.
     pub unreachable: Vec<usize>,
+    /// Per instruction: some path reaches it (the backend emits nothing for the others).
+    pub reached: Vec<bool>,
 }
 
 impl Facts {

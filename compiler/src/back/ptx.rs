@@ -159,6 +159,9 @@ pub struct Hints {
     pub const_value: Vec<Option<u64>>,
     /// A conditional jump that always goes one way: an unconditional branch, or nothing.
     pub branch_always: Vec<Option<bool>>,
+    /// Some path reaches the instruction; unreached ones are not emitted (their other
+    /// facts are empty, so lowering them would only add code, e.g. runtime calls).
+    pub reached: Vec<bool>,
 }
 
 impl Hints {
@@ -1094,6 +1097,13 @@ impl<'a> FuncWriter<'a> {
         let always = self
             .hints
             .and_then(|h| h.branch_always.get(i).copied().flatten());
+        if self
+            .hints
+            .and_then(|h| h.reached.get(i).copied())
+            .is_some_and(|r| !r)
+        {
+            return Ok(());
+        }
         match ins.kind() {
             Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..)
                 if constant.is_some() =>
