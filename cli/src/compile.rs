@@ -265,6 +265,7 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         const_value: f.const_value.clone(),
         branch_always: f.branch_always.clone(),
         reached: f.reached.clone(),
+        lookup_in_range: f.lookup_in_range.clone(),
     }
 }
 

@@ -1134,6 +1134,32 @@ impl<'a> Explorer<'a> {
         self.facts.regions[i] |= bit;
     }
 
+    /// The u32 that register `reg` points to on the stack, when it is a 4-byte spill
+    /// (how clang passes an array key).
+    fn stack_u32(&self, st: &State, reg: u8) -> Option<Scalar> {
+        let Reg::Ptr(r @ Region::Stack { .. }, ref o) = st.cur().regs[reg as usize] else {
+            return None;
+        };
+        let first = o.as_const()? as i64;
+        if first >= 0 {
+            return None;
+        }
+        let slot = usize::try_from(-(first + 1) / 8).ok()?;
+        let at = first + 8 * (slot as i64 + 1);
+        match st.frames[self.stack_frame(st, r)].slot(slot) {
+            Slot::Narrow {
+                at: a,
+                size: 4,
+                value,
+                ..
+            } if i64::from(*a) == at => Some(narrow_fill(value, 4, false)),
+            Slot::Spill(Reg::Scalar(x)) if at == 0 => {
+                Some(Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), x))
+            }
+            _ => None,
+        }
+    }
+
     fn stack_frame(&self, st: &State, r: Region) -> usize {
         match r {
             Region::Stack { frame } => frame as usize,
@@ -1599,6 +1625,20 @@ impl<'a> Explorer<'a> {
                 },
                 Arg::MapKey | Arg::MapValue => {
                     let m = map_arg.ok_or_else(|| bad(self, "preceded by a map"))?;
+                    let map = &self.obj.maps[m as usize];
+                    if *arg == Arg::MapKey && id == 1 {
+                        // An array index below max_entries on every path: the lookup
+                        // cannot miss (`Facts::lookup_in_range`).
+                        let hit = matches!(map.map_type, 2 | 6 | 1503)
+                            && self
+                                .stack_u32(&st, r)
+                                .is_some_and(|k| k.umax < u64::from(map.max_entries));
+                        same_on_every_path(
+                            &mut self.seen_const[i],
+                            &mut self.facts.lookup_in_range[i],
+                            Some(hit),
+                        );
+                    }
                     let map = &self.obj.maps[m as usize];
                     let n = if *arg == Arg::MapKey {
                         map.key_size

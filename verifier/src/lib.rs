@@ -357,6 +357,9 @@ pub struct Facts {
     pub unreachable: Vec<usize>,
     /// Per instruction: some path reaches it (the backend emits nothing for the others).
     pub reached: Vec<bool>,
+    /// Per instruction: a `map_lookup_elem` on an array whose key is below `max_entries`
+    /// on every path (`Some(true)`): it returns a value unless the map is unbound.
+    pub lookup_in_range: Vec<Option<bool>>,
 }
 
 impl Facts {
@@ -372,6 +375,7 @@ impl Facts {
             ctx_offset: vec![None; n],
             atomic_map: vec![None; n],
             const_value: vec![None; n],
+            lookup_in_range: vec![None; n],
             ..Facts::default()
         }
     }

@@ -162,6 +162,9 @@ pub struct Hints {
     /// Some path reaches the instruction; unreached ones are not emitted (their other
     /// facts are empty, so lowering them would only add code, e.g. runtime calls).
     pub reached: Vec<bool>,
+    /// An array lookup whose key is below `max_entries` on every path: with the map in
+    /// the module's storage it cannot return NULL, so the null test after it goes too.
+    pub lookup_in_range: Vec<Option<bool>>,
 }
 
 impl Hints {
@@ -884,6 +887,9 @@ struct FuncWriter<'a> {
     inline: bool,
     /// Per map: placed in host memory ([`Options::host`]).
     host: Vec<bool>,
+    /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
+    /// until the next instruction.
+    nonnull_r0: bool,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -987,6 +993,7 @@ impl<'a> FuncWriter<'a> {
             sharded: Vec::new(),
             inline: false,
             host: Vec::new(),
+            nonnull_r0: false,
         }
     }
 
@@ -1067,6 +1074,8 @@ impl<'a> FuncWriter<'a> {
         for i in a..b {
             if targets.contains(&i) {
                 let _ = writeln!(self.out, "$L{}:", pcs[i]);
+                // Another path joins here: nothing is known about r0.
+                self.nonnull_r0 = false;
             }
             let fp = frame.before[i].unwrap_or([Fp::Any; 11]);
             self.insn(i, &pcs, &fp, frame.size)?;
@@ -1103,6 +1112,18 @@ impl<'a> FuncWriter<'a> {
             .is_some_and(|r| !r)
         {
             return Ok(());
+        }
+        // `if r0 == 0` / `if r0 != 0` right after a lookup that cannot miss.
+        let nonnull = std::mem::take(&mut self.nonnull_r0);
+        if nonnull && ins.dst == 0 && ins.imm == 0 {
+            match ins.kind() {
+                Kind::Jmp(Cond::Eq, Width::W64, Src::K) => return Ok(()),
+                Kind::Jmp(Cond::Ne, Width::W64, Src::K) => {
+                    self.l(format!("bra {};", label(ins.off.into())));
+                    return Ok(());
+                }
+                _ => {}
+            }
         }
         match ins.kind() {
             Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..)
@@ -1569,8 +1590,17 @@ impl<'a> FuncWriter<'a> {
             ));
             self.l("add.u64 %lkd1, %lkd1, %lkd2;");
         }
-        self.l("add.u64 %lkd1, %lkd0, %lkd1;");
-        self.l("selp.u64 %r0, 0, %lkd1, %lkp0;");
+        let hit = self
+            .hints
+            .and_then(|h| h.lookup_in_range.get(self.cur).copied().flatten())
+            == Some(true);
+        if hit && !self.host.get(m as usize).copied().unwrap_or(false) {
+            self.l("add.u64 %r0, %lkd0, %lkd1;");
+            self.nonnull_r0 = true;
+        } else {
+            self.l("add.u64 %lkd1, %lkd0, %lkd1;");
+            self.l("selp.u64 %r0, 0, %lkd1, %lkp0;");
+        }
         self.l("}");
         true
     }
