@@ -307,9 +307,9 @@ def render(results, gpu, props, a):
                  f"variants interleaved round robin after {a.warmup} warm-up rounds); variants slower than "
                  f"{a.slow_ms:.0f} ms per launch get {a.slow_reps} launches (n column). "
                  "`vs native` divides by the native nvcc PTX; `vs twin` by the faster hand-written CUDA C++ twin "
-                 "of the same probe (naive = one-address atomicAdd; sharded = 256 per-SM replicas, the layout "
-                 "bpf2ptx gives arrays that are only added to, replicas adjacent for a 1-slot counter; padded = "
-                 "the same with one 128-byte line per replica; warpagg = padded, the warp's lowest active lane "
+                 "of the same probe (naive = one-address atomicAdd; sharded = 256 per-SM replicas side by side, "
+                 "so 16 SMs share each 128-byte line of a 1-slot counter; padded = one 128-byte line per "
+                 "replica, the layout bpf2ptx gives arrays that are only added to; warpagg = padded, the warp's lowest active lane "
                  "adds the number of active lanes). Checks: output bit-identical to native, probe "
                  "maps equal to the CPU model of the launch (2^24 threads, 2^19 warps; memory accesses per "
                  "thread as the source makes them).\n")

@@ -120,7 +120,8 @@ int main(int argc, char **argv)
 
 	std::vector<uint64_t> s(data_bytes / 8);
 	CK(cuMemcpyDtoH(s.data(), data, data_bytes));
-	uint64_t per = (uint64_t)max_entries * stride / 8, total = 0;
+	// Replica r of a sharded array starts r * w[5] bytes in (whole 128-byte lines).
+	uint64_t per = (replicas > 1 ? w[5] : (uint64_t)max_entries * stride) / 8, total = 0;
 	for (uint64_t r = 0; r < replicas; r++)
 		total += s[r * per];
 	printf("%s[0] = %llu (threads launched: %d)\n", map, (unsigned long long)total, n);

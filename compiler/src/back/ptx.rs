@@ -449,8 +449,12 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         out.push_str(&bpf2ptx_runtime::ringbuf::functions_at(scope));
     }
     if opts.entry {
-        for prog in &obj.programs {
-            out.push_str(&entry_kernel(prog, opts.granularity));
+        for (pi, prog) in obj.programs.iter().enumerate() {
+            // The program's body inlined into its kernel: no call, no ABI parameters.
+            let mut f = FuncWriter::configured(obj, opts, pi, 0);
+            f.inline = true;
+            f.lower()?;
+            out.push_str(&entry_kernel(prog, opts.granularity, &f.out));
         }
     }
     Ok(out)
@@ -567,20 +571,21 @@ fn granularity_guard(g: Granularity) -> &'static str {
     }
 }
 
-fn entry_kernel(prog: &Program, g: Granularity) -> String {
+fn entry_kernel(prog: &Program, g: Granularity, body: &str) -> String {
     format!(
         "\n.visible .entry {}(.param .u64 bpf2ptx_mem, .param .u64 bpf2ptx_mem_len, .param .u64 bpf2ptx_result)\n{{\n\
          \t.reg .b64 %a<8>;\n\
          {}\
          \tld.param.u64 %a1, [bpf2ptx_mem];\n\
          \tld.param.u64 %a2, [bpf2ptx_mem_len];\n\
-         \tmov.u64 %a3, 0;\n\
          \t{{\n\
-         \t.param .b64 bpf_p1;\n\t.param .b64 bpf_p2;\n\t.param .b64 bpf_p3;\n\t.param .b64 bpf_p4;\n\t.param .b64 bpf_p5;\n\
-         \tst.param.b64 [bpf_p1], %a1;\n\tst.param.b64 [bpf_p2], %a2;\n\tst.param.b64 [bpf_p3], %a3;\n\tst.param.b64 [bpf_p4], %a3;\n\tst.param.b64 [bpf_p5], %a3;\n\
-         \t.param .b64 bpf_rv;\n\
-         \tcall.uni (bpf_rv), {}, (bpf_p1, bpf_p2, bpf_p3, bpf_p4, bpf_p5);\n\
-         \tld.param.b64 %a0, [bpf_rv];\n\
+         \t.reg .b64 %bpf2ptx_a<6>;\n\t.reg .b64 %bpf2ptx_ret;\n\
+         \tmov.u64 %bpf2ptx_a1, %a1;\n\tmov.u64 %bpf2ptx_a2, %a2;\n\tmov.u64 %bpf2ptx_a3, 0;\n\
+         \tmov.u64 %bpf2ptx_a4, 0;\n\tmov.u64 %bpf2ptx_a5, 0;\n\
+         \tmov.u64 %bpf2ptx_ret, 0;\n\
+         \t{{\n{}\t}}\n\
+         {INLINE_END}:\n\
+         \tmov.u64 %a0, %bpf2ptx_ret;\n\
          \t}}\n\
          \tld.param.u64 %a4, [bpf2ptx_result];\n\
          \tcvta.to.global.u64 %a4, %a4;\n\
@@ -589,7 +594,7 @@ fn entry_kernel(prog: &Program, g: Granularity) -> String {
          \tret;\n}}\n",
         entry_symbol(prog),
         granularity_guard(g),
-        program_symbol(prog)
+        body
     )
 }
 
@@ -883,8 +888,11 @@ struct FuncWriter<'a> {
     sys: bool,
     /// Per map: sharded into [`SHARDS`] per-SM replicas ([`is_sharded`]).
     sharded: Vec<bool>,
-    /// The body is inlined at an attach site ([`inline_body`]), not a `.func`.
+    /// The body is inlined (an attach site, [`inline_body`], or an entry kernel), not a
+    /// `.func`.
     inline: bool,
+    /// Context loads at constant offsets read the site's `%bpf2ptx_c` registers.
+    ctx_regs: bool,
     /// Per map: placed in host memory ([`Options::host`]).
     host: Vec<bool>,
     /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
@@ -917,7 +925,8 @@ fn ty(size: Size) -> &'static str {
     }
 }
 
-/// The label an inlined body's `exit` branches to; the attach site defines it after the
+/// An inlined body's `exit` copies r0 to `%bpf2ptx_ret` (declared by the enclosing
+/// block) and branches to this label; the attach site defines it after the
 /// body's block (labels are scoped by blocks, so every site can reuse the name).
 pub const INLINE_END: &str = "$L__bpf2ptx_end";
 /// 64-bit context registers `%bpf2ptx_c0..` an attach site sets for an inlined body.
@@ -932,6 +941,7 @@ pub const INLINE_CTX_WORDS: u32 = 3;
 pub fn inline_body(obj: &Object, opts: &Options, pi: usize) -> Result<InlineBody, Error> {
     let mut f = FuncWriter::configured(obj, opts, pi, 0);
     f.inline = true;
+    f.ctx_regs = true;
     f.lower()?;
     // Context bytes are read from memory by any context access the body does not serve
     // from registers: one in a subprogram, or at an offset not known on every path.
@@ -992,6 +1002,7 @@ impl<'a> FuncWriter<'a> {
             sys: false,
             sharded: Vec::new(),
             inline: false,
+            ctx_regs: false,
             host: Vec::new(),
             nonnull_r0: false,
         }
@@ -1316,7 +1327,10 @@ impl<'a> FuncWriter<'a> {
                 }
                 self.l("mov.u64 %r0, %t1;");
             }
-            Kind::Exit if self.inline => self.l(format!("bra {INLINE_END};")),
+            Kind::Exit if self.inline => {
+                self.l("mov.u64 %bpf2ptx_ret, %r0;");
+                self.l(format!("bra {INLINE_END};"));
+            }
             Kind::Exit => {
                 self.l("st.param.b64 [bpf_ret], %r0;");
                 self.l("ret;");
@@ -1386,7 +1400,7 @@ impl<'a> FuncWriter<'a> {
                     "legacy packet access (ld_abs/ld_ind) has no GPU meaning",
                 ))
             }
-            Kind::Ldx(size, signed) if self.inline && self.ctx_field(d, size, signed) => {}
+            Kind::Ldx(size, signed) if self.ctx_regs && self.ctx_field(d, size, signed) => {}
             Kind::Ldx(size, signed) => {
                 let val = format!("%r{d}");
                 self.load(size, signed, s, ins.off, fp, frame, &val);

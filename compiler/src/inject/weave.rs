@@ -564,7 +564,7 @@ fn site_block(
     match body {
         Some(body) => {
             s.push_str(
-                ".reg .b64 %bpf2ptx_a<6>;\nmov.u64 %bpf2ptx_a1, %bpf2ptx_d0;\n\
+                ".reg .b64 %bpf2ptx_a<6>;\n.reg .b64 %bpf2ptx_ret;\nmov.u64 %bpf2ptx_a1, %bpf2ptx_d0;\n\
                  mov.u64 %bpf2ptx_a2, 0;\nmov.u64 %bpf2ptx_a3, 0;\n\
                  mov.u64 %bpf2ptx_a4, 0;\nmov.u64 %bpf2ptx_a5, 0;\n{\n",
             );
