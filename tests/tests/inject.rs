@@ -20,10 +20,33 @@ fn probe(name: &str) -> PathBuf {
     repo_root().join("tests/inject/probes").join(name)
 }
 
+/// Every nvcc- and clang-built PTX fixture, and the example applications' PTX (nvcc 13.0).
 fn fixtures() -> Vec<PathBuf> {
-    let v = files_with_ext(&repo_root().join("tests/inject/ptx"), "ptx");
+    let mut v = files_with_ext(&repo_root().join("tests/inject/ptx"), "ptx");
     assert!(v.len() >= 30, "fixtures missing");
+    let apps = files_with_ext(&repo_root().join("examples/apps"), "ptx");
+    assert!(apps.len() >= 2, "examples/apps PTX missing");
+    v.extend(apps);
     v
+}
+
+/// The ptxas target of a fixture: from its name (`vecadd.sm75.nvcc.ptx`), else its
+/// `.target` line.
+fn target_of(app: &Path) -> String {
+    let name = app.file_name().unwrap().to_string_lossy().into_owned();
+    match name.split('.').nth(1).filter(|t| t.starts_with("sm")) {
+        Some(t) => t.replace("sm", "sm_"),
+        None => std::fs::read_to_string(app)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(".target "))
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .trim()
+            .to_string(),
+    }
 }
 
 fn run(probes: &str, app: &Path, opts: &Options) -> Woven {
@@ -289,7 +312,7 @@ fn ptxas_accepts_every_output() {
     let mut n = 0;
     for app in fixtures() {
         let name = app.file_stem().unwrap().to_string_lossy().into_owned();
-        let target = name.split('.').nth(1).unwrap().replace("sm", "sm_");
+        let target = target_of(&app);
         for (probes, ext) in [
             ("counters.bpf.o", false),
             ("memcapture.bpf.o", false),
