@@ -19,6 +19,9 @@ pub struct Options {
     /// Declare the probes `.extern .func` instead of merging their code (the probe module
     /// is then `bpf2ptx PROBES -o probes.ptx`, linked with cuLink or nvlink -rdc).
     pub extern_probes: bool,
+    /// Call each probe's one `.func` from every site instead of inlining its body there
+    /// (smaller code; the inlined form folds each site's constant context and is faster).
+    pub call: bool,
     /// `NAME=device|host|sharded` map options, as for `bpf2ptx FILE`.
     pub maps: Vec<String>,
 }
@@ -205,7 +208,7 @@ pub fn inject(
     } else {
         Linkage::Merge {
             module: &probe_ptx,
-            bodies: Some(&bodies),
+            bodies: if opts.call { None } else { Some(&bodies) },
         }
     };
     let woven = weave::weave(app, &list, linkage, opts.granularity).map_err(weave_err)?;

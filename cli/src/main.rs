@@ -185,6 +185,10 @@ struct InjectArgs {
     /// of `bpf2ptx PROBES -o probes.ptx` with the output (cuLink, or nvlink -rdc).
     #[arg(long = "extern")]
     extern_probes: bool,
+    /// Call each probe's one function from every site instead of inlining its body at
+    /// each site (smaller PTX; inlining folds each site's constant context and is faster).
+    #[arg(long)]
+    call: bool,
     /// Write the attach sites (site id = input line, kernel, instruction, source line) as
     /// JSON to this file.
     #[arg(long, value_name = "FILE")]
@@ -273,6 +277,7 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
     let opts = inject::Options {
         granularity: a.granularity.into(),
         extern_probes: a.extern_probes,
+        call: a.call,
         maps: a.map.clone(),
     };
     let app_file = a.into.display().to_string();

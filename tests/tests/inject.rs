@@ -313,13 +313,16 @@ fn ptxas_accepts_every_output() {
     for app in fixtures() {
         let name = app.file_stem().unwrap().to_string_lossy().into_owned();
         let target = target_of(&app);
-        for (probes, ext) in [
-            ("counters.bpf.o", false),
-            ("memcapture.bpf.o", false),
-            ("counters.bpf.o", true),
+        // (probes, --extern, --call)
+        for (probes, ext, call) in [
+            ("counters.bpf.o", false, false),
+            ("memcapture.bpf.o", false, false),
+            ("counters.bpf.o", true, false),
+            ("memcapture.bpf.o", false, true),
         ] {
             let opts = Options {
                 extern_probes: ext,
+                call,
                 ..Default::default()
             };
             let mut text = run(probes, &app, &opts).text;
@@ -329,7 +332,7 @@ fn ptxas_accepts_every_output() {
                     text = text.replacen(v, ".version 8.8", 1);
                 }
             }
-            let src = tmp.path().join(format!("{name}.{probes}.{ext}.ptx"));
+            let src = tmp.path().join(format!("{name}.{probes}.{ext}.{call}.ptx"));
             std::fs::write(&src, &text).unwrap();
             let mut cmd = Command::new(&ptxas);
             cmd.arg(format!("-arch={target}"))
@@ -349,7 +352,7 @@ fn ptxas_accepts_every_output() {
             n += 1;
         }
     }
-    assert!(n >= 90);
+    assert!(n >= 140);
 }
 
 /// An application given as a fatbin (any compression), shared library, executable or
@@ -380,4 +383,29 @@ fn containers_give_their_ptx() {
         "{err}"
     );
     assert_eq!(err.exit_code(), bpf2ptx::exit::BAD_INPUT);
+}
+
+/// `--call`: every site calls the probe's one function; by default its body is inlined.
+#[test]
+fn call_mode_calls_one_function() {
+    let app = repo_root().join("tests/inject/ptx/matmul.sm70.clang.ptx");
+    let called = run(
+        "memcapture.bpf.o",
+        &app,
+        &Options {
+            call: true,
+            ..Default::default()
+        },
+    );
+    let calls = called.text.matches("call (bpf2ptx_ret), capture,").count();
+    assert_eq!(calls, called.sites.len());
+    let inlined = run("memcapture.bpf.o", &app, &Options::default());
+    assert_eq!(
+        inlined.text.matches("call (bpf2ptx_ret), capture,").count(),
+        0
+    );
+    assert_eq!(
+        inlined.text.matches("$L__bpf2ptx_end:").count(),
+        inlined.sites.len()
+    );
 }

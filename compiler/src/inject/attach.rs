@@ -169,7 +169,10 @@ mod tests {
 
     #[test]
     fn sections() {
-        type Case = (&'static str, Option<(Point, &'static str, Option<Granularity>)>);
+        type Case = (
+            &'static str,
+            Option<(Point, &'static str, Option<Granularity>)>,
+        );
         let cases: &[Case] = &[
             ("kprobe/vecAdd", Some((Point::Entry, "vecAdd", None))),
             ("kretprobe/_Z3fooi", Some((Point::Exit, "_Z3fooi", None))),
