@@ -409,3 +409,63 @@ fn call_mode_calls_one_function() {
         inlined.sites.len()
     );
 }
+
+/// Damaged application PTX never panics the injector: every fixture cut at many lengths
+/// and with bytes changed is either instrumented or refused with an error.
+#[test]
+fn damaged_ptx_is_an_error_not_a_panic() {
+    let mut seed = 0x5eed_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let noise = [
+        b'{', b'}', b';', b'[', b']', b'@', b'%', b'.', b'\n', b' ', b'x', b'0',
+    ];
+    let mut outcomes = [0usize; 2];
+    for app in fixtures().iter().step_by(3) {
+        let text = std::fs::read(app).unwrap();
+        for k in 0..24 {
+            let mut bytes = text.clone();
+            let cut = (next() as usize) % bytes.len();
+            if k % 2 == 0 {
+                bytes.truncate(cut);
+            } else {
+                for _ in 0..4 {
+                    let at = (next() as usize) % bytes.len();
+                    bytes[at] = noise[(next() as usize) % noise.len()];
+                }
+            }
+            let Ok(app_text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let r = inject::inject(
+                &probe("counters.bpf.o"),
+                &app_text,
+                "damaged.ptx",
+                &Options::default(),
+            );
+            outcomes[usize::from(r.is_ok())] += 1;
+        }
+    }
+    // Both outcomes occur: some damage is harmless (a comment), most is not.
+    assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
+}
+
+/// The instrumented kernel as text (probe module left out): what a site block looks like,
+/// with the memory probe's per-site constants folded, is reviewed in this snapshot.
+#[test]
+fn instrumented_kernel_snapshot() {
+    let app = repo_root().join("tests/inject/ptx/vecadd.sm70.clang.ptx");
+    let woven = run("memcapture.bpf.o", &app, &Options::default());
+    let text = &woven.text;
+    let start = text.find("// ---- bpf2ptx probes").unwrap();
+    let end = text.find("// ---- end of bpf2ptx probes ----").unwrap();
+    let kernel = format!("{}{}", &text[..start], &text[end..]);
+    check_snapshot(
+        &repo_root().join("tests/out/inject/vecadd.sm70.clang.memcapture.ptx"),
+        &kernel,
+    );
+}
