@@ -278,6 +278,18 @@ impl<'o> Interp<'o> {
 
     /// Runs program `prog` on `mem` (passed as `r1`, its length as `r2`); returns `r0`.
     pub fn run(&mut self, prog: usize, mem: &mut [u8]) -> Result<u64, InterpError> {
+        self.run_observed(prog, mem, &mut |_, _, _| {})
+    }
+
+    /// [`Interp::run`], calling `observe(i, regs, next)` after every instruction `i` that
+    /// does not end the program, with the registers after it and the index of the next
+    /// instruction: what tests use to check the verifier's facts against real runs.
+    pub fn run_observed(
+        &mut self,
+        prog: usize,
+        mem: &mut [u8],
+        observe: &mut dyn FnMut(usize, &[u64; 11], usize),
+    ) -> Result<u64, InterpError> {
         let program = self
             .obj
             .programs
@@ -300,6 +312,7 @@ impl<'o> Interp<'o> {
             frames: Vec::new(),
             executed: 0,
             budget: self.opts.budget,
+            observe,
         };
         m.regs[1] = MEM_BASE;
         m.regs[2] = m.mem.input.len() as u64;
@@ -382,6 +395,7 @@ struct Machine<'a> {
     frames: Vec<Frame>,
     executed: u64,
     budget: u64,
+    observe: &'a mut dyn FnMut(usize, &[u64; 11], usize),
 }
 
 impl Machine<'_> {
@@ -408,6 +422,7 @@ impl Machine<'_> {
             if next >= self.insns.len() {
                 return Err(InterpError::FellOff { pc });
             }
+            (self.observe)(i, &self.regs, next);
             i = next;
         }
     }

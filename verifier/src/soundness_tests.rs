@@ -8,6 +8,7 @@
 
 use crate::{verify_with, Entry, Options as VerifyOptions};
 use bpf2ptx_compiler::interp::{self, InterpError, Options};
+use bpf2ptx_compiler::isa::table::Kind;
 use std::fmt::Write as _;
 
 const MEM: usize = 64;
@@ -251,7 +252,41 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
                 budget: facts.cost_bound,
             };
             runs += 1;
-            match interp::run(&obj, 0, &mut mem, &opts) {
+            // The facts the backend trusts, checked against every step of the real run.
+            let mut wrong: Vec<String> = Vec::new();
+            let prog = &obj.programs[0];
+            let result =
+                interp::Interp::new(&obj, opts).run_observed(0, &mut mem, &mut |i, regs, next| {
+                    let ins = prog.insns[i];
+                    if facts.reached.get(i) == Some(&false) {
+                        wrong.push(format!("insn {i} ran but is marked unreached"));
+                    }
+                    if let Some(v) = facts.const_value[i] {
+                        if regs[ins.dst as usize] != v {
+                            wrong.push(format!(
+                                "insn {i}: const_value {v:#x}, ran with {:#x}",
+                                regs[ins.dst as usize]
+                            ));
+                        }
+                    }
+                    if let (Some(t), Kind::Jmp(..)) = (facts.branch_always[i], ins.kind()) {
+                        if ins.off != 0 && (next != i + 1) != t {
+                            wrong.push(format!("insn {i}: branch_always {t}, went the other way"));
+                        }
+                    }
+                    if let Some(c) = facts.atomic_add_const[i] {
+                        if regs[ins.src as usize] != c {
+                            wrong.push(format!(
+                                "insn {i}: atomic_add_const {c:#x}, added {:#x}",
+                                regs[ins.src as usize]
+                            ));
+                        }
+                    }
+                });
+            if let Some(w) = wrong.first() {
+                panic!("program {n}: a fact does not hold: {w}\nmemory: {mem:02x?}\n{text}");
+            }
+            match result {
                 Ok(_) => {}
                 Err(e @ (InterpError::OutOfBounds { .. } | InterpError::Budget { .. })) => {
                     panic!(
