@@ -1,6 +1,8 @@
 #!/bin/sh
-# Fuzzes the loader for SECONDS (default 600) with one job:
+# Fuzzes the loader (or, with TARGET=inject, probe injection over PTX text) for SECONDS
+# (default 600) with one job:
 #   fuzz/run.sh [SECONDS] [extra libFuzzer flags...]
+#   TARGET=inject fuzz/run.sh [SECONDS]
 # Uses the main workspace's Cargo.lock, seeds fuzz/corpus/load (seed.sh), and lets the
 # stable toolchain take cargo-fuzz's nightly flags (RUSTC_BOOTSTRAP=1, see README.md).
 set -eu
@@ -10,5 +12,12 @@ secs=${1:-600}
 cp "$here/../Cargo.lock" "$here/Cargo.lock"
 "$here/seed.sh"
 cd "$here"
+if [ "${TARGET:-load}" = inject ]; then
+    # Seeds: the nvcc/clang PTX fixtures and the example applications.
+    mkdir -p corpus/inject
+    cp ../tests/inject/ptx/*.ptx ../examples/apps/*.ptx corpus/inject/
+    RUSTC_BOOTSTRAP=1 exec cargo fuzz run inject corpus/inject -- \
+        -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 "$@"
+fi
 RUSTC_BOOTSTRAP=1 exec cargo fuzz run load corpus/load -- \
     -dict=load.dict -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 "$@"
