@@ -170,22 +170,85 @@ pub fn weave(
         Linkage::Merge { bodies, .. } => bodies,
         Linkage::Extern => None,
     };
-    let size = module.address_size().unwrap_or(32);
     let kernels: Vec<String> = module
         .functions()
         .filter(|f| f.kind() == FunctionKind::Entry && f.has_body())
         .map(|f| f.name().to_string())
         .collect();
+    let (plans, elided) = plan(&kernels, probes, granularity);
+    if plans.is_empty() {
+        return Ok(Woven {
+            text: app.to_string(),
+            sites: Vec::new(),
+            elided,
+        });
+    }
+    let size = module.address_size().unwrap_or(32);
+    if size != 64 {
+        return Err(InjectError::AddressSize(size));
+    }
+    let mut w = Weaver {
+        probes,
+        bodies,
+        files: file_table(&module),
+        sites: Vec::new(),
+        labels: 0,
+        uses_activemask: false,
+        called: BTreeSet::new(),
+    };
+    for plan in &plans {
+        let f = module
+            .functions_mut()
+            .find(|f| f.kind() == FunctionKind::Entry && f.has_body() && f.name() == plan.kernel)
+            .expect("kernel listed above");
+        w.instrument(f, plan)?;
+    }
+    let (probe_text, probe_version, probe_target) = match linkage {
+        Linkage::Merge { module: text, .. } => merged_probes(&module, text)?,
+        Linkage::Extern => (extern_decls(&w.called), None, None),
+    };
+    let mut version = module.version().and_then(parse_version).unwrap_or((1, 0));
+    if let Some(v) = probe_version {
+        version = version.max(v);
+    }
+    if w.uses_activemask {
+        version = version.max((6, 2));
+    }
+    let text = write_merged(&module, &probe_text, version, probe_target.as_deref());
+    let mut sites = w.sites;
+    sites.sort_by_key(|s| (s.kernel_index, s.site));
+    Ok(Woven {
+        text,
+        sites,
+        elided,
+    })
+}
+
+/// The probes one kernel gets, by attach point, each with its granularity.
+struct Plan<'p> {
+    /// Index among the module's kernels (the context's `kernel`).
+    index: u32,
+    /// PTX name.
+    kernel: String,
+    points: Vec<(Point, Vec<(&'p Probe, Granularity)>)>,
+}
+
+/// Which probes each kernel gets; probes without effects are left out (and listed).
+fn plan<'p>(
+    kernels: &[String],
+    probes: &'p [Probe],
+    granularity: Granularity,
+) -> (Vec<Plan<'p>>, Vec<String>) {
     let mut elided = BTreeSet::new();
     let mut plans = Vec::new();
     for (k, name) in kernels.iter().enumerate() {
-        let mut by_point: Vec<(Point, Vec<(&Probe, Granularity)>)> = Vec::new();
+        let mut points = Vec::new();
         for point in [Point::Entry, Point::Exit, Point::Mem] {
             let mut list = Vec::new();
-            for p in probes.iter().filter(|p| p.attach.point == point) {
-                if !p.attach.matches(name) {
-                    continue;
-                }
+            for p in probes
+                .iter()
+                .filter(|p| p.attach.point == point && p.attach.matches(name))
+            {
                 if p.effects {
                     list.push((p, p.attach.granularity.unwrap_or(granularity)));
                 } else {
@@ -193,39 +256,41 @@ pub fn weave(
                 }
             }
             if !list.is_empty() {
-                by_point.push((point, list));
+                points.push((point, list));
             }
         }
-        if !by_point.is_empty() {
-            plans.push((k, name.clone(), by_point));
+        if !points.is_empty() {
+            plans.push(Plan {
+                index: k as u32,
+                kernel: name.clone(),
+                points,
+            });
         }
     }
-    if plans.is_empty() {
-        return Ok(Woven {
-            text: app.to_string(),
-            sites: Vec::new(),
-            elided: elided.into_iter().collect(),
-        });
-    }
-    if size != 64 {
-        return Err(InjectError::AddressSize(size));
-    }
-    let files = file_table(&module);
-    let mut sites = Vec::new();
-    let mut label = 0usize;
-    let mut uses_activemask = false;
-    let mut called = BTreeSet::new();
-    for (k, name, by_point) in &plans {
-        let f = module
-            .functions_mut()
-            .find(|f| f.kind() == FunctionKind::Entry && f.has_body() && f.name() == name)
-            .expect("kernel listed above");
+    (plans, elided.into_iter().collect())
+}
+
+/// State across the kernels of one [`weave`].
+struct Weaver<'a> {
+    probes: &'a [Probe],
+    bodies: Option<&'a Bodies<'a>>,
+    files: HashMap<String, String>,
+    sites: Vec<Site>,
+    /// Skip labels made so far (each block gets its own).
+    labels: usize,
+    uses_activemask: bool,
+    called: BTreeSet<String>,
+}
+
+impl Weaver<'_> {
+    /// Inserts the site blocks of `plan` into kernel `f`, and the context declaration.
+    fn instrument(&mut self, f: &mut ptx::Function, plan: &Plan<'_>) -> Result<(), InjectError> {
         let regs = register_widths(f.body());
         let mut edits: Vec<(usize, String)> = Vec::new();
-        for (point, list) in by_point {
+        for (point, list) in &plan.points {
             for (p, g) in list {
-                uses_activemask |= *g == Granularity::Warp;
-                called.insert(p.symbol.clone());
+                self.uses_activemask |= *g == Granularity::Warp;
+                self.called.insert(p.symbol.clone());
             }
             for at in attach_sites(f.body(), *point) {
                 let st = f.body().get(at);
@@ -235,45 +300,33 @@ pub fn weave(
                     (_, Some(s)) => s.line(),
                 };
                 let (fill, ctx) = match point {
-                    Point::Entry | Point::Exit => kernel_ctx(*k as u32, line),
+                    Point::Entry | Point::Exit => kernel_ctx(plan.index, line),
                     Point::Mem => {
                         let i = insn.expect("memory sites are instructions");
-                        mem_ctx(i, &regs, name, *k as u32, line)?
+                        mem_ctx(i, &regs, &plan.kernel, plan.index, line)?
                     }
+                };
+                // An entry site precedes the kernel's first instruction, whose guard is
+                // its own business; other sites run under their instruction's guard.
+                let guard = match point {
+                    Point::Entry => None,
+                    _ => insn.and_then(|i| i.guard.as_ref()),
                 };
                 // Probes of one site may differ in granularity: one block each.
                 let mut text = String::new();
                 for (p, g) in list {
-                    label += 1;
-                    let guard = if *point == Point::Entry {
-                        None
-                    } else {
-                        insn.and_then(|i| i.guard.as_ref())
-                    };
-                    let body = match bodies {
-                        Some(make) => {
-                            let index = probes
-                                .iter()
-                                .position(|q| std::ptr::eq(q, *p))
-                                .expect("a probe of the list");
-                            Some(make(index, &ctx).map_err(|message| InjectError::Body {
-                                probe: p.symbol.clone(),
-                                site: line,
-                                message,
-                            })?)
-                        }
-                        None => None,
-                    };
-                    text.push_str(&site_block(label, guard, *g, &fill, p, body.as_ref()));
+                    self.labels += 1;
+                    let body = self.body(p, &ctx, line)?;
+                    text.push_str(&site_block(self.labels, guard, *g, &fill, p, body.as_ref()));
                 }
-                sites.push(Site {
+                self.sites.push(Site {
                     site: line,
                     point: *point,
-                    kernel: name.clone(),
-                    kernel_index: *k as u32,
+                    kernel: plan.kernel.clone(),
+                    kernel_index: plan.index,
                     probes: list.iter().map(|(p, _)| p.symbol.clone()).collect(),
                     instruction: st.map_or_else(String::new, |s| s.text()),
-                    source: source_of(f.body(), at, &files),
+                    source: source_of(f.body(), at, &self.files),
                 });
                 edits.push((at, text));
             }
@@ -288,25 +341,32 @@ pub fn weave(
         for (at, text) in edits {
             f.insert_before(at, &text)?;
         }
+        Ok(())
     }
-    let (probe_text, probe_version, probe_target) = match linkage {
-        Linkage::Merge { module: text, .. } => merged_probes(&module, text)?,
-        Linkage::Extern => (extern_decls(&called), None, None),
-    };
-    let mut version = module.version().and_then(parse_version).unwrap_or((1, 0));
-    if let Some(v) = probe_version {
-        version = version.max(v);
+
+    /// Probe `p`'s body for a site with context `ctx`, when bodies are inlined.
+    fn body(
+        &self,
+        p: &Probe,
+        ctx: &SiteContext,
+        line: u32,
+    ) -> Result<Option<crate::back::ptx::InlineBody>, InjectError> {
+        let Some(make) = self.bodies else {
+            return Ok(None);
+        };
+        let index = self
+            .probes
+            .iter()
+            .position(|q| std::ptr::eq(q, p))
+            .expect("a probe of the list");
+        make(index, ctx)
+            .map(Some)
+            .map_err(|message| InjectError::Body {
+                probe: p.symbol.clone(),
+                site: line,
+                message,
+            })
     }
-    if uses_activemask {
-        version = version.max((6, 2));
-    }
-    let text = write_merged(&module, &probe_text, version, probe_target.as_deref());
-    sites.sort_by_key(|s| (s.kernel_index, s.site));
-    Ok(Woven {
-        text,
-        sites,
-        elided: elided.into_iter().collect(),
-    })
 }
 
 /// Statement indices before which a point's calls go.
