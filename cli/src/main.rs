@@ -19,6 +19,7 @@ use bpf2ptx::compile::{self, CompileError};
 use bpf2ptx::run::{self, RunOptions};
 use bpf2ptx::{dump::Dump, exit};
 use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_compiler::inject::attach::{Attach, Point};
 use bpf2ptx_compiler::program::Object;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -347,23 +348,40 @@ fn verify(file: &Path, format: Format) -> i32 {
     }
     let verdicts = compile::verify_all(&obj);
     let rejected = verdicts.iter().any(|v| v.result.is_err());
+    // The attach point each program was checked for (its context comes from it).
+    let attach: Vec<Option<Attach>> = obj
+        .programs
+        .iter()
+        .map(|p| Attach::from_section(&p.section))
+        .collect();
     match format {
         Format::Json => {
             let programs: Vec<serde_json::Value> = verdicts
                 .iter()
-                .map(|v| match &v.result {
-                    Ok(f) => serde_json::json!({
-                        "program": v.program,
-                        "verdict": "accepted",
-                        "cost_bound": f.cost_bound,
-                        "stack_bytes": f.stack_bytes,
-                        "unreachable": f.unreachable,
-                    }),
-                    Err(errs) => serde_json::json!({
-                        "program": v.program,
-                        "verdict": "rejected",
-                        "errors": errs,
-                    }),
+                .zip(&attach)
+                .map(|(v, a)| {
+                    let mut doc = match &v.result {
+                        Ok(f) => serde_json::json!({
+                            "program": v.program,
+                            "verdict": "accepted",
+                            "cost_bound": f.cost_bound,
+                            "stack_bytes": f.stack_bytes,
+                            "unreachable": f.unreachable,
+                        }),
+                        Err(errs) => serde_json::json!({
+                            "program": v.program,
+                            "verdict": "rejected",
+                            "errors": errs,
+                        }),
+                    };
+                    if let Some(a) = a {
+                        doc["attach"] = serde_json::json!({
+                            "point": a.point,
+                            "kernel": a.kernel,
+                            "context_bytes": a.point.ctx_size(),
+                        });
+                    }
+                    doc
                 })
                 .collect();
             let doc = serde_json::json!({ "file": obj.file, "programs": programs });
@@ -373,11 +391,12 @@ fn verify(file: &Path, format: Format) -> i32 {
             );
         }
         Format::Text => {
-            for v in &verdicts {
+            for (v, a) in verdicts.iter().zip(&attach) {
+                let at = a.as_ref().map_or_else(String::new, describe_attach);
                 match &v.result {
                     Ok(f) => {
                         outln!(
-                            "{}: program {}: accepted; worst case {} instructions, {} bytes of stack",
+                            "{}: program {}{at}: accepted; worst case {} instructions, {} bytes of stack",
                             obj.file, v.program, f.cost_bound, f.stack_bytes
                         );
                         if !f.unreachable.is_empty() {
@@ -386,7 +405,7 @@ fn verify(file: &Path, format: Format) -> i32 {
                     }
                     Err(errs) => {
                         eprintln!(
-                            "{}: program {}: rejected ({} error{})",
+                            "{}: program {}{at}: rejected ({} error{})",
                             obj.file,
                             v.program,
                             errs.len(),
@@ -405,6 +424,25 @@ fn verify(file: &Path, format: Format) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// ` (memory-access probe of every kernel, 24-byte context)`: what `verify` checked a
+/// program as.
+fn describe_attach(a: &Attach) -> String {
+    let point = match a.point {
+        Point::Entry => "entry",
+        Point::Exit => "exit",
+        Point::Mem => "memory-access",
+    };
+    let kernel = if a.kernel == "*" {
+        "every kernel".to_string()
+    } else {
+        format!("kernel {}", a.kernel)
+    };
+    format!(
+        " ({point} probe of {kernel}, {}-byte context)",
+        a.point.ctx_size()
+    )
 }
 
 fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String]) -> i32 {

@@ -103,3 +103,31 @@ fn no_match_leaves_the_app_byte_for_byte() {
     assert!(String::from_utf8_lossy(&r.stderr).contains("output = input"));
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&app).unwrap());
 }
+
+/// `bpf2ptx verify` says what a probe was checked as (its attach point and context).
+#[test]
+fn verify_names_the_attach_point() {
+    let r = Command::new(bpf2ptx_bin())
+        .arg("verify")
+        .arg(repo_root().join("examples/probes/mem_hist.bpf.o"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success());
+    assert!(
+        out.contains("(memory-access probe of every kernel, 24-byte context): accepted"),
+        "{out}"
+    );
+    let r = Command::new(bpf2ptx_bin())
+        .args(["verify", "--format", "json"])
+        .arg(repo_root().join("tests/inject/probes/bad_ctx.bpf.o"))
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let p = &doc["programs"][0];
+    assert_eq!(p["verdict"], "rejected");
+    assert_eq!(p["attach"]["point"], "mem");
+    assert_eq!(p["attach"]["context_bytes"], 24);
+    assert_eq!(p["errors"][0]["rule"], "mem-bounds");
+}
