@@ -130,14 +130,7 @@ pub fn app_ptx(path: &Path, pick: Option<usize>) -> Result<String, InjectError> 
 /// The backend target for an application compiled for `sm`: the highest of
 /// [`ptx::TARGETS`] not above it (sm_70 at least, the lowest the backend emits).
 pub fn probe_target(app_target: Option<&str>) -> String {
-    let sm = |t: &str| -> Option<u32> {
-        t.strip_prefix("sm_")?
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .ok()
-    };
+    let sm = weave::sm_number;
     let app = app_target.and_then(sm).unwrap_or(0);
     ptx::TARGETS
         .iter()

@@ -556,19 +556,39 @@ pub enum Granularity {
     Block,
 }
 
-/// The guard at the top of an entry kernel that lets only the chosen threads through to
-/// the probe (the others skip to the end). A warp's leader is the lowest lane of
-/// `activemask` (PTX 6.2), so it exists even when only part of the warp arrives.
-fn granularity_guard(g: Granularity) -> &'static str {
+/// The test that lets only the threads of granularity `g` go on and sends the others to
+/// `skip`: nothing for threads; for a warp its leader, the lowest lane of `activemask`
+/// (PTX 6.2), which exists even when only part of the warp arrives; for a block the thread
+/// with tid (0, 0, 0). Uses three `.b32` registers `{w}0..{w}2` and the predicate `{p}`,
+/// which the caller declares. Entry kernels and injection sites both use it.
+pub fn granularity_test(g: Granularity, w: &str, p: &str, skip: &str) -> String {
     match g {
-        Granularity::Thread => "",
-        Granularity::Warp => {
-            "\t.reg .b32 %g<4>;\n\t.reg .pred %gp;\n\tactivemask.b32 %g0;\n\tneg.s32 %g1, %g0;\n\tand.b32 %g1, %g1, %g0;\n\tbfind.u32 %g2, %g1;\n\tmov.u32 %g3, %laneid;\n\tsetp.ne.u32 %gp, %g2, %g3;\n\t@%gp bra $Lbpf2ptx_skip;\n"
-        }
-        Granularity::Block => {
-            "\t.reg .b32 %g<4>;\n\t.reg .pred %gp;\n\tmov.u32 %g0, %tid.x;\n\tmov.u32 %g1, %tid.y;\n\tor.b32 %g0, %g0, %g1;\n\tmov.u32 %g1, %tid.z;\n\tor.b32 %g0, %g0, %g1;\n\tsetp.ne.u32 %gp, %g0, 0;\n\t@%gp bra $Lbpf2ptx_skip;\n"
-        }
+        Granularity::Thread => String::new(),
+        Granularity::Warp => format!(
+            "activemask.b32 {w}0;\nneg.s32 {w}1, {w}0;\nand.b32 {w}1, {w}1, {w}0;\n\
+             mov.u32 {w}2, %lanemask_eq;\nsetp.ne.u32 {p}, {w}1, {w}2;\n@{p} bra {skip};\n"
+        ),
+        Granularity::Block => format!(
+            "mov.u32 {w}0, %tid.x;\nmov.u32 {w}1, %tid.y;\nor.b32 {w}0, {w}0, {w}1;\n\
+             mov.u32 {w}1, %tid.z;\nor.b32 {w}0, {w}0, {w}1;\n\
+             setp.ne.u32 {p}, {w}0, 0;\n@{p} bra {skip};\n"
+        ),
     }
+}
+
+/// An entry kernel's guard: [`granularity_test`] with its own registers.
+fn granularity_guard(g: Granularity) -> String {
+    if g == Granularity::Thread {
+        return String::new();
+    }
+    let test = granularity_test(g, "%g", "%gp", "$Lbpf2ptx_skip");
+    let mut s = String::from("\t.reg .b32 %g<3>;\n\t.reg .pred %gp;\n");
+    for line in test.lines() {
+        s.push('\t');
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
 }
 
 fn entry_kernel(prog: &Program, g: Granularity, body: &str) -> String {

@@ -595,20 +595,12 @@ fn site_block(
         let neg = if gd.negated { "" } else { "!" };
         s.push_str(&format!("@{neg}{} bra {skip};\n", gd.register));
     }
-    match g {
-        Granularity::Thread => {}
-        Granularity::Warp => s.push_str(&format!(
-            "activemask.b32 %bpf2ptx_w0;\nneg.s32 %bpf2ptx_w1, %bpf2ptx_w0;\n\
-             and.b32 %bpf2ptx_w1, %bpf2ptx_w1, %bpf2ptx_w0;\nmov.u32 %bpf2ptx_w2, %lanemask_eq;\n\
-             setp.ne.u32 %bpf2ptx_p, %bpf2ptx_w1, %bpf2ptx_w2;\n@%bpf2ptx_p bra {skip};\n"
-        )),
-        Granularity::Block => s.push_str(&format!(
-            "mov.u32 %bpf2ptx_w0, %tid.x;\nmov.u32 %bpf2ptx_w1, %tid.y;\n\
-             or.b32 %bpf2ptx_w0, %bpf2ptx_w0, %bpf2ptx_w1;\nmov.u32 %bpf2ptx_w1, %tid.z;\n\
-             or.b32 %bpf2ptx_w0, %bpf2ptx_w0, %bpf2ptx_w1;\n\
-             setp.ne.u32 %bpf2ptx_p, %bpf2ptx_w0, 0;\n@%bpf2ptx_p bra {skip};\n"
-        )),
-    }
+    s.push_str(&crate::back::ptx::granularity_test(
+        g,
+        "%bpf2ptx_w",
+        "%bpf2ptx_p",
+        &skip,
+    ));
     // Only a probe that reads its context through r1 needs the `.local` copy.
     let in_memory = body.is_none_or(|b| b.ctx_in_memory);
     for line in fill.lines() {
@@ -686,7 +678,8 @@ fn parse_version(v: &str) -> Option<Version> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
-fn sm_number(t: &str) -> Option<u32> {
+/// The number of a `.target` such as `sm_90a` (90).
+pub fn sm_number(t: &str) -> Option<u32> {
     let digits: String = t
         .strip_prefix("sm_")?
         .chars()
