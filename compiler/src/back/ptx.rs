@@ -1486,17 +1486,7 @@ impl<'a> FuncWriter<'a> {
                 self.l("shr.u64 %r0, %t2, 5;");
             }
             // get_global_thread_id: linear block index * threads per block + thread index.
-            600 => {
-                self.linear_block("%t1");
-                self.linear_thread("%t2");
-                self.l("mov.u32 %w0, %ntid.x;");
-                self.l("mov.u32 %w1, %ntid.y;");
-                self.l("mul.lo.u32 %w0, %w0, %w1;");
-                self.l("mov.u32 %w1, %ntid.z;");
-                self.l("mul.lo.u32 %w0, %w0, %w1;");
-                self.l("cvt.u64.u32 %t3, %w0;");
-                self.l("mad.lo.u64 %r0, %t1, %t3, %t2;");
-            }
+            600 => self.global_thread_id("%r0"),
             // get_active_mask: `activemask` needs PTX 6.2, which the module then declares.
             601 => {
                 self.ptx_62 = true;
@@ -1578,7 +1568,7 @@ impl<'a> FuncWriter<'a> {
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        if !matches!(map.map_type, 2 | 6 | 1503) || map.key_size != 4 {
+        if !matches!(map.map_type, 2 | 6 | 1503 | 1502) || map.key_size != 4 {
             return None;
         }
         Some((m, folded(fp, 2, 0, Size::W, frame)?))
@@ -1596,6 +1586,10 @@ impl<'a> FuncWriter<'a> {
         let entries = map.max_entries;
         let stride = bpf2ptx_runtime::maps::round8(u64::from(map.value_size));
         let desc = map_desc_symbol(&map.name);
+        if map.map_type == 1502 {
+            self.per_thread_lookup(slot, entries, stride, &desc);
+            return true;
+        }
         let sharded = self.sharded.get(m as usize).copied().unwrap_or(false);
         self.l("{");
         self.l(".reg .b32 %lk<2>;");
@@ -1637,6 +1631,32 @@ impl<'a> FuncWriter<'a> {
         }
         self.l("}");
         true
+    }
+
+    /// Inlined `map_lookup_elem` on a per-thread array (1502): the calling thread's slot
+    /// of key `k`, `data + (k * aux + global_thread_id) * stride` (words 3 and 4, which the
+    /// host binds for the launch), or NULL when the map is unbound, the key is out of range
+    /// or the thread is beyond the threads the storage was sized for — the runtime's rules
+    /// (`bpf2ptx_map_array_slot`), without the call.
+    fn per_thread_lookup(&mut self, slot: i64, entries: u32, stride: u64, desc: &str) {
+        self.l("{");
+        self.l(".reg .b32 %lk<1>;");
+        self.l(".reg .b64 %lkd<4>;");
+        self.l(".reg .pred %lkp<2>;");
+        self.local_load("%lk0", true, slot, Size::W, false);
+        self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
+        self.l(format!("ld.global.nc.u64 %lkd1, [{desc}+32];"));
+        self.global_thread_id("%lkd2");
+        self.l(format!("setp.ge.u32 %lkp0, %lk0, {entries};"));
+        self.l("setp.ge.u64 %lkp1, %lkd2, %lkd1;");
+        self.l("or.pred %lkp0, %lkp0, %lkp1;");
+        self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
+        self.l("or.pred %lkp0, %lkp0, %lkp1;");
+        self.l("cvt.u64.u32 %lkd3, %lk0;");
+        self.l("mad.lo.u64 %lkd3, %lkd3, %lkd1, %lkd2;");
+        self.l(format!("mad.lo.u64 %lkd3, %lkd3, {stride}, %lkd0;"));
+        self.l("selp.u64 %r0, 0, %lkd3, %lkp0;");
+        self.l("}");
     }
 
     /// A call into the runtime with the given operands (BPF registers or constants) as
@@ -1709,6 +1729,20 @@ impl<'a> FuncWriter<'a> {
     /// `dst` = tid.x + tid.y * ntid.x + tid.z * ntid.x * ntid.y (u64).
     fn linear_thread(&mut self, dst: &str) {
         self.linear(dst, "%tid", "%ntid");
+    }
+
+    /// `dst` (u64) = linear block index x threads per block + linear thread index in the
+    /// block (uses %t1-%t3 and %w0-%w2).
+    fn global_thread_id(&mut self, dst: &str) {
+        self.linear_block("%t1");
+        self.linear_thread("%t2");
+        self.l("mov.u32 %w0, %ntid.x;");
+        self.l("mov.u32 %w1, %ntid.y;");
+        self.l("mul.lo.u32 %w0, %w0, %w1;");
+        self.l("mov.u32 %w1, %ntid.z;");
+        self.l("mul.lo.u32 %w0, %w0, %w1;");
+        self.l("cvt.u64.u32 %t3, %w0;");
+        self.l(format!("mad.lo.u64 {dst}, %t1, %t3, %t2;"));
     }
 
     /// `dst` = ctaid.x + ctaid.y * nctaid.x + ctaid.z * nctaid.x * nctaid.y (u64).
