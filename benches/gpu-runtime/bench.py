@@ -95,14 +95,15 @@ class Ours:
         return COMPILED[(self.name, m)]
 
 
-TWINS = None
+TWINS = {}
 
 
-def twin(name):
-    global TWINS
-    if TWINS is None:
-        TWINS = cp.RawModule(path=f"{A.cubins}/twins.cubin")
-    return TWINS.get_function(name)
+def twin(name, placement="device"):
+    """A twin kernel; host placement uses the system-scope build (twins_sys.cubin)."""
+    cubin = "twins_sys" if placement == "host" else "twins"
+    if cubin not in TWINS:
+        TWINS[cubin] = cp.RawModule(path=f"{A.cubins}/{cubin}.cubin")
+    return TWINS[cubin].get_function(name)
 
 
 def timed(launch, prep=None):
@@ -200,7 +201,7 @@ def array_op(probe, nslots, per_warp, sharded, placement):
     tname = {"array_n": "twin_array_n", "array_1": "twin_array_1", "warp_array": "twin_warp_array"}[
         probe
     ] + ("_sharded" if sharded else "")
-    tf = twin(tname)
+    tf = twin(tname, placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
     lt = lambda: tf((grid,), (BLOCK,), (np.uint64(twin_buf.data.ptr), np.uint64(res_t.data.ptr)))
     t_o, t_t, _, _ = bench(lo, lt)
@@ -230,7 +231,7 @@ def thread_array_op(placement):
     d[3] = ours_buf.data.ptr
     d[4] = threads
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
-    tf = twin("twin_thread_array")
+    tf = twin("twin_thread_array", placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
     lt = lambda: tf(
         (grid,),
@@ -259,7 +260,7 @@ def hash_op(probe, placement):
     ours_buf, twin_buf = alloc(HASH_SLOTS * 24, placement), alloc(HASH_SLOTS * 24, placement)
     d[3] = ours_buf.data.ptr
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
-    tf = twin("twin_" + probe)
+    tf = twin("twin_" + probe, placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
     lt = lambda: tf(
         (grid,),
@@ -309,7 +310,7 @@ def ring_op(placement):
     # The twin's in-flight and drop words sit in device memory, like descriptor words 6-7.
     twin_aux = cp.zeros(2, cp.uint64)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
-    tf = twin("twin_ring_output")
+    tf = twin("twin_ring_output", placement)
 
     def prep_o():  # the consumer has read everything: both positions back to 0
         ours_ctr.fill(0)

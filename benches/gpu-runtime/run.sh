@@ -12,6 +12,7 @@ for f in "$here"/ptx/*.ptx; do
 	ptxas -arch=sm_90 -O3 "$f" -o "$cubins/$(basename "$f" .ptx).cubin"
 done
 nvcc -arch=sm_90 -O3 -cubin "$here/twins.cu" -o "$cubins/twins.cubin"
+nvcc -arch=sm_90 -O3 -cubin -DSYSTEM_SCOPE "$here/twins.cu" -o "$cubins/twins_sys.cubin"
 for c in "$cubins"/*.cubin; do echo "== $(basename "$c")"; cuobjdump -sass "$c"; done >"$out/sass.txt"
 { nvcc --version | tail -n 2; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm --format=csv; } >"$out/env.txt" 2>&1 || true
 cat "$out/env.txt"

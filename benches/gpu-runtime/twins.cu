@@ -8,7 +8,20 @@
 // bpf2ptx emits store r0 there.
 //
 //     nvcc -arch=sm_90 -O3 -cubin twins.cu -o twins.cubin
+//     nvcc -arch=sm_90 -O3 -cubin -DSYSTEM_SCOPE twins.cu -o twins_sys.cubin
+//
+// SYSTEM_SCOPE builds the host-placement twins: system-scope atomics and acquire/release,
+// what bpf2ptx emits for a map compiled with `--map NAME=host` (the host reads it while
+// the kernel runs), so host rows compare the same operation.
 #include <cstdint>
+
+#ifdef SYSTEM_SCOPE
+#define atomicAdd atomicAdd_system
+#define atomicCAS atomicCAS_system
+#define SCOPE "sys"
+#else
+#define SCOPE "gpu"
+#endif
 
 typedef unsigned long long u64;
 
@@ -107,13 +120,13 @@ __device__ __forceinline__ u64 fnv1a8(u64 key)
 __device__ __forceinline__ unsigned load_acquire(const unsigned *p)
 {
 	unsigned v;
-	asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	asm volatile("ld.acquire." SCOPE ".b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
 	return v;
 }
 
 __device__ __forceinline__ void store_release(unsigned *p, unsigned v)
 {
-	asm volatile("st.release.gpu.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+	asm volatile("st.release." SCOPE ".b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // State of a slot, waiting (bounded) while it is being written.
@@ -198,13 +211,13 @@ extern "C" __global__ void twin_hash_update(Slot *t, u64 *result, u64 nslots)
 __device__ __forceinline__ u64 ld_relaxed(const u64 *p)
 {
 	u64 v;
-	asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	asm volatile("ld.relaxed." SCOPE ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 	return v;
 }
 __device__ __forceinline__ u64 ld_acquire64(const u64 *p)
 {
 	u64 v;
-	asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	asm volatile("ld.acquire." SCOPE ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 	return v;
 }
 
@@ -238,11 +251,11 @@ extern "C" __global__ void twin_ring_output(unsigned char *ring, u64 *ctr, u64 *
 		if (off + t <= size) {
 			u64 *rec = (u64 *)(ring + off);
 			u64 id = gid();
-			asm volatile("st.relaxed.gpu.b64 [%0], %1;" ::"l"(rec),
+			asm volatile("st.relaxed." SCOPE ".b64 [%0], %1;" ::"l"(rec),
 				     "l"(16 | 0x8000000000000000ULL) : "memory");
 			rec[1] = id;
 			rec[2] = ~id;
-			asm volatile("st.release.gpu.b32 [%0], %1;" ::"l"((char *)rec + 4), "r"(0u)
+			asm volatile("st.release." SCOPE ".b32 [%0], %1;" ::"l"((char *)rec + 4), "r"(0u)
 				     : "memory");
 		} else {
 			atomicAdd(drops, 1ULL);
