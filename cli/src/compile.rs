@@ -266,6 +266,7 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         branch_always: f.branch_always.clone(),
         reached: f.reached.clone(),
         lookup_in_range: f.lookup_in_range.clone(),
+        call_size: f.call_size.clone(),
     }
 }
 

@@ -1661,6 +1661,11 @@ impl<'a> Explorer<'a> {
                             ))
                         }
                     };
+                    same_on_every_path(
+                        &mut self.seen_const[i],
+                        &mut self.facts.call_size[i],
+                        (size.umin == size.umax).then_some(size.umin),
+                    );
                     if size.umax > MAX_STACK as u64 * 128 {
                         return Err(self.diag(
                             Rule::HelperArg,

@@ -360,6 +360,11 @@ pub struct Facts {
     /// Per instruction: a `map_lookup_elem` on an array whose key is below `max_entries`
     /// on every path (`Some(true)`): it returns a value unless the map is unbound.
     pub lookup_in_range: Vec<Option<bool>>,
+    /// Per instruction: a helper call whose memory argument's size (e.g. r3 of
+    /// `ringbuf_output`) is this constant on every path, so the backend can copy the
+    /// bytes with straight-line code (the size register is relevant to pruning, as every
+    /// checked helper argument is, so no merged path disagrees with it).
+    pub call_size: Vec<Option<u64>>,
 }
 
 impl Facts {
@@ -376,6 +381,7 @@ impl Facts {
             atomic_map: vec![None; n],
             const_value: vec![None; n],
             lookup_in_range: vec![None; n],
+            call_size: vec![None; n],
             ..Facts::default()
         }
     }

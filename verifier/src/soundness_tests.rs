@@ -8,7 +8,7 @@
 
 use crate::{verify_with, Entry, Options as VerifyOptions};
 use bpf2ptx_compiler::interp::{self, InterpError, Options};
-use bpf2ptx_compiler::isa::table::Kind;
+use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use std::fmt::Write as _;
 
 const MEM: usize = 64;
@@ -274,6 +274,18 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
                             wrong.push(format!("insn {i}: branch_always {t}, went the other way"));
                         }
                     }
+                    if let Some(c) = facts.call_size[i] {
+                        let size_reg = bpf2ptx_runtime::helper(ins.imm).and_then(|h| {
+                            h.args.iter().find_map(|a| match a {
+                                bpf2ptx_runtime::Arg::Mem { size_arg, .. } => Some(size_arg + 1),
+                                _ => None,
+                            })
+                        });
+                        match size_reg {
+                            Some(r) if regs[r as usize] == c => {}
+                            _ => wrong.push(format!("insn {i}: call_size {c} does not hold")),
+                        }
+                    }
                     if let Some(c) = facts.atomic_add_const[i] {
                         if regs[ins.src as usize] != c {
                             wrong.push(format!(
@@ -393,5 +405,31 @@ fn atomic_add_const_needs_the_same_constant_on_every_path() {
             .position(|i| matches!(i.kind(), bpf2ptx_compiler::isa::table::Kind::Atomic(..)))
             .unwrap();
         assert_eq!(facts.atomic_add_const[atomic], want, "{text}");
+    }
+}
+
+/// `Facts::call_size` holds only when every path passes the same size: a ring output
+/// whose size depends on memory gets no constant, one with the same size on both paths
+/// does.
+#[test]
+fn call_size_needs_the_same_size_on_every_path() {
+    let cases = [
+        ("r3 = 8\nif r6 == 0 goto +1\nr3 = 16\n", None),
+        ("r3 = 16\nif r6 == 0 goto +1\nr3 = 16\n", Some(16)),
+    ];
+    for (sizes, want) in cases {
+        let text = format!(
+            ".map r ringbuf 0 0 4096\nr6 = *(u8 *)(r1 + 8)\nr1 = 0\n*(u64 *)(r10 - 8) = r1\n\
+             *(u64 *)(r10 - 16) = r1\n{sizes}r1 = map_idx(0) ll\nr2 = r10\nr2 += -16\nr4 = 0\n\
+             call 130\nr0 = 0\nexit\n"
+        );
+        let obj = bpf2ptx_compiler::front::load_bytes("c.s", text.as_bytes()).unwrap();
+        let facts = crate::verify(&obj, 0, &Entry::conformance(16)).unwrap();
+        let call = obj.programs[0]
+            .insns
+            .iter()
+            .position(|i| i.imm == 130 && i.kind() == Kind::Call(CallKind::Helper))
+            .unwrap();
+        assert_eq!(facts.call_size[call], want, "{text}");
     }
 }

@@ -165,6 +165,9 @@ pub struct Hints {
     /// An array lookup whose key is below `max_entries` on every path: with the map in
     /// the module's storage it cannot return NULL, so the null test after it goes too.
     pub lookup_in_range: Vec<Option<bool>>,
+    /// A helper call whose memory argument's size is this constant on every path: a
+    /// `ringbuf_output` of a known ring is then inlined with straight-line copies.
+    pub call_size: Vec<Option<u64>>,
 }
 
 impl Hints {
@@ -263,6 +266,10 @@ fn ring_bytes(m: &crate::program::Map) -> u64 {
         _ => u64::from(m.max_entries).max(4096).next_power_of_two(),
     }
 }
+
+/// Largest record size (bytes of data) whose `ringbuf_output` is inlined: the copy is
+/// straight-line code, one load and store per 8 bytes.
+const INLINE_RECORD_MAX: u64 = 256;
 
 /// Bytes of the module's `trace_printk`/`puts` ring.
 const PRINTK_RING: u64 = 65536;
@@ -1074,6 +1081,7 @@ impl<'a> FuncWriter<'a> {
         let materialise = frame.size > 0
             && needs_frame_address(prog, self.k, &frame, &|i, fp| {
                 self.lookup_map(i, fp, frame.size).is_some()
+                    || self.ring_output_args(i, fp, frame.size).is_some()
             });
         // A frame whose address is never taken lives in registers: one .b64 per 8-byte
         // slot, sub-word accesses through bfe/bfi. ptxas does not promote .local arrays
@@ -1288,6 +1296,9 @@ impl<'a> FuncWriter<'a> {
                     .find(|h| h.0 == ins.imm)
                     .expect("checked");
                 self.need.insert("ringbuf".into());
+                if self.inline_ring_output(fp, frame) {
+                    return Ok(());
+                }
                 let returns = !matches!(id, 132 | 133);
                 self.call_runtime(name, regs, returns);
             }
@@ -1633,6 +1644,223 @@ impl<'a> FuncWriter<'a> {
         true
     }
 
+    /// The ring, record size and frame slot of instruction `i` when it is a
+    /// `ringbuf_output` (or `perf_event_output`) that [`FuncWriter::inline_ring_output`]
+    /// inlines: the verifier pinned the map and the size, and the data is a whole range of
+    /// this frame starting 8-aligned, so its words are copied from the frame's registers.
+    fn ring_output_args(&self, i: usize, fp: &[Fp; 11], frame: u32) -> Option<(u32, u64, i64)> {
+        let ins = self.prog.insns.get(i)?;
+        let data = match (ins.kind(), ins.imm) {
+            (Kind::Call(CallKind::Helper), 130) => 2,
+            (Kind::Call(CallKind::Helper), 25) => 4,
+            _ => return None,
+        };
+        let h = self.hints?;
+        let m = h.call_map.get(i).copied().flatten()?;
+        let size = h.call_size.get(i).copied().flatten()?;
+        let map = self.obj.maps.get(m as usize)?;
+        let Fp::At(k) = fp[data] else {
+            return None;
+        };
+        let slot = i64::from(frame) + k;
+        (matches!(map.map_type, 27 | 1527 | 4)
+            && (1..=INLINE_RECORD_MAX).contains(&size)
+            && slot >= 0
+            && slot % 8 == 0
+            && slot + size as i64 <= i64::from(frame))
+        .then_some((m, size, slot))
+    }
+
+    /// `ringbuf_output(ring, data, size, flags)` (or `perf_event_output`) inlined for a ring
+    /// and a size the verifier pinned: the runtime's reservation protocol (specs/abi.md;
+    /// `bpf2ptx_ringbuf_reserve`) with everything a call site knows folded in. Every active
+    /// lane reserves the same size on the same ring, so the warp's leader claims all the
+    /// lanes' bytes in flight, reads the counters once, takes as many whole records as fit
+    /// with one `atom.add` on the producer and gives the claim back; each taking lane
+    /// writes its record from the frame's registers and publishes it with one release
+    /// store of its header `{size, 0}` (a reader stops at a header that is all zeros, so no
+    /// BUSY header is needed first). The lanes that did not fit are counted as drops by the
+    /// leader. A record that would cross the ring's end becomes padding and that lane
+    /// reserves again through the runtime (once per wrap). Returns false, emitting nothing,
+    /// when the call does not qualify.
+    fn inline_ring_output(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
+        let Some((m, size, slot)) = self.ring_output_args(self.cur, fp, frame) else {
+            return false;
+        };
+        let map = &self.obj.maps[m as usize];
+        let desc = map_desc_symbol(&map.name);
+        let t = bpf2ptx_runtime::ringbuf::record_size(size);
+        // Records are published for the reader of the ring's bytes: the host while the
+        // kernel runs when it is placed there. The counters and the claim stay in device
+        // memory (.gpu) either way.
+        let rs = if self.host.get(m as usize).copied().unwrap_or(false) {
+            "sys"
+        } else {
+            "gpu"
+        };
+        // k = floor(x / t) for x <= 32 t as mul.hi by ceil(2^32 / t): exact while 32 t^2 <
+        // 2^32 (t <= INLINE_RECORD_MAX + 8 keeps it so).
+        let magic = (1u64 << 32).div_ceil(t);
+        let (done, write, pad, drop) = (
+            self.fresh_label(),
+            self.fresh_label(),
+            self.fresh_label(),
+            self.fresh_label(),
+        );
+        self.ptx_62 = true;
+        self.l("{");
+        self.l(".reg .b32 %rb<8>;");
+        self.l(".reg .b64 %rbd<12>;");
+        self.l(".reg .pred %rbp<3>;");
+        // The ring: data, aux (bytes, a power of two in 4096..=2^32), counters. Unbound or
+        // malformed: -EINVAL, as the runtime; a size above aux / 2: a counted drop.
+        self.l(format!("ld.global.nc.u64 %rbd0, [{desc}+24];"));
+        self.l(format!("ld.global.nc.u64 %rbd1, [{desc}+32];"));
+        self.l(format!("ld.global.nc.u64 %rbd2, [{desc}+40];"));
+        // Device memory or mapped host memory: global addresses either way.
+        self.l("cvta.to.global.u64 %rbd0, %rbd0;");
+        self.l("cvta.to.global.u64 %rbd2, %rbd2;");
+        self.l("setp.eq.u64 %rbp0, %rbd0, 0;");
+        self.l("setp.eq.u64 %rbp1, %rbd2, 0;");
+        self.l("or.pred %rbp0, %rbp0, %rbp1;");
+        self.l("setp.lt.u64 %rbp1, %rbd1, 4096;");
+        self.l("or.pred %rbp0, %rbp0, %rbp1;");
+        self.l("setp.gt.u64 %rbp1, %rbd1, 0x100000000;");
+        self.l("or.pred %rbp0, %rbp0, %rbp1;");
+        self.l("add.s64 %rbd3, %rbd1, -1;");
+        self.l("and.b64 %rbd4, %rbd3, %rbd1;");
+        self.l("setp.ne.u64 %rbp1, %rbd4, 0;");
+        self.l("or.pred %rbp0, %rbp0, %rbp1;");
+        self.l(format!(
+            "mov.u64 %r0, {};",
+            bpf2ptx_runtime::ringbuf::EINVAL
+        ));
+        self.l(format!("@%rbp0 bra {done};"));
+        self.l(format!(
+            "mov.u64 %r0, {};",
+            bpf2ptx_runtime::ringbuf::EAGAIN
+        ));
+        self.l("shr.u64 %rbd4, %rbd1, 1;");
+        self.l(format!("setp.lt.u64 %rbp0, %rbd4, {size};"));
+        self.l(format!("@%rbp0 bra {drop};"));
+        // The group: the active lanes; rank, count, leader (the lowest).
+        self.l("activemask.b32 %rb0;");
+        self.l("mov.u32 %rb1, %lanemask_lt;");
+        self.l("and.b32 %rb1, %rb1, %rb0;");
+        self.l("popc.b32 %rb2, %rb1;");
+        self.l("popc.b32 %rb3, %rb0;");
+        self.l("brev.b32 %rb4, %rb0;");
+        self.l("clz.b32 %rb4, %rb4;");
+        self.l("setp.eq.u32 %rbp1, %rb1, 0;");
+        // Leader: claim every lane's bytes in flight (word 7), then with the counters and
+        // the others' claims, need = producer + in flight - consumer; the room aux - need
+        // holds k = min(count, room / t) records, taken with one atom.add. The claim is
+        // given back after the producer moved: a later claim that reads the give-back
+        // (release -> acquire) then reads the moved producer, and one that does not still
+        // counts the claim, so every check counts these bytes one way or the other. The
+        // consumer is read with acquire: a reader zeroed what it consumed before moving it.
+        self.l("mov.u32 %rb5, 0;");
+        self.l("mov.u64 %rbd5, 0;");
+        self.l(format!("@!%rbp1 bra {write}_b;"));
+        self.l(format!("mul.wide.u32 %rbd6, %rb3, {t};"));
+        self.l(format!(
+            "atom.acquire.gpu.global.add.u64 %rbd7, [{desc}+{}], %rbd6;",
+            bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET
+        ));
+        self.l("ld.acquire.gpu.global.u64 %rbd8, [%rbd2+8];");
+        self.l("ld.relaxed.gpu.global.u64 %rbd9, [%rbd2];");
+        self.l("add.u64 %rbd10, %rbd9, %rbd7;");
+        self.l("sub.u64 %rbd10, %rbd10, %rbd8;");
+        self.l("setp.le.u64 %rbp0, %rbd10, %rbd1;");
+        self.l("setp.le.u64 %rbp2, %rbd8, %rbd9;");
+        self.l("and.pred %rbp0, %rbp0, %rbp2;");
+        self.l("sub.u64 %rbd10, %rbd1, %rbd10;");
+        self.l("min.u64 %rbd10, %rbd10, %rbd6;");
+        self.l("cvt.u32.u64 %rb5, %rbd10;");
+        self.l(format!("mul.hi.u32 %rb5, %rb5, {magic};"));
+        self.l("selp.u32 %rb5, %rb5, 0, %rbp0;");
+        self.l("setp.ne.u32 %rbp0, %rb5, 0;");
+        self.l(format!("mul.wide.u32 %rbd10, %rb5, {t};"));
+        self.l("@%rbp0 atom.relaxed.gpu.global.add.u64 %rbd5, [%rbd2], %rbd10;");
+        self.l("neg.s64 %rbd6, %rbd6;");
+        self.l(format!(
+            "red.release.gpu.global.add.u64 [{desc}+{}], %rbd6;",
+            bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET
+        ));
+        self.l("sub.u32 %rb6, %rb3, %rb5;");
+        self.l("setp.ne.u32 %rbp0, %rb6, 0;");
+        self.l("cvt.u64.u32 %rbd6, %rb6;");
+        self.l(format!(
+            "@%rbp0 red.relaxed.gpu.global.add.u64 [{desc}+48], %rbd6;"
+        ));
+        let _ = writeln!(self.out, "{write}_b:");
+        self.l("shfl.sync.idx.b32 %rb5, %rb5, %rb4, 0x1f, %rb0;");
+        self.l("mov.b64 {%rb6, %rb7}, %rbd5;");
+        self.l("shfl.sync.idx.b32 %rb6, %rb6, %rb4, 0x1f, %rb0;");
+        self.l("shfl.sync.idx.b32 %rb7, %rb7, %rb4, 0x1f, %rb0;");
+        self.l("mov.b64 %rbd5, {%rb6, %rb7};");
+        self.l("setp.ge.u32 %rbp0, %rb2, %rb5;");
+        self.l(format!("@%rbp0 bra {done};"));
+        // This lane's record: at p + rank t, 8-aligned; one that would cross the ring's
+        // end is padding (two DISCARD records, as the runtime writes) and reserved again.
+        self.l(format!("mul.wide.u32 %rbd6, %rb2, {t};"));
+        self.l("add.u64 %rbd6, %rbd6, %rbd5;");
+        self.l("and.b64 %rbd6, %rbd6, %rbd3;");
+        self.l("and.b64 %rbd6, %rbd6, -8;");
+        self.l(format!("add.u64 %rbd7, %rbd6, {t};"));
+        self.l("setp.gt.u64 %rbp0, %rbd7, %rbd1;");
+        self.l("add.u64 %rbd6, %rbd0, %rbd6;");
+        self.l(format!("@%rbp0 bra {pad};"));
+        let _ = writeln!(self.out, "{write}:");
+        let mut off = 0u64;
+        while off < size {
+            let n = match size - off {
+                8.. => Size::DW,
+                4..=7 => Size::W,
+                2 | 3 => Size::H,
+                _ => Size::B,
+            };
+            self.local_load("%rbd8", false, slot + off as i64, n, false);
+            self.l(format!("st.global.{} [%rbd6+{}], %rbd8;", ty(n), 8 + off));
+            off += u64::from(n.bytes());
+        }
+        self.l(format!("st.release.{rs}.global.b64 [%rbd6], {size};"));
+        self.l("mov.u64 %r0, 0;");
+        self.l(format!("bra.uni {done};"));
+        let _ = writeln!(self.out, "{pad}:");
+        self.l("sub.u64 %rbd8, %rbd1, %rbd6;");
+        self.l("add.u64 %rbd8, %rbd8, %rbd0;");
+        self.l("add.u64 %rbd9, %rbd8, -8;");
+        self.l("or.b64 %rbd9, %rbd9, 0x4000000000000000;");
+        self.l(format!("st.relaxed.{rs}.global.b64 [%rbd6], %rbd9;"));
+        self.l(format!("sub.u64 %rbd9, {t}, %rbd8;"));
+        self.l("add.u64 %rbd9, %rbd9, -8;");
+        self.l("or.b64 %rbd9, %rbd9, 0x4000000000000000;");
+        self.l(format!("st.relaxed.{rs}.global.b64 [%rbd0], %rbd9;"));
+        self.l("{");
+        self.l(".param .b64 bpf_ra;");
+        self.l(".param .b64 bpf_rs;");
+        self.l(".param .b64 bpf_rf;");
+        self.l(".param .b64 bpf_rr;");
+        self.l(format!("mov.u64 %rbd9, {desc};"));
+        self.l("cvta.global.u64 %rbd9, %rbd9;");
+        self.l("st.param.b64 [bpf_ra], %rbd9;");
+        self.l(format!("st.param.b64 [bpf_rs], {size};"));
+        self.l("st.param.b64 [bpf_rf], 0;");
+        self.l("call (bpf_rr), bpf2ptx_ringbuf_reserve, (bpf_ra, bpf_rs, bpf_rf);");
+        self.l("ld.param.b64 %rbd6, [bpf_rr];");
+        self.l("}");
+        self.l("setp.eq.u64 %rbp0, %rbd6, 0;");
+        self.l(format!("@%rbp0 bra {done};"));
+        self.l("add.u64 %rbd6, %rbd6, -8;");
+        self.l(format!("bra.uni {write};"));
+        let _ = writeln!(self.out, "{drop}:");
+        self.l(format!("red.relaxed.gpu.global.add.u64 [{desc}+48], 1;"));
+        let _ = writeln!(self.out, "{done}:");
+        self.l("}");
+        true
+    }
+
     /// Inlined `map_lookup_elem` on a per-thread array (1502): the calling thread's slot
     /// of key `k`, `data + (k * aux + global_thread_id) * stride` (words 3 and 4, which the
     /// host binds for the launch), or NULL when the map is unbound, the key is out of range
@@ -1732,8 +1960,30 @@ impl<'a> FuncWriter<'a> {
     }
 
     /// `dst` (u64) = linear block index x threads per block + linear thread index in the
-    /// block (uses %t1-%t3 and %w0-%w2).
+    /// block (uses %t1-%t3, %w0-%w2 and %p3).
+    ///
+    /// A 1-D launch (`ntid.y`, `ntid.z`, `nctaid.y`, `nctaid.z` all 1, the common case)
+    /// takes a short path, `ctaid.x * ntid.x + tid.x`: the test reads launch constants,
+    /// which ptxas keeps in uniform registers, and skips the `tid.y`/`tid.z`/`ctaid.y`/
+    /// `ctaid.z` reads whose latency otherwise sits at the start of every probe that
+    /// numbers threads (a per-warp counter costs 1.2x its 1-D CUDA twin without it).
     fn global_thread_id(&mut self, dst: &str) {
+        let (general, done) = (self.fresh_label(), self.fresh_label());
+        self.l("mov.u32 %w0, %ntid.y;");
+        for r in ["%ntid.z", "%nctaid.y", "%nctaid.z"] {
+            self.l(format!("mov.u32 %w1, {r};"));
+            self.l("or.b32 %w0, %w0, %w1;");
+        }
+        self.l("setp.ne.u32 %p3, %w0, 1;");
+        self.l(format!("@%p3 bra {general};"));
+        self.l("mov.u32 %w0, %ctaid.x;");
+        self.l("mov.u32 %w1, %ntid.x;");
+        self.l("mov.u32 %w2, %tid.x;");
+        self.l("mul.wide.u32 %t3, %w0, %w1;");
+        self.l("cvt.u64.u32 %t2, %w2;");
+        self.l(format!("add.u64 {dst}, %t3, %t2;"));
+        self.l(format!("bra.uni {done};"));
+        let _ = writeln!(self.out, "{general}:");
         self.linear_block("%t1");
         self.linear_thread("%t2");
         self.l("mov.u32 %w0, %ntid.x;");
@@ -1743,6 +1993,7 @@ impl<'a> FuncWriter<'a> {
         self.l("mul.lo.u32 %w0, %w0, %w1;");
         self.l("cvt.u64.u32 %t3, %w0;");
         self.l(format!("mad.lo.u64 {dst}, %t1, %t3, %t2;"));
+        let _ = writeln!(self.out, "{done}:");
     }
 
     /// `dst` = ctaid.x + ctaid.y * nctaid.x + ctaid.z * nctaid.x * nctaid.y (u64).

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""GPU check: ring records that cross the ring's end, and a nearly full ring.
+
+Run from the repository root on the GPU machine:
+
+    BPF2PTX=./target/release/bpf2ptx python3 tests/gpu/ring_wrap.py [OUT.md]
+
+The probe object tests/gpu/probes/ring_wrap.o has two programs: `wrap_const` (16-byte
+records, a `ringbuf_output` the compiler inlines) and `wrap_var` (16 or 24 bytes by the
+thread's parity, through the runtime's `bpf2ptx_ringbuf_output`). For each, the test sets
+the ring's positions (module storage, 64 KiB ring) just before the ring's end, or a few
+rings further on, launches, and walks the records from the consumer to the producer as a
+host reader does: every thread's record exactly once and intact, padding where a record
+met the end, no record crossing it, no drop, no claim left in flight. A nearly full ring
+must keep whole records in its room and count every other thread as a drop.
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import cupy as cp
+
+B = os.environ.get("BPF2PTX", "./target/release/bpf2ptx")
+AUX = 65536
+BUSY, DISCARD = 1 << 31, 1 << 30
+MASK = (1 << 64) - 1
+
+ptx = os.path.join(tempfile.mkdtemp(), "ring_wrap.ptx")
+subprocess.run([B, "tests/gpu/probes/ring_wrap.o", "--entry", "--target", "sm_90", "-o", ptx],
+               check=True)
+mod = cp.RawModule(path=ptx)
+
+
+def glob(name, n, dtype):
+    return cp.ndarray((n,), dtype, mod.get_global(name))
+
+
+def walk(buf, cons, prod, size_of, var):
+    """The records between the positions: (ids, error or None, bytes of padding)."""
+    pos, ids, pad = cons, [], 0
+    while pos < prod:
+        off = pos % AUX
+        ln, fl = struct.unpack_from("<II", buf, off)
+        if (ln == 0 and fl == 0) or fl & BUSY:
+            return ids, f"uncommitted header at position {pos}", pad
+        t = 8 + (ln + 7) // 8 * 8
+        if off + t > AUX:
+            return ids, f"record at {pos} crosses the ring's end", pad
+        if fl & DISCARD:
+            pad += t
+        else:
+            i, n = struct.unpack_from("<QQ", buf, off + 8)
+            if n != ~i & MASK or ln != size_of(i):
+                return ids, f"record at {pos} damaged: {ln} bytes, {i:#x} {n:#x}", pad
+            if var and ln == 24 and struct.unpack_from("<Q", buf, off + 24)[0] != i * 3 & MASK:
+                return ids, f"record at {pos}: third word wrong", pad
+            ids.append(i)
+        pos += t
+    return ids, None if pos == prod else f"walk ended at {pos}, producer {prod}", pad
+
+
+rows, failed = [], 0
+for prog, ring, size_of in [
+    ("wrap_const", "ring_c", lambda i: 16),
+    ("wrap_var", "ring_v", lambda i: 16 + (i & 1) * 8),
+]:
+    desc = glob(f"bpf2ptx_map_{ring}", 8, cp.uint64)
+    ctr = glob(f"bpf2ptx_mapctr_{ring}", 2, cp.uint64)
+    data = glob(f"bpf2ptx_mapdata_{ring}", AUX, cp.uint8)
+    fn = mod.get_function(f"bpf2ptx_entry_{prog}")
+    res = cp.zeros(1, cp.uint64)
+    cases = [(s, g, b, AUX) for s in (AUX - 8, AUX - 16, AUX - 24, AUX - 40, AUX - 1000,
+                                      3 * AUX - 8, 5 * AUX - 24)
+             for g, b in ((1, 32), (1, 7), (4, 256), (8, 250))]
+    cases += [(AUX - 48, 2, 64, 100), (7 * AUX - 16, 4, 128, 1000)]  # room < records
+    for start, grid, block, room in cases:
+        n = grid * block
+        data.fill(0)
+        ctr[:] = cp.array([start, start - (AUX - room)], dtype=cp.uint64)
+        desc[6:8] = 0
+        fn((grid,), (block,), (cp.uint64(0), cp.uint64(0), res))
+        cp.cuda.runtime.deviceSynchronize()
+        prod, cons = (int(x) for x in ctr.get())
+        drops, inflight = (int(x) for x in desc[6:8].get())
+        ids, err, pad = walk(data.get().tobytes(), cons, prod, size_of, prog == "wrap_var")
+        if room == AUX:
+            ok = err is None and sorted(ids) == list(range(n)) and drops == 0 and inflight == 0
+        else:
+            used = sum(8 + size_of(i) for i in ids) + pad
+            ok = (err is None and len(set(ids)) == len(ids) and len(ids) + drops == n
+                  and inflight == 0 and used <= room and 0 < len(ids) < n)
+        failed += not ok
+        rows.append(f"| {prog} | {start:#x} | {grid}x{block} | {room} | {len(ids)} | {drops} "
+                    f"| {pad} | {err or '-'} | {'ok' if ok else 'FAIL'} |")
+        print(rows[-1], flush=True)
+
+table = ["| program | start position | launch | room | records | drops | padding bytes "
+         "| walk | |", "|---|---:|---|---:|---:|---:|---:|---|---|"] + rows
+if len(sys.argv) > 1:
+    with open(sys.argv[1], "w") as f:
+        f.write("\n".join(table) + "\n")
+print(f"{len(rows) - failed} of {len(rows)} cases pass")
+sys.exit(1 if failed else 0)
