@@ -16,8 +16,9 @@
 //! is missing (cudarc itself would panic).
 //!
 //! One [`Gpu`] holds one context (the primary context of device 0) and its default
-//! stream; a process loads any number of modules into it and launches any number of
-//! kernels. Every launch is synchronous: [`Gpu::run_entry`] returns after the kernel has
+//! stream, where every kernel runs; a process loads any number of modules into it and
+//! launches any number of kernels. A [`CopyStream`] adds a non-blocking stream for small
+//! copies into device memory while a kernel runs. Every launch is synchronous: [`Gpu::run_entry`] returns after the kernel has
 //! finished and its results have been copied back.
 //!
 //! The entry ABI, as the backend emits it with `--entry`:
@@ -295,6 +296,42 @@ impl Drop for HostBuffer {
     }
 }
 
+/// A stream of the [`Gpu`]'s context besides its default one, for small host-to-device
+/// copies while a kernel runs: it is created non-blocking (`CU_STREAM_NON_BLOCKING`), so its
+/// copies neither wait for the kernels of the default stream nor make them wait, and the
+/// copy engines run them beside the kernel. The host loader publishes a drained ring's
+/// consumer position through it ([`CopyStream::write_u64`]).
+pub struct CopyStream {
+    stream: Arc<CudaStream>,
+    /// 8 bytes of pinned memory the copy reads from (a pageable source could make the
+    /// copy wait).
+    staging: HostBuffer,
+}
+
+impl CopyStream {
+    /// Copies `value` to the 8 device bytes at `dst` (8-aligned) and waits for that copy,
+    /// and only for that copy: a kernel running on another stream goes on. Stores the
+    /// caller made to host memory before the call are done before the copy is issued.
+    pub fn write_u64(&mut self, dst: u64, value: u64) -> Result<(), GpuError> {
+        self.stream
+            .context()
+            .bind_to_thread()
+            .map_err(driver("bind context"))?;
+        // SAFETY: `staging` holds 8 writable, 8-aligned bytes (cuMemHostAlloc) and no copy
+        // reads them now: every copy is waited for before this returns.
+        unsafe { std::ptr::write_volatile(self.staging.host.cast::<u64>(), value) };
+        // SAFETY: `dst` is 8 bytes of device memory the caller got from `global` or
+        // `alloc`; the source is the pinned staging buffer, alive until the copy is waited
+        // for below.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, self.staging.host, 8, self.stream.cu_stream()) }
+            .result()
+            .map_err(driver("async copy to device"))?;
+        self.stream
+            .synchronize()
+            .map_err(driver("copy stream synchronize"))
+    }
+}
+
 /// A PTX module loaded into a [`Gpu`]'s context; unloaded when dropped.
 #[derive(Debug)]
 pub struct Module {
@@ -427,6 +464,14 @@ impl Gpu {
             return Err(driver("map pinned memory")(DriverError(r)));
         }
         Ok(buf)
+    }
+
+    /// A [`CopyStream`]: a second, non-blocking stream of this context with an 8-byte
+    /// pinned staging buffer.
+    pub fn copy_stream(&self) -> Result<CopyStream, GpuError> {
+        let stream = self.ctx.new_stream().map_err(driver("stream"))?;
+        let staging = self.alloc_host(8)?;
+        Ok(CopyStream { stream, staging })
     }
 
     /// A zeroed device allocation of `len` bytes.

@@ -5,20 +5,31 @@
 //! ```text
 //!  Object (the probe's maps) + Module (PTX with the probe: bpf2ptx's own, or injected)
 //!    │ Loader::new      descriptors found by symbol; host-placed maps moved to pinned
-//!    │                  mapped memory (descriptor words 3 and 5 rewritten)
+//!    │                  mapped memory (descriptor word 3 rewritten; a ring's counters
+//!    │                  stay in device memory)
 //!    ▼
 //!  Loader::launch(kernel, dims, params)   per-thread arrays sized from dims, then
 //!    │                  Gpu::start; a host thread drains host-placed rings until the
-//!    │                  kernel ends (records kept, consumer advanced, so the ring never
-//!    │                  fills while the host keeps up)
+//!    │                  kernel ends (records kept, bytes zeroed, the consumer published
+//!    │                  to the device through a CopyStream, so the ring never fills
+//!    │                  while the host keeps up)
 //!    ▼
 //!  Loader::maps_json / records / printk   maps read back (sharded arrays summed)
 //! ```
 //!
 //! The layouts are specs/abi.md's ("Maps (device runtime)"). A module whose maps are
 //! placed in host memory must have been compiled with the same placement
-//! ([`host_flags`] gives the backend's `Options::host`): its atomics then have `.sys`
-//! scope, which a host reading or draining that memory while the kernel runs needs.
+//! ([`host_flags`] gives the backend's `Options::host`): its atomics on host-placed maps,
+//! and the record stores of its rings, then have `.sys` scope, which a host reading or
+//! draining that memory while the kernel runs needs.
+//!
+//! A ring placed in host memory has only its bytes there; its counters `[producer,
+//! consumer]` stay in the module's device memory (runtime-ptx's ringbuf module doc,
+//! "Placement"). While the kernel runs the drainer walks the records from its own consumer
+//! position ([`ringbuf::scan`]: it stops at a BUSY or all-zero header and never needs the
+//! producer), zeroes what it consumed, and then copies the new consumer into the device
+//! counter on a stream of its own ([`crate::gpu::CopyStream`]), waiting for that copy.
+//! After the kernel, every ring is read through its descriptor as in device placement.
 //!
 //! The loader works on any module holding the probe's symbols, so it serves an
 //! application kernel with a probe injected just as well as bpf2ptx's own
@@ -52,14 +63,14 @@
 //! # }
 //! ```
 
-use crate::gpu::{Buffer, Dims, Gpu, GpuError, HostBuffer, Module, Param};
+use crate::gpu::{Buffer, CopyStream, Dims, Gpu, GpuError, HostBuffer, Module, Param};
 use bpf2ptx_compiler::back::ptx::{
-    entry_symbol, map_counter_symbol, map_data_symbol, map_desc_symbol, map_symbol, PRINTK_DESC,
+    entry_symbol, map_data_symbol, map_desc_symbol, map_symbol, PRINTK_DESC,
 };
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin, Object};
 use bpf2ptx_runtime::ringbuf::{self, Record, RingError};
 use serde_json::{json, Value};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use thiserror::Error;
 
 /// Where a map's storage lives.
@@ -68,7 +79,8 @@ pub enum Placement {
     /// Device memory (the default): fastest for the probe.
     Device,
     /// Pinned host memory mapped into the GPU: the host reads it while the kernel runs,
-    /// and drains rings placed there (the module needs `.sys` atomics: [`host_flags`]).
+    /// and drains rings placed there (the module needs `.sys` scope: [`host_flags`]). A
+    /// ring's bytes move there, its counters stay in device memory.
     Host,
 }
 
@@ -153,8 +165,7 @@ enum Storage {
     Host(HostBuffer),
 }
 
-/// The host's side of a ring: its records so far and, for a ring in host memory, where
-/// the host reads it directly.
+/// The host's side of a ring: its records so far.
 #[derive(Default)]
 struct RingState {
     /// Records read so far, in order.
@@ -172,8 +183,6 @@ struct Bound {
     placement: Placement,
     /// Data storage the loader allocated (host placement, per-thread arrays).
     data: Option<Storage>,
-    /// A ring's counters the loader allocated (host placement).
-    counters: Option<HostBuffer>,
     /// Threads the per-thread storage is sized for.
     threads: u64,
     ring: RingState,
@@ -189,6 +198,9 @@ pub struct Loader<'a> {
     obj: &'a Object,
     maps: Vec<Bound>,
     live_drain: bool,
+    /// The stream the drainer publishes consumer positions on (made at the first launch
+    /// that drains).
+    copies: Option<CopyStream>,
 }
 
 fn word(desc: &[u8], k: usize) -> u64 {
@@ -233,23 +245,16 @@ impl<'a> Loader<'a> {
                 desc,
                 placement,
                 data: None,
-                counters: None,
                 threads: 0,
                 ring: RingState::default(),
             };
+            // A ring's bytes move; its counters (word 5) stay in the module's device
+            // memory, where the reserving leaders' atomics are fast.
             if placement == Placement::Host && m.map_type != 1502 {
                 if let Some((_, size)) = gpu.global(module, &map_data_symbol(&m.name))? {
                     let h = gpu.alloc_host(size)?;
                     gpu.write(desc + 24, &h.device_ptr().to_le_bytes())?;
                     b.data = Some(Storage::Host(h));
-                }
-                // A ring's counters move with it: the host advances the consumer.
-                if is_ring(m.map_type) {
-                    if let Some((_, size)) = gpu.global(module, &map_counter_symbol(&m.name))? {
-                        let c = gpu.alloc_host(size)?;
-                        gpu.write(desc + 40, &c.device_ptr().to_le_bytes())?;
-                        b.counters = Some(c);
-                    }
                 }
             }
             maps.push(b);
@@ -260,6 +265,7 @@ impl<'a> Loader<'a> {
             obj,
             maps,
             live_drain: true,
+            copies: None,
         })
     }
 
@@ -311,39 +317,79 @@ impl<'a> Loader<'a> {
         params: &[Param],
     ) -> Result<LaunchReport, LoaderError> {
         self.bind_per_thread(dims.threads())?;
-        let mut live: Vec<(LiveRing, &mut RingState)> = Vec::new();
-        for b in &mut self.maps {
-            if let (Some(Storage::Host(data)), Some(ctr)) = (&b.data, &b.counters) {
-                live.push((LiveRing::new(data, ctr), &mut b.ring));
-            }
-        }
         let gpu = self.gpu;
-        let (module, drain) = (self.module, self.live_drain && !live.is_empty());
+        // Host rings: where the host reads them, where their consumer lives on the device,
+        // and the consumer now (the kernel has not started: plain copies are fine).
+        let mut live: Vec<(LiveRing, usize)> = Vec::new();
+        for (k, b) in self.maps.iter().enumerate() {
+            let Some(Storage::Host(data)) = &b.data else {
+                continue;
+            };
+            if !is_ring(self.obj.maps[b.index].map_type) {
+                continue;
+            }
+            let desc = gpu.read(b.desc, 64)?;
+            let ctr = word(&desc, 5);
+            if ctr == 0 || word(&desc, 3) != data.device_ptr() {
+                continue;
+            }
+            let consumer = word(&gpu.read(ctr + 8, 8)?, 0);
+            live.push((LiveRing::new(data, ctr + 8, consumer), k));
+        }
+        let drain = self.live_drain && !live.is_empty();
+        if drain && self.copies.is_none() {
+            self.copies = Some(gpu.copy_stream()?);
+        }
+        let mut states: Vec<RingState> = live
+            .iter()
+            .map(|&(_, k)| std::mem::take(&mut self.maps[k].ring))
+            .collect();
+        let module = self.module;
+        let copies = self.copies.as_mut();
         let stop = AtomicBool::new(false);
-        let (kernel_ms, drained) = std::thread::scope(|s| {
+        let result = std::thread::scope(|s| {
             let pending = gpu.start(module, kernel, dims, params)?;
-            let drainer = drain.then(|| {
-                let live = &mut live;
-                let stop = &stop;
-                s.spawn(move || {
+            let drainer = copies.filter(|_| drain).map(|copies| {
+                let (live, states, stop) = (&mut live, &mut states, &stop);
+                s.spawn(move || -> Result<u64, GpuError> {
                     let mut n = 0u64;
                     while !stop.load(Ordering::Acquire) {
-                        let got: u64 = live.iter_mut().map(|(r, st)| r.drain(st)).sum();
+                        let mut got = 0;
+                        for ((r, _), st) in live.iter_mut().zip(states.iter_mut()) {
+                            got += r.drain(st, |at, c| copies.write_u64(at, c))?;
+                        }
                         n += got;
                         if got == 0 {
                             std::thread::yield_now();
                         }
                     }
-                    n
+                    Ok(n)
                 })
             });
             let waited = pending.wait();
             stop.store(true, Ordering::Release);
-            let drained = drainer.map_or(0, |h| h.join().unwrap_or(0));
-            waited.map(|ms| (ms, drained))
-        })?;
-        // The kernel has ended: what is left in host rings is committed.
-        let drained_after = live.iter_mut().map(|(r, st)| r.drain(st)).sum();
+            let drained = match drainer.map(|h| h.join()) {
+                None => Ok(0),
+                Some(Ok(r)) => r,
+                Some(Err(_)) => Ok(0),
+            };
+            // The kernel's error first: a fault makes the copies fail too.
+            let ms = waited?;
+            Ok::<_, GpuError>((ms, drained?))
+        });
+        // Give the states back before anything can fail, so no record is lost.
+        for (&(_, k), st) in live.iter().zip(states) {
+            self.maps[k].ring = st;
+        }
+        let (kernel_ms, drained) = result?;
+        // The kernel has ended: what is left in host rings is committed; read it through
+        // the descriptor (counters in device memory) as for device placement.
+        let mut drained_after = 0;
+        for &(_, k) in &live {
+            let before = self.maps[k].ring.records.len();
+            self.collect_ring(k)?;
+            drained_after += (self.maps[k].ring.records.len() - before) as u64;
+        }
         Ok(LaunchReport {
             kernel_ms,
             drained,
@@ -656,111 +702,116 @@ fn collect(gpu: &Gpu, desc: &[u8], st: &mut RingState) -> Result<(), GpuError> {
     Ok(())
 }
 
-/// A ring in pinned host memory, read by the host directly while producers run.
+/// A ring whose bytes are in pinned host memory, read by the host directly while the
+/// producers run; its consumer counter is in device memory.
 struct LiveRing {
     data: *mut u8,
     size: u64,
-    counters: *const AtomicU64,
+    /// Device address of the consumer counter (word 5's second u64).
+    consumer_at: u64,
+    /// The consumer position, as last published.
+    consumer: u64,
 }
 
-// SAFETY: the pointers are into `HostBuffer`s the loader owns and keeps alive for every
-// use (the drain thread is scoped inside `Loader::launch`, which borrows the loader).
+// SAFETY: the pointer is into a `HostBuffer` the loader owns and keeps alive for every use
+// (the drain thread is scoped inside `Loader::launch`, which borrows the loader).
 unsafe impl Send for LiveRing {}
 
 impl LiveRing {
-    fn new(data: &HostBuffer, counters: &HostBuffer) -> LiveRing {
+    fn new(data: &HostBuffer, consumer_at: u64, consumer: u64) -> LiveRing {
         let bytes = data.bytes();
-        LiveRing {
-            data: bytes.as_ptr().cast_mut(),
-            // The compiler sizes rings as powers of two; a ring of another size (a
-            // different module) is read as its largest power-of-two prefix's worth
-            // of bytes, and decoding errors out where that matters.
-            size: if bytes.len().is_power_of_two() {
-                bytes.len() as u64
-            } else {
-                0
-            },
-            counters: counters.bytes().as_ptr().cast(),
+        // SAFETY: the host buffer's bytes, alive as long as the loader.
+        unsafe {
+            LiveRing::from_raw(
+                bytes.as_ptr().cast_mut(),
+                bytes.len(),
+                consumer_at,
+                consumer,
+            )
         }
     }
 
-    /// One pass: takes the committed records between consumer and producer, zeroes their
-    /// bytes, publishes the new consumer; returns how many records it took. The protocol
-    /// (ringbuf.rs, "What a reader can rely on") with `.sys`-scope producers: a header is
-    /// read with acquire semantics (its flags are released by `submit`), the consumed
-    /// bytes are zeroed before the consumer is released.
-    fn drain(&mut self, st: &mut RingState) -> u64 {
-        if self.size < 16 || st.error.is_some() {
-            return 0;
+    /// # Safety
+    ///
+    /// `data` points to `len` bytes, 8-aligned, valid (and written only through atomics or
+    /// by a device) while the value is used.
+    unsafe fn from_raw(data: *mut u8, len: usize, consumer_at: u64, consumer: u64) -> LiveRing {
+        LiveRing {
+            data,
+            // The compiler sizes rings as powers of two; a ring of another size (a
+            // different module) is not drained live ([`ringbuf::scan`] refuses it).
+            size: len as u64,
+            consumer_at,
+            consumer,
         }
-        // SAFETY: `counters` points to two 8-aligned u64 in a live host allocation.
-        let (prod_ctr, cons_ctr) = unsafe { (&*self.counters, &*self.counters.add(1)) };
-        let producer = prod_ctr.load(Ordering::Acquire);
-        let consumer = cons_ctr.load(Ordering::Relaxed);
-        if producer == consumer {
-            return 0;
+    }
+
+    /// One pass: takes the committed records from the consumer on ([`ringbuf::scan`]: up
+    /// to the first BUSY or all-zero header, at most one ring's worth), zeroes their bytes,
+    /// then publishes the new consumer with `publish(consumer_at, consumer)`, which must
+    /// return once the device sees it; returns how many records it took. Each header is
+    /// read with acquire semantics (the flags were released by `submit`, `.sys`), so the
+    /// record's bytes read after it are the ones written before it.
+    fn drain(
+        &mut self,
+        st: &mut RingState,
+        mut publish: impl FnMut(u64, u64) -> Result<(), GpuError>,
+    ) -> Result<u64, GpuError> {
+        if st.error.is_some() {
+            return Ok(0);
         }
-        if consumer > producer || producer - consumer > self.size || (producer | consumer) % 8 != 0
-        {
-            st.error = Some(RingError::Positions { producer, consumer });
-            return 0;
-        }
-        let mut pos = consumer;
+        let (data, from) = (self.data, self.consumer);
+        let header = |off: u64| {
+            // SAFETY: `scan` passes 8-aligned offsets below `size`: the header is inside
+            // the ring, which is 8-aligned.
+            let h = unsafe { &*(data.add(off as usize) as *const AtomicU64) };
+            h.load(Ordering::Acquire)
+        };
         let mut taken = 0;
-        while pos < producer {
-            let off = pos % self.size;
-            // SAFETY: `off` is 8-aligned and below `size`, so the header is in the ring.
-            let header = unsafe { &*(self.data.add(off as usize) as *const AtomicU64) };
-            let h = header.load(Ordering::Acquire);
-            let (len, flags) = (h as u32, (h >> 32) as u32);
-            if flags & ringbuf::BUSY != 0 || h == 0 {
-                break;
-            }
-            let total = ringbuf::record_size(u64::from(len));
-            let bad = if flags & !ringbuf::DISCARD != 0 {
-                Some(RingError::Flags { offset: pos, flags })
-            } else if off + total > self.size {
-                Some(RingError::Wraps { offset: pos, len })
-            } else if total > producer - pos {
-                Some(RingError::PastProducer { offset: pos, len })
-            } else {
-                None
-            };
-            if let Some(e) = bad {
-                st.error = Some(e);
-                break;
-            }
-            if flags == 0 {
-                let mut data = vec![0u8; len as usize];
-                // SAFETY: the record lies inside the ring (checked above); its bytes were
-                // released before the flags we acquired.
+        let walk = ringbuf::scan(
+            self.size,
+            from,
+            from.saturating_add(self.size),
+            header,
+            |pos, off, len| {
+                let mut bytes = vec![0u8; len as usize];
+                // SAFETY: `scan` checked that the record lies inside the ring; its bytes
+                // were released before the flags acquired above.
                 unsafe {
                     std::ptr::copy_nonoverlapping(
-                        self.data.add((off + ringbuf::HEADER_SIZE) as usize),
-                        data.as_mut_ptr(),
+                        data.add((off + ringbuf::HEADER_SIZE) as usize),
+                        bytes.as_mut_ptr(),
                         len as usize,
                     );
                 }
-                st.records.push(Record { offset: pos, data });
+                st.records.push(Record {
+                    offset: pos,
+                    data: bytes,
+                });
                 taken += 1;
-            }
-            pos += total;
+            },
+        );
+        if let Some(e) = walk.error {
+            st.error = Some(e);
         }
-        if pos > consumer {
-            // Zero what was consumed (a header reserved there later must read as "not
-            // yet written"), then release the consumer.
-            let mut at = consumer;
-            while at < pos {
+        let to = walk.consumer;
+        if to > from {
+            // Zero what was consumed (a header reserved there later must read as "not yet
+            // written"), then publish the consumer: the zeroing stores are done before the
+            // copy that carries it is issued.
+            let mut at = from;
+            while at < to {
                 let off = at % self.size;
-                let n = (pos - at).min(self.size - off);
+                let n = (to - at).min(self.size - off);
                 // SAFETY: `off + n <= size`, inside the ring.
-                unsafe { std::ptr::write_bytes(self.data.add(off as usize), 0, n as usize) };
+                unsafe { std::ptr::write_bytes(data.add(off as usize), 0, n as usize) };
                 at += n;
             }
-            fence(Ordering::Release);
-            cons_ctr.store(pos, Ordering::Release);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            publish(self.consumer_at, to)?;
+            self.consumer = to;
         }
-        taken
+        Ok(taken)
     }
 }
 
@@ -856,8 +907,9 @@ pub fn format_printk(fmt: &str, args: [u64; 3]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{format_printk, host_flags, LoaderError};
+    use super::{format_printk, host_flags, LiveRing, LoaderError, RingState};
     use bpf2ptx_compiler::back::ptx;
+    use bpf2ptx_runtime::ringbuf::{RingError, BUSY, DISCARD};
 
     fn corpus(name: &str) -> bpf2ptx_compiler::program::Object {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -865,7 +917,7 @@ mod tests {
     }
 
     #[test]
-    fn host_placement_compiles_sys_scope_atomics() {
+    fn host_placement_compiles_sys_scope_record_stores() {
         let obj = corpus("rt_rings.v3.o");
         let compile = |host: &[String]| {
             let opts = ptx::Options {
@@ -877,11 +929,139 @@ mod tests {
             crate::compile::compile(&obj, &opts).unwrap()
         };
         let device = compile(&[]);
-        assert!(device.contains("atom.acq_rel.gpu.add.u64") && !device.contains(".sys."));
+        assert!(device.contains("ld.acquire.gpu.") && !device.contains(".sys."));
         let host = compile(&["rb".to_string()]);
-        assert!(host.contains("atom.acq_rel.sys.add.u64") && !host.contains(".gpu."));
-        // The program's own atomics (`fails` counters) follow: `red.sys.global`.
+        // A ring's records are published at `.sys` (a CPU drains them while the kernel
+        // runs); its counters stay in device memory, read and moved at `.gpu`.
+        assert!(host.contains("st.release.sys."), "{host}");
+        assert!(host.contains("ld.acquire.gpu.") && !host.contains("ld.acquire.sys."));
+        assert!(!host.contains("atom.acq_rel.sys.") && !host.contains("red.release.sys."));
+        // The program's own atomics (`fails` counters) follow the module: `red.sys.global`.
         assert!(host.contains("red.sys.global.add.u64"), "{host}");
+    }
+
+    /// A 64-byte ring in an 8-aligned buffer, drained as the loader drains host rings.
+    struct Ring {
+        words: Vec<u64>,
+    }
+
+    impl Ring {
+        fn new() -> Ring {
+            Ring { words: vec![0; 8] }
+        }
+        fn bytes(&mut self) -> &mut [u8] {
+            // SAFETY: 64 initialised bytes, borrowed mutably with `self`.
+            unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast(), 64) }
+        }
+        /// A header `{len, flags}` at position `pos` and `data` after it.
+        fn put(&mut self, pos: u64, len: u32, flags: u32, data: &[u8]) {
+            let off = (pos % 64) as usize;
+            let b = self.bytes();
+            b[off..off + 4].copy_from_slice(&len.to_le_bytes());
+            b[off + 4..off + 8].copy_from_slice(&flags.to_le_bytes());
+            b[off + 8..off + 8 + data.len()].copy_from_slice(data);
+        }
+        fn live(&mut self, consumer: u64) -> LiveRing {
+            // SAFETY: the buffer outlives every use in these tests and is only accessed
+            // from this thread.
+            unsafe { LiveRing::from_raw(self.words.as_mut_ptr().cast(), 64, 0xd000, consumer) }
+        }
+    }
+
+    /// One pass; (records taken, consumers published).
+    fn pass(r: &mut LiveRing, st: &mut RingState) -> (u64, Vec<(u64, u64)>) {
+        let mut published = Vec::new();
+        let n = r
+            .drain(st, |at, c| {
+                published.push((at, c));
+                Ok(())
+            })
+            .unwrap();
+        (n, published)
+    }
+
+    fn data(st: &RingState) -> Vec<(u64, &[u8])> {
+        st.records
+            .iter()
+            .map(|r| (r.offset, r.data.as_slice()))
+            .collect()
+    }
+
+    #[test]
+    fn live_drain_takes_committed_records_zeroes_them_and_publishes() {
+        let mut ring = Ring::new();
+        ring.put(0, 3, 0, b"abc");
+        ring.put(16, 4, DISCARD, b"gone");
+        ring.put(32, 2, BUSY, b"zz");
+        let mut r = ring.live(0);
+        let mut st = RingState::default();
+        assert_eq!(pass(&mut r, &mut st), (1, vec![(0xd000, 32)]));
+        assert_eq!(data(&st), vec![(0, &b"abc"[..])]);
+        // What was consumed is zero; the busy record is untouched.
+        assert!(ring.bytes()[..32].iter().all(|&b| b == 0));
+        assert_eq!(&ring.bytes()[40..42], b"zz");
+        // Nothing new: no record, nothing published.
+        assert_eq!(pass(&mut r, &mut st), (0, vec![]));
+        // Submitted, then padding up to the end (offset 48) and a record in the next lap
+        // at offset 0: the walk wraps.
+        ring.put(32, 2, 0, b"zz");
+        ring.put(48, 8, DISCARD, b"");
+        ring.put(64, 5, 0, b"hello");
+        assert_eq!(pass(&mut r, &mut st), (2, vec![(0xd000, 80)]));
+        assert_eq!(
+            data(&st),
+            vec![(0, &b"abc"[..]), (32, &b"zz"[..]), (64, &b"hello"[..])]
+        );
+        assert!(ring.bytes().iter().all(|&b| b == 0));
+        assert_eq!(st.error, None);
+    }
+
+    #[test]
+    fn live_drain_of_a_full_ring_stops_after_one_ring() {
+        // Four committed 16-byte records from position 64: the ring is full. The walk must
+        // stop at 128, not read the record at 64 again (its header is still there).
+        let mut ring = Ring::new();
+        for (k, pos) in [64u64, 80, 96, 112].into_iter().enumerate() {
+            ring.put(pos, 8, 0, &[k as u8; 8]);
+        }
+        let mut r = ring.live(64);
+        let mut st = RingState::default();
+        assert_eq!(pass(&mut r, &mut st), (4, vec![(0xd000, 128)]));
+        assert_eq!(st.records.last().map(|r| r.offset), Some(112));
+        assert!(ring.bytes().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn live_drain_keeps_what_it_read_before_a_bad_header() {
+        let mut ring = Ring::new();
+        ring.put(0, 1, 0, b"a");
+        ring.put(16, 1, 1, b"b"); // unknown flag bit
+        let mut r = ring.live(0);
+        let mut st = RingState::default();
+        assert_eq!(pass(&mut r, &mut st), (1, vec![(0xd000, 16)]));
+        assert_eq!(
+            st.error,
+            Some(RingError::Flags {
+                offset: 16,
+                flags: 1
+            })
+        );
+        // Stopped for good.
+        ring.put(16, 1, 0, b"b");
+        assert_eq!(pass(&mut r, &mut st), (0, vec![]));
+    }
+
+    #[test]
+    fn live_drain_does_not_advance_when_publishing_fails() {
+        let mut ring = Ring::new();
+        ring.put(0, 1, 0, b"a");
+        let mut r = ring.live(0);
+        let mut st = RingState::default();
+        let e = r
+            .drain(&mut st, |_, _| Err(crate::gpu::GpuError::NoDevice))
+            .unwrap_err();
+        assert!(matches!(e, crate::gpu::GpuError::NoDevice));
+        assert_eq!(r.consumer, 0);
     }
 
     #[test]

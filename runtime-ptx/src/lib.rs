@@ -17,12 +17,13 @@ use std::borrow::Cow;
 ///
 /// The PTX texts of [`maps`] and [`ringbuf`] are written at `.gpu` scope: every party that
 /// synchronises with them (other threads of the kernel, and the host after the kernel
-/// ends) is covered. A map in host-pinned memory that the host reads or drains *while* the
-/// kernel runs needs `.sys` scope, so that a record's release store orders the probe's
-/// writes for a CPU reader too, and so that a consumer position the host advances is
-/// acquired by the device before it reuses the bytes. The placement is known when the
-/// module is compiled, so the scope is chosen then (specs/abi.md, "Maps (device
-/// runtime)").
+/// ends) is covered. A map in host-pinned memory that the host reads *while* the kernel
+/// runs needs `.sys` scope: [`maps::functions_at`] makes every atomic and ordered access
+/// `.sys`. A ring keeps its counters in device memory in both placements and only its
+/// records in host memory, so [`ringbuf::functions_at`] makes only the record side `.sys`
+/// (a record's release store then orders the probe's writes for a CPU reader too); see
+/// "Placement" in [`ringbuf`]. The placement is known when the module is compiled, so the
+/// scope is chosen then (specs/abi.md, "Maps (device runtime)").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// `.gpu`: the device and, after the kernel, the host (the default).

@@ -66,25 +66,57 @@
 //! # What a reader can rely on
 //!
 //! Once its bytes are taken, the lane writes the header `{len, BUSY}` (one 64-bit store).
-//! `submit` clears the flags with `st.release.gpu` (0), `discard` sets them to `DISCARD`
+//! `submit` clears the flags with a release store (0), `discard` sets them to `DISCARD`
 //! the same way; the release orders the probe's writes to the record before the flags.
 //! So a reader that reads the flags with acquire semantics and sees BUSY clear also sees
-//! the record's bytes. A reader goes from `consumer` to `producer` and stops at the first
-//! record not yet committed: flags with BUSY, or a header that is all zeros (the producer
-//! has moved past it but the reserving thread has not written it yet; no committed record
-//! has length 0). For the second rule to hold, the ring starts zeroed (module storage does)
-//! and a reader that consumes while producers run zeroes the bytes it consumed before it
-//! advances `consumer` ([`clear`]); leaders read `consumer` with acquire semantics and take
-//! bytes with `acq_rel` atomics, so a reclaimed range is written only after it was cleared
-//! (the group's lanes write at the position their leader broadcast, which they cannot know
-//! before the leader's `atom.add` returned).
+//! the record's bytes. A reader goes from `consumer` on and stops at the first record not
+//! yet committed: flags with BUSY, or a header that is all zeros (the producer has moved
+//! past it but the reserving thread has not written it yet; no committed record has
+//! length 0), or the producer position when it knows it. For the second rule to hold, the
+//! ring starts zeroed (module storage and the loader's host memory do) and a reader that
+//! consumes while producers run zeroes the bytes it consumed before it advances
+//! `consumer` ([`clear`]). Every byte from the producer up to `consumer + aux` is then
+//! zero, so a reader that does not know the producer ([`scan`] with `end = consumer +
+//! aux`) stops where a reader that knows it would, or earlier.
 //!
-//! [`functions`] uses `.gpu` scope: device readers, and the host after the kernel (or a
-//! stream synchronisation), get the guarantee above. [`functions_at`]`(Scope::Sys)` gives
-//! the same guarantee to a host that drains a ring in mapped host memory while the kernel
-//! runs: it reads a header with acquire semantics, copies the record, zeroes what it
-//! consumed, and stores the new consumer with release semantics; the leaders' `.sys`
-//! acquire of `consumer` then orders that zeroing before their reuse of the bytes.
+//! # Placement: the record side and the counter side
+//!
+//! A ring has two sides. The **counter side** is the descriptor (words 4-7) and the
+//! counters `[producer, consumer]` (word 5): always in device memory (the module's
+//! `bpf2ptx_mapctr_*`), whatever the placement, and every operation on it (the in-flight
+//! claim, the producer `atom.add`, the drops, the loads of both counters, `query`) has
+//! `.gpu` scope. The **record side** is the ring's bytes (word 3), in device memory or, for
+//! a ring placed in the host (`--map NAME=host`), in pinned host memory mapped into the
+//! GPU, which the host drains while the kernel runs. Only the record side's ordered stores
+//! (the `{len, BUSY}` header, the padding headers, the release store of `submit` and
+//! `discard`) take the placement's scope: [`functions_at`]`(Scope::Sys)` makes them `.sys`,
+//! so a CPU that reads a header with acquire semantics sees the record's bytes.
+//!
+//! Keeping the counters in device memory keeps a reservation short: a leader's claim lives
+//! for a few device-memory atomics, not PCIe round trips, so thousands of warps in flight
+//! do not claim more than the ring holds while the host keeps it drained.
+//!
+//! A host draining a host-placed ring while the kernel runs walks the records from its own
+//! consumer position, reading each header with acquire semantics ([`scan`]), copies the
+//! committed records, zeroes the bytes it consumed (host stores to host memory), and then
+//! publishes the new consumer into the device-memory counter with a host-to-device copy on
+//! a stream of its own (the kernel runs on another; copy engines run beside kernels), and
+//! waits for that copy. Why a reclaimed range is written only after it was zeroed:
+//!
+//! 1. the host's zeroing stores are done before the copy that publishes the consumer is
+//!    issued;
+//! 2. a leader's acquire load of the consumer sees the new value only after that copy;
+//! 3. the bytes a lane writes are at positions that depend on the producer `atom.add` that
+//!    followed that load in program order (the leader broadcasts its result; the lane
+//!    cannot know where to write before it returned), and the check before it let the
+//!    producer move only below `consumer + aux`, i.e. over bytes the host gave back.
+//!
+//! After the kernel (or a stream synchronisation) the host reads both counters from device
+//! memory and decodes what is left ([`decode`]) as for device placement. A ring whose
+//! bytes are in host memory but whose module was compiled for device placement still
+//! works that way after the kernel; a host that reads it during the kernel gets no
+//! ordering promise. The module's `trace_printk` ring and perf event arrays (4) follow the
+//! same rules.
 
 use std::fmt;
 
@@ -156,12 +188,31 @@ pub fn functions() -> &'static str {
     RINGBUF_FUNCTIONS
 }
 
-/// [`functions`] with the atomics and orderings at `scope`: `.sys` for a module whose rings
-/// (data and counters) are in host-pinned memory that the host drains while the kernel
-/// runs (see "What a reader can rely on" in the module doc).
-pub fn functions_at(scope: crate::Scope) -> std::borrow::Cow<'static, str> {
-    scope.apply(RINGBUF_FUNCTIONS)
+/// [`functions`] with the record side at `record_scope` (module doc, "Placement"): the
+/// header, padding and `submit`/`discard` stores, the lines of [`RINGBUF_FUNCTIONS`]
+/// marked `// record side`, become `.sys` for [`Scope::Sys`](crate::Scope::Sys), for a
+/// module whose rings have their bytes in host memory that the host drains while the
+/// kernel runs. The counter side (claims, producer, consumer, drops, `query`) stays `.gpu`
+/// in every module: the counters are in device memory in both placements.
+pub fn functions_at(record_scope: crate::Scope) -> std::borrow::Cow<'static, str> {
+    if record_scope == crate::Scope::Gpu {
+        return std::borrow::Cow::Borrowed(RINGBUF_FUNCTIONS);
+    }
+    let text: String = RINGBUF_FUNCTIONS
+        .split_inclusive('\n')
+        .map(|line| {
+            if line.contains(RECORD_SIDE) {
+                record_scope.apply(line)
+            } else {
+                std::borrow::Cow::Borrowed(line)
+            }
+        })
+        .collect();
+    std::borrow::Cow::Owned(text)
 }
+
+/// The comment that ends every record-side line of [`RINGBUF_FUNCTIONS`].
+const RECORD_SIDE: &str = "// record side";
 
 /// PTX definitions of `bpf2ptx_ringbuf_reserve`, `_submit`, `_discard`, `_output`,
 /// `_query` and the private `.func`s they call (all named `bpf2ptx_ringbuf_*`).
@@ -333,9 +384,11 @@ $Lrsv_scan_next:
 	@%p5 bra $Lrsv_scan_next;
 $Lrsv_scanned:
 	// Leader: room = consumer + aux - producer (0 when the positions are inconsistent).
-	// The consumer first, with acquire: a host that advanced it had seen the producer
-	// at least there, so the producer read after it is not older (read the other way
-	// round, a stale producer below a fresh consumer looked inconsistent: no room).
+	// The consumer first, with acquire: a reader only advances it over committed
+	// records, all below the producer, so the producer read after it is not older (read
+	// the other way round, a stale producer below a fresh consumer looked inconsistent:
+	// no room). The acquire also orders the reader's zeroing of the bytes it gave back
+	// before this group writes them (module doc, "What a reader can rely on").
 	mov.u64 %rd13, 0;
 	@!%p3 bra $Lrsv_room;
 	ld.acquire.gpu.u64 %rd15, [%rd8];
@@ -414,7 +467,7 @@ $Lrsv_counted:
 	// Header {size, BUSY}: one 64-bit store, so a reader sees a whole header or none.
 	add.s64 %rd25, %rd4, %rd23;
 	or.b64 %rd26, %rd2, 0x8000000000000000;
-	st.relaxed.gpu.b64 [%rd25], %rd26;
+	st.relaxed.gpu.b64 [%rd25], %rd26; // record side
 	add.s64 %rd3, %rd25, 8;
 	bra $Lrsv_done;
 $Lrsv_pad:
@@ -425,11 +478,11 @@ $Lrsv_pad:
 	add.s64 %rd25, %rd4, %rd23;
 	add.s64 %rd26, %rd24, -8;
 	or.b64 %rd26, %rd26, 0x4000000000000000;
-	st.relaxed.gpu.b64 [%rd25], %rd26;
+	st.relaxed.gpu.b64 [%rd25], %rd26; // record side
 	sub.s64 %rd26, %rd10, %rd24;
 	add.s64 %rd26, %rd26, -8;
 	or.b64 %rd26, %rd26, 0x4000000000000000;
-	st.relaxed.gpu.b64 [%rd4], %rd26;
+	st.relaxed.gpu.b64 [%rd4], %rd26; // record side
 	add.u32 %r3, %r3, 1;
 	setp.lt.u32 %p11, %r3, 2;
 	@%p11 bra $Lrsv_round;
@@ -452,7 +505,7 @@ $Lrsv_done:
 	@%p1 bra $Lsubmit_done;
 	add.s64 %rd2, %rd1, -4;
 	mov.u32 %r1, 0;
-	st.release.gpu.b32 [%rd2], %r1;
+	st.release.gpu.b32 [%rd2], %r1; // record side
 $Lsubmit_done:
 	ret;
 }
@@ -469,7 +522,7 @@ $Lsubmit_done:
 	@%p1 bra $Ldiscard_done;
 	add.s64 %rd2, %rd1, -4;
 	mov.u32 %r1, 0x40000000;
-	st.release.gpu.b32 [%rd2], %r1;
+	st.release.gpu.b32 [%rd2], %r1; // record side
 $Ldiscard_done:
 	ret;
 }
@@ -610,7 +663,9 @@ pub enum RingError {
         /// Consumer position.
         consumer: u64,
     },
-    /// A header whose record would end past the producer position.
+    /// A header whose record would end past the producer position (for a reader that
+    /// does not know the producer, [`scan`] with `end = consumer + size`: more than the
+    /// ring's size past the consumer, where the producer never is).
     PastProducer {
         /// Position of the header.
         offset: u64,
@@ -681,43 +736,113 @@ pub fn decode(ring: &[u8], producer: u64, consumer: u64) -> Result<Decoded, Ring
     {
         return Err(RingError::Positions { producer, consumer });
     }
-    let word = |at: u64| {
-        let at = at as usize;
-        u32::from_le_bytes([ring[at], ring[at + 1], ring[at + 2], ring[at + 3]])
-    };
     let mut out = Vec::new();
+    let header = |off: u64| {
+        let at = off as usize;
+        let mut h = [0u8; 8];
+        h.copy_from_slice(&ring[at..at + 8]);
+        u64::from_le_bytes(h)
+    };
+    let walk = scan(size, consumer, producer, header, |pos, off, len| {
+        let at = (off + HEADER_SIZE) as usize;
+        out.push(Record {
+            offset: pos,
+            data: ring[at..at + len as usize].to_vec(),
+        });
+    });
+    match walk.error {
+        Some(e) => Err(e),
+        None => Ok(Decoded {
+            records: out,
+            consumer: walk.consumer,
+            pending: producer - walk.consumer,
+        }),
+    }
+}
+
+/// Where a reader's walk over a ring ([`scan`]) stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// The position after the last record walked over (committed or discarded): where the
+    /// reader may advance `consumer` to, after [`clear`]ing the bytes if producers run.
+    pub consumer: u64,
+    /// The header that stopped the walk because it cannot be a record (a producer bug, or
+    /// the wrong bytes); `None` when the walk stopped at an uncommitted record or `end`.
+    pub error: Option<RingError>,
+}
+
+/// Walks a ring of `size` bytes (a power of two of at least 16) from position `consumer`,
+/// record by record, the way every reader does, live or not ("What a reader can rely on"
+/// in the module doc).
+///
+/// `header(off)` gives the 64-bit little-endian header at ring offset `off` (8-aligned,
+/// below `size`); a reader that runs beside the producers reads it with acquire semantics.
+/// `record(pos, off, len)` is called for every committed record, in order: its header is
+/// at position `pos`, ring offset `off`, its `len` data bytes at ring offset `off + 8`
+/// (inside the ring: a record never wraps). Discarded records and padding are skipped.
+///
+/// The walk stops at the first header with BUSY set or all zero, at position `end` (the
+/// producer, for a reader that knows it; `consumer + size` for a reader that does not:
+/// the bytes between the producer and `consumer + size` are zero, so it stops at the
+/// producer or before), or at a header that cannot be a record: unknown flags, a record
+/// running past the ring's end or past `end` (an error in [`Scan::error`]; the records
+/// before it were given to `record`). A `consumer` not 8-aligned or an `end` below it or
+/// more than `size` past it walks nothing and is an error. Never panics and never reads a
+/// header twice.
+pub fn scan(
+    size: u64,
+    consumer: u64,
+    end: u64,
+    mut header: impl FnMut(u64) -> u64,
+    mut record: impl FnMut(u64, u64, u32),
+) -> Scan {
+    let stop = |error| Scan {
+        consumer,
+        error: Some(error),
+    };
+    if !size.is_power_of_two() || size < 16 {
+        return stop(RingError::RingSize {
+            len: usize::try_from(size).unwrap_or(usize::MAX),
+        });
+    }
+    if end < consumer || end - consumer > size || !(end | consumer).is_multiple_of(8) {
+        return stop(RingError::Positions {
+            producer: end,
+            consumer,
+        });
+    }
     let mut pos = consumer;
-    while pos < producer {
+    let mut error = None;
+    while pos < end {
         // off is a multiple of 8 below size (a power of two >= 16): the header fits.
         let off = pos % size;
-        let (len, flags) = (word(off), word(off + 4));
-        if flags & BUSY != 0 || (len == 0 && flags == 0) {
+        let h = header(off);
+        let (len, flags) = (h as u32, (h >> 32) as u32);
+        if flags & BUSY != 0 || h == 0 {
             break;
         }
-        if flags & !DISCARD != 0 {
-            return Err(RingError::Flags { offset: pos, flags });
-        }
         let total = record_size(u64::from(len));
-        if off + total > size {
-            return Err(RingError::Wraps { offset: pos, len });
-        }
-        if total > producer - pos {
-            return Err(RingError::PastProducer { offset: pos, len });
+        error = if flags & !DISCARD != 0 {
+            Some(RingError::Flags { offset: pos, flags })
+        } else if off + total > size {
+            Some(RingError::Wraps { offset: pos, len })
+        } else if total > end - pos {
+            Some(RingError::PastProducer { offset: pos, len })
+        } else {
+            None
+        };
+        if error.is_some() {
+            break;
         }
         if flags == 0 {
-            let at = (off + HEADER_SIZE) as usize;
-            out.push(Record {
-                offset: pos,
-                data: ring[at..at + len as usize].to_vec(),
-            });
+            record(pos, off, len);
         }
         pos += total;
     }
-    Ok(Decoded {
-        records: out,
+    Scan {
         consumer: pos,
-        pending: producer - pos,
-    })
+        error,
+    }
 }
 
 /// Zero the ring bytes of positions `from..to` (what a reader consumed), so that a header
@@ -833,6 +958,166 @@ mod tests {
         // After clearing what was consumed, a stale record there reads as unwritten.
         clear(&mut ring, 0, 16);
         assert_eq!(decode(&ring, 64, 0).unwrap().pending, 64);
+    }
+
+    /// Records as [`scan`] reports them: (position, data bytes).
+    type Walked = Vec<(u64, Vec<u8>)>;
+
+    /// [`scan`] over `ring` from `consumer` to `end`: (records as (pos, data), stop, error).
+    fn walk(ring: &[u8], consumer: u64, end: u64) -> (Walked, u64, Option<RingError>) {
+        let mut got = Vec::new();
+        let header = |off: u64| {
+            let at = off as usize;
+            u64::from_le_bytes(ring[at..at + 8].try_into().unwrap())
+        };
+        let s = scan(ring.len() as u64, consumer, end, header, |pos, off, len| {
+            let at = (off + HEADER_SIZE) as usize;
+            got.push((pos, ring[at..at + len as usize].to_vec()));
+        });
+        (got, s.consumer, s.error)
+    }
+
+    #[test]
+    fn live_walk_without_the_producer() {
+        // A live reader knows only its consumer: it walks at most one ring's worth and
+        // stops at a BUSY header or an all-zero one.
+        let mut ring = vec![0u8; 128];
+        put(&mut ring, 0, 3, 0, b"abc");
+        put(&mut ring, 16, 4, DISCARD, b"gone");
+        put(&mut ring, 32, 8, 0, b"12345678");
+        put(&mut ring, 48, 2, BUSY, b"zz");
+        put(&mut ring, 64, 1, 0, b"x"); // committed, but behind the busy one
+        let (got, stop, err) = walk(&ring, 0, 128);
+        assert_eq!(got, vec![(0, b"abc".to_vec()), (32, b"12345678".to_vec())]);
+        assert_eq!((stop, err), (48, None));
+        // Submitted: the walk goes on and stops at the zero header at 80 (not yet written,
+        // or past the producer: the reader cannot tell and need not).
+        put(&mut ring, 48, 2, 0, b"zz");
+        let (got, stop, err) = walk(&ring, 48, 48 + 128);
+        assert_eq!(got, vec![(48, b"zz".to_vec()), (64, b"x".to_vec())]);
+        assert_eq!((stop, err), (80, None));
+        // Nothing to read: a zero header at the consumer.
+        assert_eq!(walk(&ring, 80, 80 + 128), (vec![], 80, None));
+    }
+
+    #[test]
+    fn live_walk_wraps_and_stops_after_one_ring() {
+        // 64-byte ring, consumer at 3 * 64 + 40: a record at offset 40, padding {0,
+        // DISCARD} at 56, then records at offsets 0, 16, 32 of the next lap: the ring is
+        // full (producer = consumer + 64) and every record committed, so the walk must stop
+        // after 64 bytes and not read the first record again.
+        let c = 3 * 64 + 40;
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, c, 5, 0, b"hello");
+        put(&mut ring, c + 16, 0, DISCARD, b"");
+        put(&mut ring, c + 24, 2, 0, b"p1");
+        put(&mut ring, c + 40, 8, 0, b"p2p2p2p2");
+        // A header at c + 56 (offset 32, 8 bytes before the first record) that claims
+        // more than those 8 bytes: no producer can have put it there.
+        put(&mut ring, c + 56, 1, 0, b"");
+        let (got, stop, err) = walk(&ring, c, c + 64);
+        assert_eq!(
+            got,
+            vec![
+                (c, b"hello".to_vec()),
+                (c + 24, b"p1".to_vec()),
+                (c + 40, b"p2p2p2p2".to_vec()),
+            ]
+        );
+        assert_eq!(stop, c + 56);
+        assert_eq!(
+            err,
+            Some(RingError::PastProducer {
+                offset: c + 56,
+                len: 1
+            })
+        );
+        // Padding there instead: a full ring, all read, the walk ends at exactly c + 64.
+        put(&mut ring, c + 56, 0, DISCARD, b"");
+        let (got, stop, err) = walk(&ring, c, c + 64);
+        assert_eq!((got.len(), stop, err), (3, c + 64, None));
+        // After the reader consumed and cleared it all, the walk finds nothing.
+        clear(&mut ring, c, c + 64);
+        assert_eq!(walk(&ring, c + 64, c + 128), (vec![], c + 64, None));
+    }
+
+    #[test]
+    fn padding_split_over_the_ring_end_is_skipped_live() {
+        // A 24-byte record met the end at offset 48 of a 64-byte ring: padding {8,
+        // DISCARD} at 48 (head = 16) and {0, DISCARD} at offset 0 of the next lap
+        // (t - head - 8 = 0), then the record reserved again at 72.
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, 48, 8, DISCARD, b"");
+        put(&mut ring, 64, 0, DISCARD, b"");
+        put(&mut ring, 72, 16, 0, &[9; 16]);
+        let (got, stop, err) = walk(&ring, 48, 48 + 64);
+        assert_eq!((got, stop, err), (vec![(72, vec![9; 16])], 96, None));
+    }
+
+    #[test]
+    fn scan_rejects_bad_arguments_without_reading() {
+        let never = |_: u64| -> u64 { panic!("read a header") };
+        let s = scan(48, 0, 0, never, |_, _, _| {});
+        assert_eq!(s.error, Some(RingError::RingSize { len: 48 }));
+        for (c, e) in [(8, 0), (0, 72), (4, 12)] {
+            let s = scan(64, c, e, never, |_, _, _| {});
+            assert_eq!(
+                (s.consumer, s.error),
+                (
+                    c,
+                    Some(RingError::Positions {
+                        producer: e,
+                        consumer: c
+                    })
+                )
+            );
+        }
+        // Unknown flags and a record past the ring's end stop the walk with an error.
+        let mut ring = vec![0u8; 64];
+        put(&mut ring, 0, 1, 0, b"a");
+        put(&mut ring, 16, 1, 1, b"");
+        let (got, stop, err) = walk(&ring, 0, 64);
+        assert_eq!((got.len(), stop), (1, 16));
+        assert_eq!(
+            err,
+            Some(RingError::Flags {
+                offset: 16,
+                flags: 1
+            })
+        );
+        put(&mut ring, 16, 48, 0, b"");
+        assert_eq!(
+            walk(&ring, 0, 64).2,
+            Some(RingError::Wraps {
+                offset: 16,
+                len: 48
+            })
+        );
+    }
+
+    #[test]
+    fn record_side_only_is_system_scope() {
+        let sys = functions_at(crate::Scope::Sys);
+        let marked: Vec<&str> = functions()
+            .lines()
+            .filter(|l| l.contains(RECORD_SIDE))
+            .collect();
+        // The header, the two padding headers, submit's and discard's release stores.
+        assert_eq!(marked.len(), 5);
+        assert!(marked.iter().all(|l| l.trim_start().starts_with("st.")));
+        assert_eq!(sys.matches(".sys.").count(), 5);
+        assert_eq!(
+            sys.matches(".gpu.").count(),
+            functions().matches(".gpu.").count() - 5
+        );
+        for l in sys.lines() {
+            let op = l.trim_start();
+            if op.starts_with("atom.") || op.starts_with("red.") || op.starts_with("ld.") {
+                assert!(!op.contains(".sys."), "counter side at .sys: {l}");
+            }
+        }
+        assert!(sys.contains("st.release.sys.b32"));
+        assert_eq!(functions_at(crate::Scope::Gpu), functions());
     }
 
     #[test]
