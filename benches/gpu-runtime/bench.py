@@ -5,8 +5,10 @@
 For every operation (one per thread, or one per warp) and placement (device memory, or
 pinned host memory mapped into the GPU) this launches the bpf2ptx `--entry` kernel of a
 probe (ptx/*.ptx, assembled to cubins by `ptxas`) and its CUDA C++ twin (twins.cu, built by
-`nvcc`) alternately, times each launch with CUDA events, and reports the median of the
-timed launches per kernel, the ns per operation and the ratio ours / twin. Before any
+`nvcc`) alternately, launch by launch (ours, twin, twin, ours, ours, twin, ...: the order
+within each pair alternates too, so neither kernel always runs right after the other),
+times each launch with its own CUDA events, and reports the median of the timed launches
+per kernel, the ns per operation and the ratio ours / twin. Before any
 number is printed, the maps both kernels filled are checked against a CPU model (counts
 exact), so a broken kernel cannot pass as a fast one.
 
@@ -65,7 +67,8 @@ def alloc(nbytes, placement):
 
 
 def host_variant(placement):
-    """Host placement runs the PTX built with `--map NAME=host` (`.sys` atomics)."""
+    """Host placement runs the PTX built with `--map NAME=host` (`.sys` atomics on host
+    maps; for a ring, `.sys` record stores and `.gpu` counters in device memory)."""
     return ".host" if placement == "host" else ""
 
 
@@ -119,14 +122,20 @@ def timed(launch, prep=None):
 
 
 def bench(ours_launch, twin_launch, ours_prep=None, twin_prep=None):
-    """Alternating launches: WARM untimed each, then REPS timed each; medians in ms."""
+    """Alternating launches, one of ours then one twin (then twin, ours: the pair's order
+    alternates), each timed alone: WARM untimed each, then REPS timed each; medians in ms.
+    Host-memory rows drift between blocks of launches, so neither kernel gets a block."""
     for _ in range(WARM):
         timed(ours_launch, ours_prep)
         timed(twin_launch, twin_prep)
     a, b = [], []
-    for _ in range(REPS):
-        a.append(timed(ours_launch, ours_prep))
-        b.append(timed(twin_launch, twin_prep))
+    for k in range(REPS):
+        if k % 2 == 0:
+            a.append(timed(ours_launch, ours_prep))
+            b.append(timed(twin_launch, twin_prep))
+        else:
+            b.append(timed(twin_launch, twin_prep))
+            a.append(timed(ours_launch, ours_prep))
     return float(np.median(a)), float(np.median(b)), a, b
 
 
@@ -302,7 +311,10 @@ def ring_op(placement):
     d = o.desc("ring")
     check("ring", "descriptor size", o.compiled("ring")[4] == RING)
     ours_ring, twin_ring = alloc(RING, placement), alloc(RING, placement)
-    ours_ctr, twin_ctr = u64(alloc(16, placement)), u64(alloc(16, placement))
+    # The counters [producer, consumer] are in device memory in both placements: a ring
+    # placed in the host has only its bytes there (runtime-ptx/src/ringbuf.rs,
+    # "Placement"; the twin does the same).
+    ours_ctr, twin_ctr = u64(alloc(16, "device")), u64(alloc(16, "device"))
     d[3] = ours_ring.data.ptr
     d[5] = ours_ctr.data.ptr
     d[6] = 0
@@ -346,7 +358,7 @@ def ring_op(placement):
               np.array_equal(np.sort(rec[:, 1]), np.arange(n, dtype=np.uint64)))
         check("ring", f"{who} second word ~id", np.array_equal(rec[:, 2], ~rec[:, 1]))
     record("ringbuf_output, 16-byte record", placement, threads, threads, t_o, t_t,
-           "counters reset before each launch")
+           "counters (device memory) reset before each launch")
 
 
 def empty_op():

@@ -12,7 +12,10 @@
 //
 // SYSTEM_SCOPE builds the host-placement twins: system-scope atomics and acquire/release,
 // what bpf2ptx emits for a map compiled with `--map NAME=host` (the host reads it while
-// the kernel runs), so host rows compare the same operation.
+// the kernel runs), so host rows compare the same operation. A ring placed in the host
+// has only its bytes there: its counters, in-flight claim and drops stay in device memory
+// with `.gpu` atomics in both builds, and only the record stores (header, release of the
+// flags) take the system scope, as bpf2ptx does (runtime-ptx/src/ringbuf.rs, "Placement").
 #include <cstdint>
 
 #ifdef SYSTEM_SCOPE
@@ -207,17 +210,21 @@ extern "C" __global__ void twin_hash_update(Slot *t, u64 *result, u64 nslots)
 // active lane claims the warp's bytes in flight, checks the room with fresh counters,
 // takes them with one atomicAdd on the producer and gives the claim back; each lane writes
 // its record at its prefix and publishes it with a release store. A record that does not
-// fit is dropped and counted.
+// fit is dropped and counted. The counters, claim and drops are in device memory in both
+// builds (plain, `.gpu`, atomics); the record's stores use SCOPE.
+#ifdef SYSTEM_SCOPE
+#undef atomicAdd
+#endif
 __device__ __forceinline__ u64 ld_relaxed(const u64 *p)
 {
 	u64 v;
-	asm volatile("ld.relaxed." SCOPE ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 	return v;
 }
 __device__ __forceinline__ u64 ld_acquire64(const u64 *p)
 {
 	u64 v;
-	asm volatile("ld.acquire." SCOPE ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 	return v;
 }
 
@@ -263,6 +270,9 @@ extern "C" __global__ void twin_ring_output(unsigned char *ring, u64 *ctr, u64 *
 	}
 	*result = 0;
 }
+#ifdef SYSTEM_SCOPE
+#define atomicAdd atomicAdd_system
+#endif
 
 // The empty probe: only the result store.
 extern "C" __global__ void twin_empty(u64 *result) { *result = 0; }

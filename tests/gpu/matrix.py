@@ -135,14 +135,20 @@ def rt_rings(case, grid, block, *extra):
 def ring_live(case, grid, block, *extra):
     n = grid * block
     head, _, m = run("ring_live.v3.o", grid, block, *extra)
-    recs, drops = len(records(m["events"])), m["events"]["drops"]
-    gs = {int.from_bytes(r[:8], "little") for r in records(m["events"])}
+    rs = records(m["events"])
+    recs, drops = len(rs), m["events"]["drops"]
+    gs = {int.from_bytes(r[:8], "little") for r in rs}
     check(case, "ringbuf 64 KiB: records + drops = events", recs + drops, n)
     check(case, "records intact, no thread twice", len(gs), recs)
     seen = array(m["seen"])
     check(case, "outputs that failed = drops", seen[1], drops)
+    check(case, "decoded without error", m["events"].get("error"), None)
+    # How long the recorded threads waited before their output (ns, the record's 2nd word).
+    waits = sorted(int.from_bytes(r[8:16], "little") for r in rs if len(r) == 16)
+    q = (lambda f: waits[min(len(waits) - 1, int(f * len(waits)))]) if waits else (lambda f: 0)
     print(f"#   {case}: {recs} records, {drops} drops, {seen[0]} threads saw consumer > 0, "
-          f"ring error: {m['events'].get('error')}; {head}", flush=True)
+          f"waits of recorded threads (us) min {q(0) / 1e3:.1f} median {q(0.5) / 1e3:.1f} "
+          f"max {q(1) / 1e3:.1f}; {head}", flush=True)
     return recs, drops
 
 
