@@ -9,8 +9,8 @@ The probe object tests/gpu/probes/ring_wrap.o has two programs: `wrap_const` (16
 records, a `ringbuf_output` the compiler inlines) and `wrap_var` (16 or 24 bytes by the
 thread's parity, through the runtime's `bpf2ptx_ringbuf_output`). For each, the test sets
 the ring's positions (module storage, 64 KiB ring) just before the ring's end, or a few
-rings further on, launches, and walks the records from the consumer to the producer as a
-host reader does: every thread's record exactly once and intact, padding where a record
+rings further on, launches, and walks the launch's records from the old producer to the
+new one as a host reader does: every thread's record exactly once and intact, padding where a record
 met the end, no record crossing it, no drop, no claim left in flight. A nearly full ring
 must keep whole records in its room and count every other thread as a drop.
 """
@@ -84,13 +84,16 @@ for prog, ring, size_of in [
         cp.cuda.runtime.deviceSynchronize()
         prod, cons = (int(x) for x in ctr.get())
         drops, inflight = (int(x) for x in desc[6:8].get())
-        ids, err, pad = walk(data.get().tobytes(), cons, prod, size_of, prog == "wrap_var")
+        # The launch's records lie between the producer it started at and the new one
+        # (below `start` is what the positions say was consumed or left earlier).
+        ids, err, pad = walk(data.get().tobytes(), start, prod, size_of, prog == "wrap_var")
         if room == AUX:
             ok = err is None and sorted(ids) == list(range(n)) and drops == 0 and inflight == 0
         else:
             used = sum(8 + size_of(i) for i in ids) + pad
             ok = (err is None and len(set(ids)) == len(ids) and len(ids) + drops == n
                   and inflight == 0 and used <= room and 0 < len(ids) < n)
+        ok = ok and cons == start - (AUX - room)
         failed += not ok
         rows.append(f"| {prog} | {start:#x} | {grid}x{block} | {room} | {len(ids)} | {drops} "
                     f"| {pad} | {err or '-'} | {'ok' if ok else 'FAIL'} |")
