@@ -260,17 +260,34 @@ $Lcopy_done:
 	ret;
 }
 
-// 1 if the `len` bytes at `a` and `b` are equal, else 0: by 4-byte words while both are
-// 4-aligned (a slot's key is 8-aligned, a caller's key usually 4-aligned), then by bytes.
+// 1 if the `len` bytes at `a` and `b` are equal, else 0: by 8-byte words while both are
+// 8-aligned (a slot's key is 8-aligned, and so is a u64 key on the caller's stack: one
+// load per key in host memory, where each load is a PCIe round trip), then by 4-byte
+// words while both are 4-aligned, then by bytes.
 .func (.param .b32 ret) bpf2ptx_map_key_eq(.param .b64 a, .param .b64 b, .param .b64 len)
 {
 	.reg .pred %p<4>;
 	.reg .b32 %r<4>;
-	.reg .b64 %rd<5>;
+	.reg .b64 %rd<8>;
 	ld.param.b64 %rd1, [a];
 	ld.param.b64 %rd2, [b];
 	ld.param.b64 %rd3, [len];
 	or.b64 %rd4, %rd1, %rd2;
+	and.b64 %rd5, %rd4, 7;
+	setp.ne.u64 %p1, %rd5, 0;
+	@%p1 bra $Leq_words4;
+$Leq_words8:
+	setp.lt.u64 %p1, %rd3, 8;
+	@%p1 bra $Leq_words4;
+	ld.b64 %rd6, [%rd1];
+	ld.b64 %rd7, [%rd2];
+	setp.ne.u64 %p2, %rd6, %rd7;
+	@%p2 bra $Leq_differ;
+	add.s64 %rd1, %rd1, 8;
+	add.s64 %rd2, %rd2, 8;
+	add.s64 %rd3, %rd3, -8;
+	bra $Leq_words8;
+$Leq_words4:
 	and.b64 %rd4, %rd4, 3;
 	setp.ne.u64 %p1, %rd4, 0;
 	@%p1 bra $Leq_bytes;
