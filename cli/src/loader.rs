@@ -168,10 +168,33 @@ enum Storage {
 /// The host's side of a ring: its records so far.
 #[derive(Default)]
 struct RingState {
-    /// Records read so far, in order.
+    /// Records read so far, in order (after [`RingState::settle`]).
     records: Vec<Record>,
     /// A ring that could not be decoded (a producer bug): reading stopped there.
     error: Option<RingError>,
+    /// Records the live drainer took and has not made [`Record`]s of yet: their data
+    /// bytes back to back, and each one's position and length. A pass then costs one
+    /// copy per record into one growing buffer, no allocation per record, so the drainer
+    /// hands the ring back sooner.
+    staged_bytes: Vec<u8>,
+    staged: Vec<(u64, u32)>,
+}
+
+impl RingState {
+    /// Turns the staged records into [`Record`]s, after the ones read before.
+    fn settle(&mut self) {
+        let mut at = 0;
+        self.records.reserve(self.staged.len());
+        for (offset, len) in self.staged.drain(..) {
+            let end = at + len as usize;
+            self.records.push(Record {
+                offset,
+                data: self.staged_bytes[at..end].to_vec(),
+            });
+            at = end;
+        }
+        self.staged_bytes = Vec::new();
+    }
 }
 
 /// One runtime map of the object that the module declares.
@@ -378,7 +401,8 @@ impl<'a> Loader<'a> {
             Ok::<_, GpuError>((ms, drained?))
         });
         // Give the states back before anything can fail, so no record is lost.
-        for (&(_, k), st) in live.iter().zip(states) {
+        for (&(_, k), mut st) in live.iter().zip(states) {
+            st.settle();
             self.maps[k].ring = st;
         }
         let (kernel_ms, drained) = result?;
@@ -774,20 +798,17 @@ impl LiveRing {
             from.saturating_add(self.size),
             header,
             |pos, off, len| {
-                let mut bytes = vec![0u8; len as usize];
                 // SAFETY: `scan` checked that the record lies inside the ring; its bytes
-                // were released before the flags acquired above.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
+                // were released before the flags acquired above, and nobody writes them
+                // until this reader gives them back.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(
                         data.add((off + ringbuf::HEADER_SIZE) as usize),
-                        bytes.as_mut_ptr(),
                         len as usize,
-                    );
-                }
-                st.records.push(Record {
-                    offset: pos,
-                    data: bytes,
-                });
+                    )
+                };
+                st.staged_bytes.extend_from_slice(bytes);
+                st.staged.push((pos, len));
                 taken += 1;
             },
         );
@@ -977,6 +998,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+        st.settle();
         (n, published)
     }
 

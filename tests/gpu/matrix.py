@@ -169,7 +169,7 @@ if not ONLY:
 live = ring_live("ring_live, host, drained live", G, BL, *host(["events"]))
 dead = ring_live("ring_live, host, --no-drain", G, BL, *host(["events"]), "--no-drain")
 dev = ring_live("ring_live, device", G, BL)
-check("ring_live", "drained live keeps more records than not", live[0] > dead[0], True)
+check("ring_live", "drained live keeps at least 3x the records of --no-drain", live[0] >= 3 * dead[0], True)
 
 table = ["| case | check | got | CPU model | |", "|---|---|---|---|---|"] + rows
 if len(sys.argv) > 1:
