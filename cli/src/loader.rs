@@ -67,6 +67,7 @@ use crate::gpu::{Buffer, CopyStream, Dims, Gpu, GpuError, HostBuffer, Module, Pa
 use bpf2ptx_compiler::back::ptx::{
     entry_symbol, map_data_symbol, map_desc_symbol, map_symbol, PRINTK_DESC,
 };
+use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin, Object};
 use bpf2ptx_runtime::ringbuf::{self, Record, RingError};
 use serde_json::{json, Value};
@@ -636,6 +637,16 @@ impl<'a> Loader<'a> {
     /// arguments.
     pub fn printk(&self) -> Result<Vec<String>, LoaderError> {
         let (gpu, module, obj) = (self.gpu, self.module, self.obj);
+        // Only modules whose programs print have the printk ring; asking the driver for a
+        // symbol it lacks is harmless but is an API error to compute-sanitizer.
+        let prints = obj
+            .programs
+            .iter()
+            .flat_map(|p| &p.insns)
+            .any(|i| i.kind() == Kind::Call(CallKind::Helper) && matches!(i.imm, 6 | 501));
+        if !prints {
+            return Ok(Vec::new());
+        }
         let Some((d, _)) = gpu.global(module, PRINTK_DESC)? else {
             return Ok(Vec::new());
         };
