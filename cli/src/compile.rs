@@ -155,7 +155,8 @@ pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError
 /// without fetch, so the device never serialises on one cache line and the host sums
 /// replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the user
 /// then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
-/// forbids it).
+/// forbids it). Per-CPU arrays (6) are per SM on the GPU: always replicated, and the
+/// host reads them replica by replica (unless `--map NAME=unsharded`).
 pub fn resolve(obj: &Object, opts: &ptx::Options) -> Result<ptx::Options, CompileError> {
     let facts = verify(obj)?;
     let mut opts = opts.clone();
@@ -166,8 +167,9 @@ pub fn resolve(obj: &Object, opts: &ptx::Options) -> Result<ptx::Options, Compil
             let auto = facts
                 .iter()
                 .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false));
+            let per_sm = obj.maps[k].map_type == bpf2ptx_runtime::maps::MAP_PERCPU_ARRAY;
             !opts.unsharded.get(k).copied().unwrap_or(false)
-                && (forced.get(k).copied().unwrap_or(false) || auto)
+                && (forced.get(k).copied().unwrap_or(false) || auto || per_sm)
         })
         .collect();
     Ok(opts)

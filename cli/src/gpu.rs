@@ -184,6 +184,14 @@ impl Dims {
             .map(|&d| u64::from(d))
             .product()
     }
+
+    /// Warps in the whole launch (what per-warp arrays are sized for): each block's
+    /// threads, in linear order, make up whole warps of 32 and a last partial one.
+    pub fn warps(&self) -> u64 {
+        let blocks: u64 = self.grid.iter().map(|&d| u64::from(d)).product();
+        let threads: u64 = self.block.iter().map(|&d| u64::from(d)).product();
+        blocks * threads.div_ceil(32)
+    }
 }
 
 impl From<Launch> for Dims {

@@ -207,7 +207,7 @@ struct Bound {
     placement: Placement,
     /// Data storage the loader allocated (host placement, per-thread arrays).
     data: Option<Storage>,
-    /// Threads the per-thread storage is sized for.
+    /// Threads (per-thread arrays) or warps (per-warp arrays) the storage is sized for.
     threads: u64,
     ring: RingState,
 }
@@ -274,7 +274,7 @@ impl<'a> Loader<'a> {
             };
             // A ring's bytes move; its counters (word 5) stay in the module's device
             // memory, where the reserving leaders' atomics are fast.
-            if placement == Placement::Host && m.map_type != 1502 {
+            if placement == Placement::Host && !matches!(m.map_type, 1502 | 1600) {
                 if let Some((_, size)) = gpu.global(module, &map_data_symbol(&m.name))? {
                     let h = gpu.alloc_host(size)?;
                     gpu.write(desc + 24, &h.device_ptr().to_le_bytes())?;
@@ -300,12 +300,17 @@ impl<'a> Loader<'a> {
         self.live_drain = on;
     }
 
-    /// Sizes per-thread arrays for `threads` (a new, zeroed allocation when the count
-    /// changes) and writes their descriptors.
-    fn bind_per_thread(&mut self, threads: u64) -> Result<(), LoaderError> {
+    /// Sizes per-thread arrays for the launch's threads and per-warp arrays for its warps
+    /// (a new, zeroed allocation when the count changes) and writes their descriptors.
+    fn bind_per_unit(&mut self, dims: &Dims) -> Result<(), LoaderError> {
         for b in &mut self.maps {
             let m = &self.obj.maps[b.index];
-            if m.map_type != 1502 || (b.data.is_some() && b.threads == threads) {
+            let threads = match m.map_type {
+                1502 => dims.threads(),
+                1600 => dims.warps(),
+                _ => continue,
+            };
+            if b.data.is_some() && b.threads == threads {
                 continue;
             }
             let stride = u64::from(m.value_size).div_ceil(8) * 8;
@@ -340,7 +345,7 @@ impl<'a> Loader<'a> {
         dims: Dims,
         params: &[Param],
     ) -> Result<LaunchReport, LoaderError> {
-        self.bind_per_thread(dims.threads())?;
+        self.bind_per_unit(&dims)?;
         let gpu = self.gpu;
         // Host rings: where the host reads them, where their consumer lives on the device,
         // and the consumer now (the kernel has not started: plain copies are fine).
@@ -489,8 +494,10 @@ impl<'a> Loader<'a> {
 
     /// Every map of the object as JSON: name, type, sizes, placement and its entries
     /// (`key`/`value` as hex byte strings, as bpftool prints them). Sharded arrays are
-    /// summed over their replicas. Per-thread arrays of more than 1024 threads print, per
-    /// key, the sum of the values' first 8 bytes instead of every thread's value. Rings
+    /// summed over their replicas; per-CPU arrays, per SM on the GPU, print every SM's
+    /// copy as bpftool prints per-CPU values (`values`: `cpu` = the replica, `smid & 255`,
+    /// and `value`). Per-thread and per-warp arrays of more than 1024 threads (warps)
+    /// print, per key, the sum of the values' first 8 bytes instead of every one. Rings
     /// print their records (up to 1024 as byte arrays, more as one hex string each).
     pub fn maps_json(&mut self) -> Result<Value, LoaderError> {
         let mut out = Vec::new();
@@ -541,11 +548,29 @@ impl<'a> Loader<'a> {
         match m.map_type {
             2 | 6 | 1503 => {
                 // A sharded array (aux = replicas) is summed replica by replica, per
-                // 64-bit word: the device only ever added to it.
+                // 64-bit word: the device only ever added to it. A per-CPU array's
+                // replicas are the SMs' own copies and print one by one.
                 // Replica r starts at r * aux2 (whole 128-byte lines, specs/abi.md).
                 let replicas = (aux as usize).max(1);
                 let replica = if aux > 0 { aux2 as usize } else { n * stride };
                 let bytes = gpu.read(data, replica * (replicas - 1) + n * stride)?;
+                if m.map_type == 6 && aux > 0 {
+                    for key in 0..n {
+                        let values = (0..replicas)
+                            .map(|r| {
+                                let at = r * replica + key * stride;
+                                json!({ "cpu": r, "value": hex(&bytes[at..at + m.value_size as usize]) })
+                            })
+                            .collect();
+                        entries.push(json!({
+                            "key": hex(&(key as u32).to_le_bytes()),
+                            "values": Value::Array(values),
+                        }));
+                    }
+                    out["per_sm"] = json!(aux);
+                    out["entries"] = Value::Array(entries);
+                    return Ok(out);
+                }
                 for key in 0..n {
                     let mut v = bytes[key * stride..(key + 1) * stride].to_vec();
                     for r in 1..replicas {
@@ -566,7 +591,12 @@ impl<'a> Loader<'a> {
                     out["sharded"] = json!(aux);
                 }
             }
-            1502 => {
+            1502 | 1600 => {
+                let (unit, units) = if m.map_type == 1502 {
+                    ("thread", "threads")
+                } else {
+                    ("warp", "warps")
+                };
                 let threads = aux as usize;
                 let bytes = gpu.read(data, n * threads * stride)?;
                 for key in 0..n {
@@ -578,14 +608,14 @@ impl<'a> Loader<'a> {
                     if threads <= 1024 {
                         e["values"] = Value::Array(
                             (0..threads)
-                                .map(|t| json!({ "thread": t, "value": hex(slot(t)) }))
+                                .map(|t| json!({ unit: t, "value": hex(slot(t)) }))
                                 .collect(),
                         );
                     } else {
                         let sum = (0..threads)
                             .map(|t| word(&pad8(slot(t)), 0))
                             .fold(0u64, u64::wrapping_add);
-                        e["threads"] = json!(threads);
+                        e[units] = json!(threads);
                         e["sum_u64"] = json!(sum);
                     }
                     entries.push(e);

@@ -277,6 +277,7 @@ pub const MAP_TYPES: &[(u32, &str)] = &[
     (1502, "perthread_array"),
     (1503, "gpu_array"),
     (1527, "gpu_ringbuf"),
+    (1600, "perwarp_array"),
 ];
 
 /// The name of a map type id, if bpf2ptx knows it.

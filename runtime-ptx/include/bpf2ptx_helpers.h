@@ -29,6 +29,11 @@
 /* Per-thread ring buffers that stream records to the host; write to it with
  * bpf_perf_event_output(ctx, &map, 0, data, size). */
 #define BPF_MAP_TYPE_GPU_RINGBUF_MAP 1527
+/* bpf2ptx: array with one private copy of every entry per warp of the launch (the host
+ * sizes it from the launch shape); a lookup returns the calling warp's copy. */
+#define BPF_MAP_TYPE_PERWARP_ARRAY_MAP 1600
+/* BPF_MAP_TYPE_PERCPU_ARRAY (6) is per SM on the GPU: a lookup returns the copy of the
+ * SM the thread runs on (SM id & 255), and the host reads every SM's copy. */
 
 /* ---- probe contexts (what r1 points to; read-only) --------------------
  *

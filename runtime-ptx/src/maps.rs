@@ -16,8 +16,11 @@
 //!
 //! and address the storage as
 //!
-//! - arrays (2, 1503, 6): `data + index * stride`;
+//! - arrays (2, 1503): `data + index * stride`; sharded ones, and per-CPU arrays (6),
+//!   which are per-SM on the GPU: `data + (smid & (aux - 1)) * aux2 + index * stride`;
 //! - per-thread arrays (1502): `data + (index * aux + global_thread_id) * stride`;
+//! - per-warp arrays (1600): `data + (index * aux + global_warp_id) * stride`, the global
+//!   warp id being `linear_block * ceil(threads_per_block / 32) + linear_thread / 32`;
 //! - hash maps (1, 1501): `aux` slots of [`hash_slot_size`] bytes, each a u32 state
 //!   ([`SLOT_EMPTY`], [`SLOT_BUSY`], [`SLOT_FULL`], [`SLOT_DELETED`]), 4 bytes of padding,
 //!   the key (padded to 8) and the value; FNV-1a 64 ([`fnv1a`]) of the key picks the home
@@ -75,7 +78,8 @@
 pub const MAP_HASH: u32 = 1;
 /// Map type id: array (Linux `BPF_MAP_TYPE_ARRAY`).
 pub const MAP_ARRAY: u32 = 2;
-/// Map type id: per-CPU array (Linux `BPF_MAP_TYPE_PERCPU_ARRAY`); one copy on the GPU.
+/// Map type id: per-CPU array (Linux `BPF_MAP_TYPE_PERCPU_ARRAY`); per SM on the GPU: one
+/// copy per SM (256 replicas, `smid & 255`), which the host reads replica by replica.
 pub const MAP_PERCPU_ARRAY: u32 = 6;
 /// Map type id: GPU hash map (bpftime).
 pub const MAP_GPU_HASH: u32 = 1501;
@@ -83,6 +87,9 @@ pub const MAP_GPU_HASH: u32 = 1501;
 pub const MAP_PER_THREAD_ARRAY: u32 = 1502;
 /// Map type id: GPU array (bpftime).
 pub const MAP_GPU_ARRAY: u32 = 1503;
+/// Map type id: per-warp array (bpf2ptx's own id): one copy of each element per warp of
+/// the launch, sized by the host from the launch shape.
+pub const MAP_PER_WARP_ARRAY: u32 = 1600;
 
 /// `map_update_elem` flag: insert or replace.
 pub const BPF_ANY: u64 = 0;
@@ -587,9 +594,9 @@ $Lhupd_ret:
 }
 
 // The address of an array map's element for the u32 key at `key`, or 0 when the index is
-// out of range: index >= max_entries, or, for a per-thread array (1502), a thread whose
-// global linear id is >= aux (the threads the storage was sized for). The caller has
-// checked data != 0.
+// out of range: index >= max_entries, or, for a per-thread array (1502) or a per-warp
+// array (1600), a thread whose global linear id, or warp whose global id, is >= aux (the
+// threads or warps the storage was sized for). The caller has checked data != 0.
 .func (.param .b64 ret) bpf2ptx_map_array_slot(.param .b64 desc, .param .b64 key)
 {
 	.reg .pred %p<4>;
@@ -623,9 +630,13 @@ $Larr_key_done:
 	mov.u64 %rd13, 0;
 	ld.u32 %r6, [%rd1];
 	setp.ne.u32 %p3, %r6, 1502;
+	setp.ne.u32 %p1, %r6, 1600;
+	and.pred %p3, %p3, %p1;
 	@%p3 bra $Larr_shard;
 	// Per-thread array: global linear thread id = linear block index * threads per block
-	// + linear thread index in the block; row = index * aux + id, when id < aux.
+	// + linear thread index in the block; per-warp array: global warp id = linear block
+	// index * warps per block (threads rounded up to 32) + linear thread index / 32;
+	// row = index * aux + id, when id < aux.
 	mov.u32 %r7, %ctaid.x;
 	mov.u32 %r8, %ctaid.y;
 	mov.u32 %r9, %ctaid.z;
@@ -648,6 +659,10 @@ $Larr_key_done:
 	mad.lo.u32 %r13, %r13, %r10, %r7;
 	mul.lo.u32 %r14, %r10, %r11;
 	mul.lo.u32 %r14, %r14, %r12;
+	setp.eq.u32 %p1, %r6, 1600;
+	@%p1 add.u32 %r14, %r14, 31;
+	@%p1 shr.u32 %r14, %r14, 5;
+	@%p1 shr.u32 %r13, %r13, 5;
 	cvt.u64.u32 %rd6, %r14;
 	cvt.u64.u32 %rd7, %r13;
 	mad.lo.u64 %rd8, %rd5, %rd6, %rd7;
@@ -700,7 +715,7 @@ $Larr_none:
 	ld.b64 %rd4, [%rd1+24];
 	setp.eq.u64 %p1, %rd4, 0;
 	@%p1 bra $Llookup_done;
-	// Dispatch on the map type: arrays (2, 1503, 6, 1502), hash maps (1, 1501).
+	// Dispatch on the map type: arrays (2, 1503, 6, 1502, 1600), hash maps (1, 1501).
 	ld.u32 %r1, [%rd1];
 	setp.eq.u32 %p2, %r1, 2;
 	setp.eq.u32 %p3, %r1, 1503;
@@ -708,6 +723,8 @@ $Larr_none:
 	setp.eq.u32 %p3, %r1, 6;
 	or.pred %p2, %p2, %p3;
 	setp.eq.u32 %p3, %r1, 1502;
+	or.pred %p2, %p2, %p3;
+	setp.eq.u32 %p3, %r1, 1600;
 	or.pred %p2, %p2, %p3;
 	@%p2 bra $Llookup_array;
 	setp.eq.u32 %p4, %r1, 1;
@@ -768,7 +785,7 @@ $Llookup_done:
 	@%p1 bra $Lupdate_done;
 	setp.gt.u64 %p1, %rd4, 2;
 	@%p1 bra $Lupdate_done;
-	// Dispatch on the map type: arrays (2, 1503, 6, 1502), hash maps (1, 1501).
+	// Dispatch on the map type: arrays (2, 1503, 6, 1502, 1600), hash maps (1, 1501).
 	ld.u32 %r1, [%rd1];
 	setp.eq.u32 %p2, %r1, 2;
 	setp.eq.u32 %p3, %r1, 1503;
@@ -776,6 +793,8 @@ $Llookup_done:
 	setp.eq.u32 %p3, %r1, 6;
 	or.pred %p2, %p2, %p3;
 	setp.eq.u32 %p3, %r1, 1502;
+	or.pred %p2, %p2, %p3;
+	setp.eq.u32 %p3, %r1, 1600;
 	or.pred %p2, %p2, %p3;
 	@%p2 bra $Lupdate_array;
 	setp.eq.u32 %p4, %r1, 1;

@@ -53,7 +53,9 @@ def check(case, what, got, want):
 
 
 def array(m):
-    return [val(e["value"]) for e in m["entries"]]
+    """Per key, the value; per-SM maps (per-CPU arrays) print every SM's copy: their sum."""
+    return [sum(val(v["value"]) for v in e["values"]) if "values" in e else val(e["value"])
+            for e in m["entries"]]
 
 
 def records(m):

@@ -132,7 +132,7 @@ type R<T> = Result<T, Box<Diagnostic>>;
 const DIRECT_VALUE_KINDS: &[u32] = &[2, 1503];
 
 /// Map types with keys and values (lookup, update, delete).
-const KEY_VALUE_KINDS: &[u32] = &[1, 2, 5, 6, 9, 10, 11, 1501, 1502, 1503];
+const KEY_VALUE_KINDS: &[u32] = &[1, 2, 5, 6, 9, 10, 11, 1501, 1502, 1503, 1600];
 
 /// The map types helper `id` takes as its map argument (None: no constraint).
 fn map_kinds(id: i64) -> Option<&'static [u32]> {

@@ -236,15 +236,15 @@ const RING_HELPERS: &[(i64, &str, &[&str])] = &[
     (25, "bpf2ptx_ringbuf_output", &["%r2", "%r4", "%r5", "0"]),
 ];
 
-/// Map types the device runtime implements: arrays (2, 6, 1503), per-thread arrays (1502)
-/// and hash maps (1, 1501). Storage bytes the module reserves for one, or `None` when the
-/// host sizes it from the launch (per-thread arrays).
+/// Map types the device runtime implements: arrays (2, 6, 1503), per-thread and per-warp
+/// arrays (1502, 1600) and hash maps (1, 1501). Storage bytes the module reserves for one,
+/// or `None` when the host sizes it from the launch (per-thread and per-warp arrays).
 fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
     let stride = bpf2ptx_runtime::maps::round8(u64::from(m.value_size));
     let entries = u64::from(m.max_entries);
     match m.map_type {
         2 | 6 | 1503 => Ok(Some(stride * entries)),
-        1502 => Ok(None),
+        1502 | 1600 => Ok(None),
         1 | 1501 => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(
             m.key_size,
             m.value_size,
@@ -1579,7 +1579,7 @@ impl<'a> FuncWriter<'a> {
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        if !matches!(map.map_type, 2 | 6 | 1503 | 1502) || map.key_size != 4 {
+        if !matches!(map.map_type, 2 | 6 | 1503 | 1502 | 1600) || map.key_size != 4 {
             return None;
         }
         Some((m, folded(fp, 2, 0, Size::W, frame)?))
@@ -1597,8 +1597,8 @@ impl<'a> FuncWriter<'a> {
         let entries = map.max_entries;
         let stride = bpf2ptx_runtime::maps::round8(u64::from(map.value_size));
         let desc = map_desc_symbol(&map.name);
-        if map.map_type == 1502 {
-            self.per_thread_lookup(slot, entries, stride, &desc);
+        if matches!(map.map_type, 1502 | 1600) {
+            self.per_unit_lookup(slot, entries, stride, &desc, map.map_type == 1600);
             return true;
         }
         let sharded = self.sharded.get(m as usize).copied().unwrap_or(false);
@@ -1861,12 +1861,13 @@ impl<'a> FuncWriter<'a> {
         true
     }
 
-    /// Inlined `map_lookup_elem` on a per-thread array (1502): the calling thread's slot
-    /// of key `k`, `data + (k * aux + global_thread_id) * stride` (words 3 and 4, which the
-    /// host binds for the launch), or NULL when the map is unbound, the key is out of range
-    /// or the thread is beyond the threads the storage was sized for — the runtime's rules
-    /// (`bpf2ptx_map_array_slot`), without the call.
-    fn per_thread_lookup(&mut self, slot: i64, entries: u32, stride: u64, desc: &str) {
+    /// Inlined `map_lookup_elem` on a per-thread array (1502) or a per-warp array (1600):
+    /// the calling thread's (warp's) slot of key `k`, `data + (k * aux + id) * stride`
+    /// (words 3 and 4, which the host binds for the launch; id the global thread or warp
+    /// id), or NULL when the map is unbound, the key is out of range or the id is beyond
+    /// what the storage was sized for — the runtime's rules (`bpf2ptx_map_array_slot`),
+    /// without the call.
+    fn per_unit_lookup(&mut self, slot: i64, entries: u32, stride: u64, desc: &str, warp: bool) {
         self.l("{");
         self.l(".reg .b32 %lk<1>;");
         self.l(".reg .b64 %lkd<4>;");
@@ -1874,7 +1875,7 @@ impl<'a> FuncWriter<'a> {
         self.local_load("%lk0", true, slot, Size::W, false);
         self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
         self.l(format!("ld.global.nc.u64 %lkd1, [{desc}+32];"));
-        self.global_thread_id("%lkd2");
+        self.global_id("%lkd2", warp);
         self.l(format!("setp.ge.u32 %lkp0, %lk0, {entries};"));
         self.l("setp.ge.u64 %lkp1, %lkd2, %lkd1;");
         self.l("or.pred %lkp0, %lkp0, %lkp1;");
@@ -1968,6 +1969,13 @@ impl<'a> FuncWriter<'a> {
     /// `ctaid.z` reads whose latency otherwise sits at the start of every probe that
     /// numbers threads (a per-warp counter costs 1.2x its 1-D CUDA twin without it).
     fn global_thread_id(&mut self, dst: &str) {
+        self.global_id(dst, false);
+    }
+
+    /// [`FuncWriter::global_thread_id`], or with `warp` the global warp id: linear block
+    /// index x warps per block (threads per block rounded up to 32, as the hardware forms
+    /// warps from the linear thread index) + linear thread index / 32.
+    fn global_id(&mut self, dst: &str, warp: bool) {
         let (general, done) = (self.fresh_label(), self.fresh_label());
         self.l("mov.u32 %w0, %ntid.y;");
         for r in ["%ntid.z", "%nctaid.y", "%nctaid.z"] {
@@ -1979,6 +1987,10 @@ impl<'a> FuncWriter<'a> {
         self.l("mov.u32 %w0, %ctaid.x;");
         self.l("mov.u32 %w1, %ntid.x;");
         self.l("mov.u32 %w2, %tid.x;");
+        if warp {
+            self.warps_per_block("%w1");
+            self.l("shr.u32 %w2, %w2, 5;");
+        }
         self.l("mul.wide.u32 %t3, %w0, %w1;");
         self.l("cvt.u64.u32 %t2, %w2;");
         self.l(format!("add.u64 {dst}, %t3, %t2;"));
@@ -1991,9 +2003,19 @@ impl<'a> FuncWriter<'a> {
         self.l("mul.lo.u32 %w0, %w0, %w1;");
         self.l("mov.u32 %w1, %ntid.z;");
         self.l("mul.lo.u32 %w0, %w0, %w1;");
+        if warp {
+            self.warps_per_block("%w0");
+            self.l("shr.u64 %t2, %t2, 5;");
+        }
         self.l("cvt.u64.u32 %t3, %w0;");
         self.l(format!("mad.lo.u64 {dst}, %t1, %t3, %t2;"));
         let _ = writeln!(self.out, "{done}:");
+    }
+
+    /// `threads` (a .u32 register holding threads per block) becomes warps per block.
+    fn warps_per_block(&mut self, threads: &str) {
+        self.l(format!("add.u32 {threads}, {threads}, 31;"));
+        self.l(format!("shr.u32 {threads}, {threads}, 5;"));
     }
 
     /// `dst` = ctaid.x + ctaid.y * nctaid.x + ctaid.z * nctaid.x * nctaid.y (u64).
