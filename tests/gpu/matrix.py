@@ -154,6 +154,27 @@ def ring_live(case, grid, block, *extra):
     return recs, drops
 
 
+def reserve_discard(case, grid, block, *extra):
+    """ringbuf.v2 `trace_exit`: every thread reserves a 40-byte event (48 bytes in the
+    ring); thread (0,0,0) of each block fills and submits it, the others discard it. With
+    nothing consumed during the launch (device placement, or host without draining) the
+    ring holds what fit: every reserved record is committed or discarded, so producer / 48
+    reservations + drops = threads, and the committed ones are one per block at most."""
+    n = grid * block
+    _, _, m = run("ringbuf.v2.o", grid, block, "--program", "trace_exit", *extra)
+    ev = m["events"]
+    recs = records(ev)
+    blocks = [tuple(int.from_bytes(r[8 * k:8 * k + 8], "little") for k in (1, 2, 3))
+              for r in recs]
+    check(case, "reserve/discard: decoded without error", ev.get("error"), None)
+    check(case, "reserved records + drops = events", ev["producer"] // 48 + ev["drops"], n)
+    check(case, "submitted: kind 1, one per block at most, blocks in the grid",
+          all(int.from_bytes(r[36:40], "little") == 1 for r in recs)
+          and len(set(blocks)) == len(blocks) and all(b[0] < grid for b in blocks), True)
+    print(f"#   {case}: {len(recs)} submitted, {ev['producer'] // 48 - len(recs)} discarded, "
+          f"{ev['drops']} drops", flush=True)
+
+
 G, BL = 4096, 256  # 1,048,576 threads
 MAPS = ["arr", "pcpu", "garr", "hash", "mine", "churn", "churn_ops", "res"]
 host = lambda names: [a for x in names for a in ("--map", f"{x}=host")]
@@ -168,6 +189,9 @@ if not ONLY:
     rt_helpers("rt_helpers 1000x100, host", 1000, 100, *host(["bad", "shape", "per_sm", "after_exit"]))
     rt_rings("rt_rings, device", G, BL)
     rt_rings("rt_rings, host (drained live)", G, BL, *host(["rb", "grb", "perf", "fails"]))
+    reserve_discard("ringbuf reserve/submit/discard, device", G, BL)
+    reserve_discard("ringbuf reserve/submit/discard, host", G, BL, *host(["events"]),
+                    "--no-drain")
 live = ring_live("ring_live, host, drained live", G, BL, *host(["events"]))
 dead = ring_live("ring_live, host, --no-drain", G, BL, *host(["events"]), "--no-drain")
 dev = ring_live("ring_live, device", G, BL)
