@@ -35,6 +35,19 @@ fn assemble(ptxas: &Path, dir: &Path, name: &str, ptx: &str) -> Result<(), Strin
     Ok(())
 }
 
+/// The PTX of every program of `f` with its `.entry` kernel, for sm_70 (the lowest
+/// target), through the verifier so the facts-driven forms (ld.global, no zero test,
+/// inlined lookups and ring outputs) are assembled too. Panics when it does not lower.
+fn lower(f: &Path) -> String {
+    let obj = bpf2ptx::load_path(f).unwrap();
+    let opts = ptx::Options {
+        target: "sm_70".into(),
+        entry: true,
+        ..Default::default()
+    };
+    bpf2ptx::compile::compile(&obj, &opts).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+}
+
 #[test]
 fn ptxas_accepts_all_emitted_ptx() {
     let Some(ptxas) = ptxas() else {
@@ -50,18 +63,7 @@ fn ptxas_accepts_all_emitted_ptx() {
     let mut jobs: Vec<(String, String)> = Vec::new();
     let conf = conformance_dir().expect("vendored conformance suite");
     for f in files_with_ext(&conf.join("tests"), "data") {
-        let obj = bpf2ptx::load_path(&f).unwrap();
-        // Through the verifier, so the facts-driven forms (ld.global, no zero test) are
-        // assembled too.
-        let text = bpf2ptx::compile::compile(
-            &obj,
-            &ptx::Options {
-                target: "sm_70".into(),
-                entry: true,
-                ..Default::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let text = lower(&f);
         jobs.push((f.file_stem().unwrap().to_string_lossy().into_owned(), text));
     }
     // Every BPF object under tests/ (the corpus, the GPU checks' probes, the injection
@@ -79,16 +81,7 @@ fn ptxas_accepts_all_emitted_ptx() {
             if name == "bad_ctx_bpf_o" {
                 continue;
             }
-            let obj = bpf2ptx::load_path(&f).unwrap();
-            let text = bpf2ptx::compile::compile(
-                &obj,
-                &ptx::Options {
-                    target: "sm_70".into(),
-                    entry: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let text = lower(&f);
             jobs.push((format!("{}_{name}", dir.replace('/', "_")), text));
             lowered += 1;
         }
