@@ -271,6 +271,136 @@ fn ring_bytes(m: &crate::program::Map) -> u64 {
 /// straight-line code, one load and store per 8 bytes.
 const INLINE_RECORD_MAX: u64 = 256;
 
+/// [`FuncWriter::inline_ring_output`]'s code, `@NAME@` filled in: `DESC` the ring's
+/// descriptor, `SIZE` the record's data bytes, `T` its bytes in the ring, `MAGIC`
+/// ceil(2^32 / T), `RS` the scope of the record side, `COPY` the stores of the data from
+/// the frame to `[%rbd6+8..]`, and four labels. Registers: %rbd0 data, %rbd1 aux, %rbd2
+/// counters, %rbd3 aux - 1; %rb0 active mask, %rb2 rank, %rb3 lanes, %rb4 leader lane;
+/// %rb5 records taken and %rbd5 their first position, broadcast by the leader.
+///
+/// In order: an unbound or malformed ring gives -EINVAL (the runtime's test), a size
+/// above aux / 2 a counted drop; the leader claims every lane's bytes in flight (word 7,
+/// acquire), reads the consumer (acquire: a reader zeroed what it consumed before moving
+/// it) and the producer, takes `k = min(lanes, room / T)` records with one relaxed
+/// `atom.add` on the producer, gives the claim back (release: a later claim that reads
+/// the give-back also reads the moved producer, one that does not still counts the claim)
+/// and counts the lanes that did not fit as drops; lanes of rank below `k` write their
+/// record at `p + rank * T` and publish it with one release store of the header
+/// `{SIZE, 0}`; a record that would cross the ring's end becomes two DISCARD padding
+/// records and is reserved again through the runtime.
+const INLINE_RING_OUTPUT: &str = "\t{
+	.reg .b32 %rb<8>;
+	.reg .b64 %rbd<12>;
+	.reg .pred %rbp<3>;
+	ld.global.nc.u64 %rbd0, [@DESC@+24];
+	ld.global.nc.u64 %rbd1, [@DESC@+32];
+	ld.global.nc.u64 %rbd2, [@DESC@+40];
+	cvta.to.global.u64 %rbd0, %rbd0;
+	cvta.to.global.u64 %rbd2, %rbd2;
+	setp.eq.u64 %rbp0, %rbd0, 0;
+	setp.eq.u64 %rbp1, %rbd2, 0;
+	or.pred %rbp0, %rbp0, %rbp1;
+	setp.lt.u64 %rbp1, %rbd1, 4096;
+	or.pred %rbp0, %rbp0, %rbp1;
+	setp.gt.u64 %rbp1, %rbd1, 0x100000000;
+	or.pred %rbp0, %rbp0, %rbp1;
+	add.s64 %rbd3, %rbd1, -1;
+	and.b64 %rbd4, %rbd3, %rbd1;
+	setp.ne.u64 %rbp1, %rbd4, 0;
+	or.pred %rbp0, %rbp0, %rbp1;
+	mov.u64 %r0, @EINVAL@;
+	@%rbp0 bra @DONE@;
+	mov.u64 %r0, @EAGAIN@;
+	shr.u64 %rbd4, %rbd1, 1;
+	setp.lt.u64 %rbp0, %rbd4, @SIZE@;
+	@%rbp0 bra @DROP@;
+	activemask.b32 %rb0;
+	mov.u32 %rb1, %lanemask_lt;
+	and.b32 %rb1, %rb1, %rb0;
+	popc.b32 %rb2, %rb1;
+	popc.b32 %rb3, %rb0;
+	brev.b32 %rb4, %rb0;
+	clz.b32 %rb4, %rb4;
+	setp.eq.u32 %rbp1, %rb1, 0;
+	mov.u32 %rb5, 0;
+	mov.u64 %rbd5, 0;
+	@!%rbp1 bra @WRITE@_b;
+	mul.wide.u32 %rbd6, %rb3, @T@;
+	atom.acquire.gpu.global.add.u64 %rbd7, [@DESC@+@INFLIGHT@], %rbd6;
+	ld.acquire.gpu.global.u64 %rbd8, [%rbd2+8];
+	ld.relaxed.gpu.global.u64 %rbd9, [%rbd2];
+	add.u64 %rbd10, %rbd9, %rbd7;
+	sub.u64 %rbd10, %rbd10, %rbd8;
+	setp.le.u64 %rbp0, %rbd10, %rbd1;
+	setp.le.u64 %rbp2, %rbd8, %rbd9;
+	and.pred %rbp0, %rbp0, %rbp2;
+	sub.u64 %rbd10, %rbd1, %rbd10;
+	min.u64 %rbd10, %rbd10, %rbd6;
+	cvt.u32.u64 %rb5, %rbd10;
+	mul.hi.u32 %rb5, %rb5, @MAGIC@;
+	selp.u32 %rb5, %rb5, 0, %rbp0;
+	setp.ne.u32 %rbp0, %rb5, 0;
+	mul.wide.u32 %rbd10, %rb5, @T@;
+	@%rbp0 atom.relaxed.gpu.global.add.u64 %rbd5, [%rbd2], %rbd10;
+	neg.s64 %rbd6, %rbd6;
+	red.release.gpu.global.add.u64 [@DESC@+@INFLIGHT@], %rbd6;
+	sub.u32 %rb6, %rb3, %rb5;
+	setp.ne.u32 %rbp0, %rb6, 0;
+	cvt.u64.u32 %rbd6, %rb6;
+	@%rbp0 red.relaxed.gpu.global.add.u64 [@DESC@+48], %rbd6;
+@WRITE@_b:
+	shfl.sync.idx.b32 %rb5, %rb5, %rb4, 0x1f, %rb0;
+	mov.b64 {%rb6, %rb7}, %rbd5;
+	shfl.sync.idx.b32 %rb6, %rb6, %rb4, 0x1f, %rb0;
+	shfl.sync.idx.b32 %rb7, %rb7, %rb4, 0x1f, %rb0;
+	mov.b64 %rbd5, {%rb6, %rb7};
+	setp.ge.u32 %rbp0, %rb2, %rb5;
+	@%rbp0 bra @DONE@;
+	mul.wide.u32 %rbd6, %rb2, @T@;
+	add.u64 %rbd6, %rbd6, %rbd5;
+	and.b64 %rbd6, %rbd6, %rbd3;
+	and.b64 %rbd6, %rbd6, -8;
+	add.u64 %rbd7, %rbd6, @T@;
+	setp.gt.u64 %rbp0, %rbd7, %rbd1;
+	add.u64 %rbd6, %rbd0, %rbd6;
+	@%rbp0 bra @PAD@;
+@WRITE@:
+@COPY@	st.release.@RS@.global.b64 [%rbd6], @SIZE@;
+	mov.u64 %r0, 0;
+	bra.uni @DONE@;
+@PAD@:
+	sub.u64 %rbd8, %rbd1, %rbd6;
+	add.u64 %rbd8, %rbd8, %rbd0;
+	add.u64 %rbd9, %rbd8, -8;
+	or.b64 %rbd9, %rbd9, 0x4000000000000000;
+	st.relaxed.@RS@.global.b64 [%rbd6], %rbd9;
+	sub.u64 %rbd9, @T@, %rbd8;
+	add.u64 %rbd9, %rbd9, -8;
+	or.b64 %rbd9, %rbd9, 0x4000000000000000;
+	st.relaxed.@RS@.global.b64 [%rbd0], %rbd9;
+	{
+	.param .b64 bpf_ra;
+	.param .b64 bpf_rs;
+	.param .b64 bpf_rf;
+	.param .b64 bpf_rr;
+	mov.u64 %rbd9, @DESC@;
+	cvta.global.u64 %rbd9, %rbd9;
+	st.param.b64 [bpf_ra], %rbd9;
+	st.param.b64 [bpf_rs], @SIZE@;
+	st.param.b64 [bpf_rf], 0;
+	call (bpf_rr), bpf2ptx_ringbuf_reserve, (bpf_ra, bpf_rs, bpf_rf);
+	ld.param.b64 %rbd6, [bpf_rr];
+	}
+	setp.eq.u64 %rbp0, %rbd6, 0;
+	@%rbp0 bra @DONE@;
+	add.u64 %rbd6, %rbd6, -8;
+	bra.uni @WRITE@;
+@DROP@:
+	red.relaxed.gpu.global.add.u64 [@DESC@+48], 1;
+@DONE@:
+	}
+";
+
 /// Bytes of the module's `trace_printk`/`puts` ring.
 const PRINTK_RING: u64 = 65536;
 /// The descriptor symbol of the `trace_printk`/`puts` ring.
@@ -1688,7 +1818,6 @@ impl<'a> FuncWriter<'a> {
             return false;
         };
         let map = &self.obj.maps[m as usize];
-        let desc = map_desc_symbol(&map.name);
         let t = bpf2ptx_runtime::ringbuf::record_size(size);
         // Records are published for the reader of the ring's bytes: the host while the
         // kernel runs when it is placed there. The counters and the claim stay in device
@@ -1698,120 +1827,8 @@ impl<'a> FuncWriter<'a> {
         } else {
             "gpu"
         };
-        // k = floor(x / t) for x <= 32 t as mul.hi by ceil(2^32 / t): exact while 32 t^2 <
-        // 2^32 (t <= INLINE_RECORD_MAX + 8 keeps it so).
-        let magic = (1u64 << 32).div_ceil(t);
-        let (done, write, pad, drop) = (
-            self.fresh_label(),
-            self.fresh_label(),
-            self.fresh_label(),
-            self.fresh_label(),
-        );
-        self.ptx_62 = true;
-        self.l("{");
-        self.l(".reg .b32 %rb<8>;");
-        self.l(".reg .b64 %rbd<12>;");
-        self.l(".reg .pred %rbp<3>;");
-        // The ring: data, aux (bytes, a power of two in 4096..=2^32), counters. Unbound or
-        // malformed: -EINVAL, as the runtime; a size above aux / 2: a counted drop.
-        self.l(format!("ld.global.nc.u64 %rbd0, [{desc}+24];"));
-        self.l(format!("ld.global.nc.u64 %rbd1, [{desc}+32];"));
-        self.l(format!("ld.global.nc.u64 %rbd2, [{desc}+40];"));
-        // Device memory or mapped host memory: global addresses either way.
-        self.l("cvta.to.global.u64 %rbd0, %rbd0;");
-        self.l("cvta.to.global.u64 %rbd2, %rbd2;");
-        self.l("setp.eq.u64 %rbp0, %rbd0, 0;");
-        self.l("setp.eq.u64 %rbp1, %rbd2, 0;");
-        self.l("or.pred %rbp0, %rbp0, %rbp1;");
-        self.l("setp.lt.u64 %rbp1, %rbd1, 4096;");
-        self.l("or.pred %rbp0, %rbp0, %rbp1;");
-        self.l("setp.gt.u64 %rbp1, %rbd1, 0x100000000;");
-        self.l("or.pred %rbp0, %rbp0, %rbp1;");
-        self.l("add.s64 %rbd3, %rbd1, -1;");
-        self.l("and.b64 %rbd4, %rbd3, %rbd1;");
-        self.l("setp.ne.u64 %rbp1, %rbd4, 0;");
-        self.l("or.pred %rbp0, %rbp0, %rbp1;");
-        self.l(format!(
-            "mov.u64 %r0, {};",
-            bpf2ptx_runtime::ringbuf::EINVAL
-        ));
-        self.l(format!("@%rbp0 bra {done};"));
-        self.l(format!(
-            "mov.u64 %r0, {};",
-            bpf2ptx_runtime::ringbuf::EAGAIN
-        ));
-        self.l("shr.u64 %rbd4, %rbd1, 1;");
-        self.l(format!("setp.lt.u64 %rbp0, %rbd4, {size};"));
-        self.l(format!("@%rbp0 bra {drop};"));
-        // The group: the active lanes; rank, count, leader (the lowest).
-        self.l("activemask.b32 %rb0;");
-        self.l("mov.u32 %rb1, %lanemask_lt;");
-        self.l("and.b32 %rb1, %rb1, %rb0;");
-        self.l("popc.b32 %rb2, %rb1;");
-        self.l("popc.b32 %rb3, %rb0;");
-        self.l("brev.b32 %rb4, %rb0;");
-        self.l("clz.b32 %rb4, %rb4;");
-        self.l("setp.eq.u32 %rbp1, %rb1, 0;");
-        // Leader: claim every lane's bytes in flight (word 7), then with the counters and
-        // the others' claims, need = producer + in flight - consumer; the room aux - need
-        // holds k = min(count, room / t) records, taken with one atom.add. The claim is
-        // given back after the producer moved: a later claim that reads the give-back
-        // (release -> acquire) then reads the moved producer, and one that does not still
-        // counts the claim, so every check counts these bytes one way or the other. The
-        // consumer is read with acquire: a reader zeroed what it consumed before moving it.
-        self.l("mov.u32 %rb5, 0;");
-        self.l("mov.u64 %rbd5, 0;");
-        self.l(format!("@!%rbp1 bra {write}_b;"));
-        self.l(format!("mul.wide.u32 %rbd6, %rb3, {t};"));
-        self.l(format!(
-            "atom.acquire.gpu.global.add.u64 %rbd7, [{desc}+{}], %rbd6;",
-            bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET
-        ));
-        self.l("ld.acquire.gpu.global.u64 %rbd8, [%rbd2+8];");
-        self.l("ld.relaxed.gpu.global.u64 %rbd9, [%rbd2];");
-        self.l("add.u64 %rbd10, %rbd9, %rbd7;");
-        self.l("sub.u64 %rbd10, %rbd10, %rbd8;");
-        self.l("setp.le.u64 %rbp0, %rbd10, %rbd1;");
-        self.l("setp.le.u64 %rbp2, %rbd8, %rbd9;");
-        self.l("and.pred %rbp0, %rbp0, %rbp2;");
-        self.l("sub.u64 %rbd10, %rbd1, %rbd10;");
-        self.l("min.u64 %rbd10, %rbd10, %rbd6;");
-        self.l("cvt.u32.u64 %rb5, %rbd10;");
-        self.l(format!("mul.hi.u32 %rb5, %rb5, {magic};"));
-        self.l("selp.u32 %rb5, %rb5, 0, %rbp0;");
-        self.l("setp.ne.u32 %rbp0, %rb5, 0;");
-        self.l(format!("mul.wide.u32 %rbd10, %rb5, {t};"));
-        self.l("@%rbp0 atom.relaxed.gpu.global.add.u64 %rbd5, [%rbd2], %rbd10;");
-        self.l("neg.s64 %rbd6, %rbd6;");
-        self.l(format!(
-            "red.release.gpu.global.add.u64 [{desc}+{}], %rbd6;",
-            bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET
-        ));
-        self.l("sub.u32 %rb6, %rb3, %rb5;");
-        self.l("setp.ne.u32 %rbp0, %rb6, 0;");
-        self.l("cvt.u64.u32 %rbd6, %rb6;");
-        self.l(format!(
-            "@%rbp0 red.relaxed.gpu.global.add.u64 [{desc}+48], %rbd6;"
-        ));
-        let _ = writeln!(self.out, "{write}_b:");
-        self.l("shfl.sync.idx.b32 %rb5, %rb5, %rb4, 0x1f, %rb0;");
-        self.l("mov.b64 {%rb6, %rb7}, %rbd5;");
-        self.l("shfl.sync.idx.b32 %rb6, %rb6, %rb4, 0x1f, %rb0;");
-        self.l("shfl.sync.idx.b32 %rb7, %rb7, %rb4, 0x1f, %rb0;");
-        self.l("mov.b64 %rbd5, {%rb6, %rb7};");
-        self.l("setp.ge.u32 %rbp0, %rb2, %rb5;");
-        self.l(format!("@%rbp0 bra {done};"));
-        // This lane's record: at p + rank t, 8-aligned; one that would cross the ring's
-        // end is padding (two DISCARD records, as the runtime writes) and reserved again.
-        self.l(format!("mul.wide.u32 %rbd6, %rb2, {t};"));
-        self.l("add.u64 %rbd6, %rbd6, %rbd5;");
-        self.l("and.b64 %rbd6, %rbd6, %rbd3;");
-        self.l("and.b64 %rbd6, %rbd6, -8;");
-        self.l(format!("add.u64 %rbd7, %rbd6, {t};"));
-        self.l("setp.gt.u64 %rbp0, %rbd7, %rbd1;");
-        self.l("add.u64 %rbd6, %rbd0, %rbd6;");
-        self.l(format!("@%rbp0 bra {pad};"));
-        let _ = writeln!(self.out, "{write}:");
+        // The data's stores, written aside: straight from the frame's registers.
+        let outer = std::mem::take(&mut self.out);
         let mut off = 0u64;
         while off < size {
             let n = match size - off {
@@ -1824,40 +1841,39 @@ impl<'a> FuncWriter<'a> {
             self.l(format!("st.global.{} [%rbd6+{}], %rbd8;", ty(n), 8 + off));
             off += u64::from(n.bytes());
         }
-        self.l(format!("st.release.{rs}.global.b64 [%rbd6], {size};"));
-        self.l("mov.u64 %r0, 0;");
-        self.l(format!("bra.uni {done};"));
-        let _ = writeln!(self.out, "{pad}:");
-        self.l("sub.u64 %rbd8, %rbd1, %rbd6;");
-        self.l("add.u64 %rbd8, %rbd8, %rbd0;");
-        self.l("add.u64 %rbd9, %rbd8, -8;");
-        self.l("or.b64 %rbd9, %rbd9, 0x4000000000000000;");
-        self.l(format!("st.relaxed.{rs}.global.b64 [%rbd6], %rbd9;"));
-        self.l(format!("sub.u64 %rbd9, {t}, %rbd8;"));
-        self.l("add.u64 %rbd9, %rbd9, -8;");
-        self.l("or.b64 %rbd9, %rbd9, 0x4000000000000000;");
-        self.l(format!("st.relaxed.{rs}.global.b64 [%rbd0], %rbd9;"));
-        self.l("{");
-        self.l(".param .b64 bpf_ra;");
-        self.l(".param .b64 bpf_rs;");
-        self.l(".param .b64 bpf_rf;");
-        self.l(".param .b64 bpf_rr;");
-        self.l(format!("mov.u64 %rbd9, {desc};"));
-        self.l("cvta.global.u64 %rbd9, %rbd9;");
-        self.l("st.param.b64 [bpf_ra], %rbd9;");
-        self.l(format!("st.param.b64 [bpf_rs], {size};"));
-        self.l("st.param.b64 [bpf_rf], 0;");
-        self.l("call (bpf_rr), bpf2ptx_ringbuf_reserve, (bpf_ra, bpf_rs, bpf_rf);");
-        self.l("ld.param.b64 %rbd6, [bpf_rr];");
-        self.l("}");
-        self.l("setp.eq.u64 %rbp0, %rbd6, 0;");
-        self.l(format!("@%rbp0 bra {done};"));
-        self.l("add.u64 %rbd6, %rbd6, -8;");
-        self.l(format!("bra.uni {write};"));
-        let _ = writeln!(self.out, "{drop}:");
-        self.l(format!("red.relaxed.gpu.global.add.u64 [{desc}+48], 1;"));
-        let _ = writeln!(self.out, "{done}:");
-        self.l("}");
+        let copy = std::mem::replace(&mut self.out, outer);
+        let labels = [
+            self.fresh_label(),
+            self.fresh_label(),
+            self.fresh_label(),
+            self.fresh_label(),
+        ];
+        self.ptx_62 = true;
+        let fields: [(&str, String); 13] = [
+            ("DESC", map_desc_symbol(&map.name)),
+            ("SIZE", size.to_string()),
+            ("T", t.to_string()),
+            // k = floor(x / t) for x <= 32 t as mul.hi by ceil(2^32 / t): exact while
+            // 32 t^2 < 2^32 (t <= INLINE_RECORD_MAX + 8 keeps it so).
+            ("MAGIC", (1u64 << 32).div_ceil(t).to_string()),
+            ("RS", rs.to_string()),
+            ("EINVAL", bpf2ptx_runtime::ringbuf::EINVAL.to_string()),
+            ("EAGAIN", bpf2ptx_runtime::ringbuf::EAGAIN.to_string()),
+            (
+                "INFLIGHT",
+                bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET.to_string(),
+            ),
+            ("COPY", copy),
+            ("DONE", labels[0].clone()),
+            ("WRITE", labels[1].clone()),
+            ("PAD", labels[2].clone()),
+            ("DROP", labels[3].clone()),
+        ];
+        let mut text = INLINE_RING_OUTPUT.to_string();
+        for (k, v) in &fields {
+            text = text.replace(&format!("@{k}@"), v);
+        }
+        self.out.push_str(&text);
         true
     }
 
