@@ -18,8 +18,9 @@
 //! One [`Gpu`] holds one context (the primary context of device 0) and its default
 //! stream, where every kernel runs; a process loads any number of modules into it and
 //! launches any number of kernels. A [`CopyStream`] adds a non-blocking stream for small
-//! copies into device memory while a kernel runs. Every launch is synchronous: [`Gpu::run_entry`] returns after the kernel has
-//! finished and its results have been copied back.
+//! copies into device memory while a kernel runs. Every launch is synchronous:
+//! [`Gpu::run_entry`] returns after the kernel has finished and its results have been
+//! copied back.
 //!
 //! The entry ABI, as the backend emits it with `--entry`:
 //!

@@ -559,7 +559,8 @@ impl<'a> Loader<'a> {
                         let values = (0..replicas)
                             .map(|r| {
                                 let at = r * replica + key * stride;
-                                json!({ "cpu": r, "value": hex(&bytes[at..at + m.value_size as usize]) })
+                                let v = &bytes[at..at + m.value_size as usize];
+                                json!({ "cpu": r, "value": hex(v) })
                             })
                             .collect();
                         entries.push(json!({
