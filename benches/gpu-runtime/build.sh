@@ -20,8 +20,11 @@ for src in "$here"/src/*.bpf.c; do
 		-c "benches/gpu-runtime/src/$name.bpf.c" -o "$here/obj/$name.o"
 	gran=thread
 	[ "$name" = warp_array ] && gran=warp
+	# The device rows: every map in device memory (a ring's default is host memory).
+	device=()
+	[ "$name" = ring_output ] && device=(--map ring=device)
 	"$BPF2PTX" "$here/obj/$name.o" --entry --granularity "$gran" --target sm_90 \
-		-o "$here/ptx/$name.ptx"
+		"${device[@]}" -o "$here/ptx/$name.ptx"
 	# Arrays only added to are sharded automatically; the unsharded variant for the
 	# side-by-side rows keeps one copy.
 	case "$name" in array_1 | array_n | warp_array)

@@ -2,7 +2,7 @@
 
 use bpf2ptx_compiler::back::ptx;
 use bpf2ptx_compiler::inject::attach::Attach;
-use bpf2ptx_compiler::program::{Object, SourceKind};
+use bpf2ptx_compiler::program::{Map, MapOrigin, Object, SourceKind};
 use bpf2ptx_verifier::{Diagnostic, Entry, Facts};
 use std::io::Write;
 use std::path::Path;
@@ -211,10 +211,19 @@ pub fn site_body(
     })
 }
 
+/// Whether a map goes to pinned host memory when no `--map NAME=...` says otherwise. Rings
+/// (ringbuf 27, GPU ringbuf 1527, perf event array 4) are event streams the host reads
+/// while the kernel runs, so their record bytes default to host memory (their counters
+/// stay in device memory either way, specs/abi.md); every other kind defaults to device
+/// memory, where the device's own updates are cheapest.
+pub fn host_by_default(m: &Map) -> bool {
+    matches!(m.map_type, 27 | 1527 | 4) && m.origin != MapOrigin::GlobalData
+}
+
 /// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`)
 /// into the backend's per-map options: `sharded` (forced), `unsharded` (forbidden) and
-/// `host` (pinned host memory, `.sys` atomics). Returns the options and the names of the
-/// host-placed maps (for the loader).
+/// `host` (pinned host memory, `.sys` atomics; [`host_by_default`] where no option names
+/// the map). Returns the options and the names of the host-placed maps (for the loader).
 pub fn map_options(
     obj: &Object,
     options: &[String],
@@ -223,21 +232,17 @@ pub fn map_options(
     let mut o = ptx::Options {
         sharded: vec![false; n],
         unsharded: vec![false; n],
-        host: vec![false; n],
+        host: obj.maps.iter().map(host_by_default).collect(),
         ..Default::default()
     };
-    let mut host = Vec::new();
     for opt in options {
         let (name, place) = opt.split_once('=').unwrap_or((opt.as_str(), ""));
         let Some(k) = obj.maps.iter().position(|m| m.name == name) else {
             return Err(format!("{}: --map {opt}: no map `{name}`", obj.file));
         };
         match place {
-            "device" => {}
-            "host" => {
-                o.host[k] = true;
-                host.push(name.to_string());
-            }
+            "device" => o.host[k] = false,
+            "host" => o.host[k] = true,
             "sharded" => o.sharded[k] = true,
             "unsharded" => o.unsharded[k] = true,
             _ => {
@@ -247,6 +252,10 @@ pub fn map_options(
             }
         }
     }
+    let host = (obj.maps.iter().zip(&o.host))
+        .filter(|(_, &h)| h)
+        .map(|(m, _)| m.name.clone())
+        .collect();
     Ok((o, host))
 }
 

@@ -58,7 +58,9 @@ struct CompileArgs {
     /// `NAME=sharded`: give map NAME per-SM replicas even where the program also reads it
     /// (maps that are only added to are sharded anyway); `NAME=unsharded`: one copy even
     /// then. `NAME=host`: the host will put NAME in pinned host memory, so the module's
-    /// atomics use `.sys` scope. Repeatable.
+    /// atomics use `.sys` scope; `NAME=device`: it stays in device memory. Rings (ringbuf,
+    /// GPU ringbuf, perf event array) default to host, every other map to device.
+    /// Repeatable.
     #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
     map: Vec<String>,
 }
@@ -146,8 +148,9 @@ enum Command {
         /// Which threads run the probe (GPU).
         #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
         granularity: GranularityArg,
-        /// Where a map lives: `NAME=device` (default), `NAME=host` (pinned host memory the
-        /// host can read while the kernel runs), `NAME=sharded` (per-SM replicas the host
+        /// Where a map lives: `NAME=device`, `NAME=host` (pinned host memory the host can
+        /// read while the kernel runs; the default for rings, which are drained while the
+        /// kernel runs; device for every other map), `NAME=sharded` (per-SM replicas the host
         /// sums, even where the program also reads the map) or `NAME=unsharded` (one copy
         /// even where the program only adds to it). Repeatable.
         #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]

@@ -178,6 +178,7 @@ def reserve_discard(case, grid, block, *extra):
 G, BL = 4096, 256  # 1,048,576 threads
 MAPS = ["arr", "pcpu", "garr", "hash", "mine", "churn", "churn_ops", "res"]
 host = lambda names: [a for x in names for a in ("--map", f"{x}=host")]
+on_device = lambda names: [a for x in names for a in ("--map", f"{x}=device")]  # rings default to host
 
 ONLY = os.environ.get("ONLY", "")  # ONLY=ring_live: just the live-drain cases
 if not ONLY:
@@ -187,14 +188,14 @@ if not ONLY:
     rt_maps("rt_maps, sharded (forced)", G, BL, "--map", "arr=sharded", "--map", "garr=sharded")
     rt_helpers("rt_helpers 4096x256, device", G, BL)
     rt_helpers("rt_helpers 1000x100, host", 1000, 100, *host(["bad", "shape", "per_sm", "after_exit"]))
-    rt_rings("rt_rings, device", G, BL)
+    rt_rings("rt_rings, device", G, BL, *on_device(["rb", "grb", "perf"]))
     rt_rings("rt_rings, host (drained live)", G, BL, *host(["rb", "grb", "perf", "fails"]))
-    reserve_discard("ringbuf reserve/submit/discard, device", G, BL)
+    reserve_discard("ringbuf reserve/submit/discard, device", G, BL, *on_device(["events"]))
     reserve_discard("ringbuf reserve/submit/discard, host", G, BL, *host(["events"]),
                     "--no-drain")
 live = ring_live("ring_live, host, drained live", G, BL, *host(["events"]))
 dead = ring_live("ring_live, host, --no-drain", G, BL, *host(["events"]), "--no-drain")
-dev = ring_live("ring_live, device", G, BL)
+dev = ring_live("ring_live, device", G, BL, *on_device(["events"]))
 check("ring_live", "drained live keeps at least 3x the records of --no-drain", live[0] >= 3 * dead[0], True)
 
 table = ["| case | check | got | CPU model | |", "|---|---|---|---|---|"] + rows

@@ -5,9 +5,10 @@ Run from the repository root on the GPU machine:
 
     BPF2PTX=./target/release/bpf2ptx python3 tests/gpu/ring_wrap.py [OUT.md]
 
-The probe object tests/gpu/probes/ring_wrap.o has two programs: `wrap_const` (16-byte
-records, a `ringbuf_output` the compiler inlines) and `wrap_var` (16 or 24 bytes by the
-thread's parity, through the runtime's `bpf2ptx_ringbuf_output`). For each, the test sets
+The probe object tests/gpu/probes/ring_wrap.o, compiled for each placement, has two
+programs: `wrap_const` (16-byte records, a `ringbuf_output` the compiler inlines) and
+`wrap_var` (16 or 24 bytes by the thread's parity, through the runtime's
+`bpf2ptx_ringbuf_output`). For each, the test sets
 the ring's positions (module storage, 64 KiB ring) just before the ring's end, or a few
 rings further on, launches, and walks the launch's records from the old producer to the
 new one as a host reader does: every thread's record exactly once and intact, padding where a record
@@ -27,13 +28,18 @@ AUX = 65536
 BUSY, DISCARD = 1 << 31, 1 << 30
 MASK = (1 << 64) - 1
 
-ptx = os.path.join(tempfile.mkdtemp(), "ring_wrap.ptx")
-subprocess.run([B, "tests/gpu/probes/ring_wrap.o", "--entry", "--target", "sm_90", "-o", ptx],
-               check=True)
-mod = cp.RawModule(path=ptx)
+# The code compiled for each placement (device: `.gpu` record stores; host, the rings'
+# default: `.sys`), both run here on the module's own ring storage.
+MODS = {}
+for place in ("device", "host"):
+    ptx = os.path.join(tempfile.mkdtemp(), f"ring_wrap.{place}.ptx")
+    subprocess.run([B, "tests/gpu/probes/ring_wrap.o", "--entry", "--target", "sm_90",
+                    "--map", f"ring_c={place}", "--map", f"ring_v={place}", "-o", ptx],
+                   check=True)
+    MODS[place] = cp.RawModule(path=ptx)
 
 
-def glob(name, n, dtype):
+def glob(mod, name, n, dtype):
     return cp.ndarray((n,), dtype, mod.get_global(name))
 
 
@@ -62,13 +68,16 @@ def walk(buf, cons, prod, size_of, var):
 
 
 rows, failed = [], 0
-for prog, ring, size_of in [
-    ("wrap_const", "ring_c", lambda i: 16),
-    ("wrap_var", "ring_v", lambda i: 16 + (i & 1) * 8),
+for place, prog, ring, size_of in [
+    (place, *p) for place in MODS for p in [
+        ("wrap_const", "ring_c", lambda i: 16),
+        ("wrap_var", "ring_v", lambda i: 16 + (i & 1) * 8),
+    ]
 ]:
-    desc = glob(f"bpf2ptx_map_{ring}", 8, cp.uint64)
-    ctr = glob(f"bpf2ptx_mapctr_{ring}", 2, cp.uint64)
-    data = glob(f"bpf2ptx_mapdata_{ring}", AUX, cp.uint8)
+    mod = MODS[place]
+    desc = glob(mod, f"bpf2ptx_map_{ring}", 8, cp.uint64)
+    ctr = glob(mod, f"bpf2ptx_mapctr_{ring}", 2, cp.uint64)
+    data = glob(mod, f"bpf2ptx_mapdata_{ring}", AUX, cp.uint8)
     fn = mod.get_function(f"bpf2ptx_entry_{prog}")
     res = cp.zeros(1, cp.uint64)
     cases = [(s, g, b, AUX) for s in (AUX - 8, AUX - 16, AUX - 24, AUX - 40, AUX - 1000,
@@ -95,7 +104,7 @@ for prog, ring, size_of in [
                   and inflight == 0 and used <= room and 0 < len(ids) < n)
         ok = ok and cons == start - (AUX - room)
         failed += not ok
-        rows.append(f"| {prog} | {start:#x} | {grid}x{block} | {room} | {len(ids)} | {drops} "
+        rows.append(f"| {prog} ({place}) | {start:#x} | {grid}x{block} | {room} | {len(ids)} | {drops} "
                     f"| {pad} | {err or '-'} | {'ok' if ok else 'FAIL'} |")
         print(rows[-1], flush=True)
 

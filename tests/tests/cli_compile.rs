@@ -193,3 +193,44 @@ fn map_sharded_forces_sharding() {
     assert_eq!(code, Some(2));
     assert!(err.contains("no map `nope`"), "{err}");
 }
+
+/// Rings default to host placement (record stores at `.sys` scope, so the host can drain
+/// them while the kernel runs); `--map NAME=device` keeps them at `.gpu`; other maps
+/// default to device.
+#[test]
+fn rings_default_to_host_placement() {
+    let obj = corpus("ringbuf.v2.o");
+    let run = |extra: &[&str]| {
+        let r = Command::new(bpf2ptx_bin())
+            .arg(&obj)
+            .args(["--target", "sm_90", "-o", "-"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        String::from_utf8_lossy(&r.stdout).into_owned()
+    };
+    let default = run(&[]);
+    assert!(
+        default.contains("st.release.sys.global.b64"),
+        "record stores at .sys"
+    );
+    assert!(
+        default.contains("atom.acquire.gpu.global.add.u64"),
+        "claims stay .gpu"
+    );
+    let device = run(&["--map", "events=device"]);
+    assert!(!device.contains(".sys."), "--map events=device: no .sys");
+    // A module without rings has nothing at .sys by default.
+    let counter = Command::new(bpf2ptx_bin())
+        .arg(corpus("counter.v1.o"))
+        .args(["--target", "sm_90", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&counter.stdout).contains(".sys."));
+}
