@@ -85,6 +85,10 @@ pub const MAP_PERCPU_ARRAY: u32 = 6;
 pub const MAP_GPU_HASH: u32 = 1501;
 /// Map type id: per-thread array (bpftime): one copy of each element per thread.
 pub const MAP_PER_THREAD_ARRAY: u32 = 1502;
+/// Lowest PTX ISA version of a module the map functions are pasted into: the wait on a
+/// busy hash slot sleeps with `nanosleep` (6.3, sm_70).
+pub const MIN_PTX: (u32, u32) = (6, 3);
+
 /// Map type id: GPU array (bpftime).
 pub const MAP_GPU_ARRAY: u32 = 1503;
 /// Map type id: per-warp array (bpf2ptx's own id): one copy of each element per warp of
@@ -183,9 +187,9 @@ pub fn functions_at(scope: crate::Scope) -> std::borrow::Cow<'static, str> {
 /// PTX definitions of `bpf2ptx_map_lookup_elem`, `bpf2ptx_map_update_elem`,
 /// `bpf2ptx_map_delete_elem` and the private `.func`s they call (all named `bpf2ptx_map_*`).
 ///
-/// No `.version`/`.target` header: the text goes into a module that has one (PTX ISA 6.0
-/// or later, sm_70 or later, 64-bit addresses). Every pointer argument is a generic
-/// address; the functions are module-local (`.func`, not `.visible`).
+/// No `.version`/`.target` header: the text goes into a module that has one (PTX ISA
+/// [`MIN_PTX`] or later, sm_70 or later, 64-bit addresses). Every pointer argument is a
+/// generic address; the functions are module-local (`.func`, not `.visible`).
 pub const MAP_FUNCTIONS: &str = r#"
 // ---- bpf2ptx map helpers (specs/abi.md, "Maps (device runtime)") ----
 
@@ -333,14 +337,19 @@ $Leq_differ:
 // The state of the hash slot at `slot`, read with acquire semantics (so the key and value
 // a publisher wrote before its release are visible after it). While the state is 1 (busy:
 // a writer between its claim and its publication) re-read it, at most 1000 times, so a
-// stalled or dead writer never hangs the caller; the caller may then still see 1.
+// stalled or dead writer never hangs the caller; the caller may then still see 1. Between
+// reads the thread sleeps, 32 ns doubling up to 1 us (at most about 1 ms in all): the
+// writer is often a lane of another warp that is itself waiting on a path of its own,
+// or a lane of this warp on another path, and a sleeping path lets the scheduler run the
+// others (without the sleep, 11 of 1,048,576 lookups after an insert gave up on an H200).
 .func (.param .b32 ret) bpf2ptx_map_hash_state(.param .b64 slot)
 {
 	.reg .pred %p<3>;
-	.reg .b32 %r<3>;
+	.reg .b32 %r<4>;
 	.reg .b64 %rd<2>;
 	ld.param.b64 %rd1, [slot];
 	mov.u32 %r2, 0;
+	mov.u32 %r3, 32;
 $Lstate_read:
 	ld.acquire.gpu.b32 %r1, [%rd1];
 	setp.ne.u32 %p1, %r1, 1;
@@ -348,6 +357,9 @@ $Lstate_read:
 	or.pred %p1, %p1, %p2;
 	@%p1 bra $Lstate_done;
 	add.u32 %r2, %r2, 1;
+	nanosleep.u32 %r3;
+	shl.b32 %r3, %r3, 1;
+	min.u32 %r3, %r3, 1024;
 	bra $Lstate_read;
 $Lstate_done:
 	st.param.b32 [ret], %r1;

@@ -73,7 +73,7 @@ fn module_at(version: &str, target: &str, scope: Scope) -> String {
 #[test]
 fn assembles_for_sm70_sm80_sm90() {
     with_ptxas(|p| {
-        for (version, arch) in [("6.0", "sm_70"), ("7.0", "sm_80"), ("7.8", "sm_90")] {
+        for (version, arch) in [("6.3", "sm_70"), ("7.0", "sm_80"), ("7.8", "sm_90")] {
             let text = module(version, arch);
             assemble(p, &text, arch, &[]);
             // Relocatable: every function is compiled, called or not.
@@ -84,10 +84,16 @@ fn assembles_for_sm70_sm80_sm90() {
 
 #[test]
 fn assembles_under_the_minimum_header() {
-    // The baseline the text promises: PTX ISA 6.0 for sm_70, also when pasted into a
-    // module with a newer ISA version for a newer target.
+    // The baseline the text promises: PTX ISA maps::MIN_PTX (6.3) for sm_70, also when
+    // pasted into a module with a newer ISA version for a newer target.
+    let (major, minor) = maps::MIN_PTX;
     with_ptxas(|p| {
-        assemble(p, &module("6.0", "sm_70"), "sm_70", &["-c", "-O0"]);
+        assemble(
+            p,
+            &module(&format!("{major}.{minor}"), "sm_70"),
+            "sm_70",
+            &["-c", "-O0"],
+        );
         assemble(p, &module("8.0", "sm_90"), "sm_90", &["-c"]);
     });
 }
@@ -102,7 +108,7 @@ fn assembles_at_sys_scope() {
         maps::functions().matches(".gpu.").count()
     );
     with_ptxas(|p| {
-        for (version, arch) in [("6.0", "sm_70"), ("7.8", "sm_90")] {
+        for (version, arch) in [("6.3", "sm_70"), ("7.8", "sm_90")] {
             assemble(p, &module_at(version, arch, Scope::Sys), arch, &["-c"]);
         }
     });

@@ -466,9 +466,15 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     } else {
         version
     };
-    // The ring functions aggregate reservations per warp (activemask, match.any).
+    // The ring functions aggregate reservations per warp (activemask, match.any); the map
+    // functions back off with nanosleep on a busy hash slot.
     let version = if need.contains("ringbuf") {
         version.max(bpf2ptx_runtime::ringbuf::MIN_PTX)
+    } else {
+        version
+    };
+    let version = if need.contains("maps") {
+        version.max(bpf2ptx_runtime::maps::MIN_PTX)
     } else {
         version
     };
