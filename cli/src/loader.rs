@@ -8,20 +8,23 @@
 //!    │                  mapped memory (descriptor word 3 rewritten; a ring's counters
 //!    │                  stay in device memory)
 //!    ▼
-//!  Loader::launch(kernel, dims, params)   per-thread arrays sized from dims, then
-//!    │                  Gpu::start; a host thread drains host-placed rings until the
-//!    │                  kernel ends (records kept, bytes zeroed, the consumer published
-//!    │                  to the device through a CopyStream, so the ring never fills
-//!    │                  while the host keeps up)
+//!  Loader::launch(kernel, dims, params)   per-thread and per-warp arrays sized from
+//!    │                  dims, then Gpu::start; a host thread drains host-placed
+//!    │                  rings until the kernel ends (records kept, bytes zeroed, the
+//!    │                  consumer published to the device through a CopyStream, so the
+//!    │                  ring never fills while the host keeps up)
 //!    ▼
-//!  Loader::maps_json / records / printk   maps read back (sharded arrays summed)
+//!  Loader::maps_json / records / printk   maps read back (sharded arrays summed, per-SM
+//!                                          arrays per SM)
 //! ```
 //!
 //! The layouts are specs/abi.md's ("Maps (device runtime)"). A module whose maps are
 //! placed in host memory must have been compiled with the same placement
 //! ([`host_flags`] gives the backend's `Options::host`): its atomics on host-placed maps,
 //! and the record stores of its rings, then have `.sys` scope, which a host reading or
-//! draining that memory while the kernel runs needs.
+//! draining that memory while the kernel runs needs. The names are the caller's choice;
+//! the command line's defaults (rings in host memory, everything else in device memory)
+//! are [`crate::compile::host_by_default`] and [`crate::compile::map_options`].
 //!
 //! A ring placed in host memory has only its bytes there; its counters `[producer,
 //! consumer]` stay in the module's device memory (runtime-ptx's ringbuf module doc,
