@@ -75,7 +75,8 @@ struct TargetArgs {
     #[arg(long)]
     entry: bool,
     /// Which threads of an `.entry` kernel run the probe: every thread, one lane per warp
-    /// (the lowest active lane) or one thread per block (tid 0,0,0).
+    /// (the lowest active lane) or one thread per block (tid 0,0,0); a program whose
+    /// section names a granularity (`gpu/entry.warp/K`) keeps its own.
     #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
     granularity: GranularityArg,
 }
@@ -145,7 +146,8 @@ enum Command {
         /// The program to run, by name (default: the object's first).
         #[arg(long)]
         program: Option<String>,
-        /// Which threads run the probe (GPU).
+        /// Which threads run the probe (GPU), unless its section names a granularity
+        /// (`gpu/entry.warp/K`).
         #[arg(long, value_enum, default_value_t = GranularityArg::Thread)]
         granularity: GranularityArg,
         /// Where a map lives: `NAME=device`, `NAME=host` (pinned host memory the host can

@@ -234,3 +234,50 @@ fn rings_default_to_host_placement() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&counter.stdout).contains(".sys."));
 }
+
+/// An `--entry` kernel runs its program at the granularity the program's section names
+/// (`gpu/entry.warp/*`, `gpu/entry.block/*`), as injection does; `--granularity` is for
+/// programs whose section names none.
+#[test]
+fn entry_kernels_take_the_sections_granularity() {
+    let r = Command::new(bpf2ptx_bin())
+        .arg(repo_root().join("tests/inject/probes/counters.bpf.o"))
+        .args([
+            "--entry",
+            "--target",
+            "sm_90",
+            "--granularity",
+            "thread",
+            "-o",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let ptx = String::from_utf8_lossy(&r.stdout);
+    let kernel = |name: &str| {
+        let at = ptx
+            .find(&format!(".entry bpf2ptx_entry_{name}("))
+            .unwrap_or_else(|| panic!("no entry kernel for {name}"));
+        let end = ptx[at..].find("\n}\n").map_or(ptx.len(), |e| at + e);
+        ptx[at..end].to_string()
+    };
+    let progs = bpf2ptx::load_path(&repo_root().join("tests/inject/probes/counters.bpf.o"))
+        .unwrap()
+        .programs;
+    for p in &progs {
+        let k = kernel(&p.name);
+        let warp = k.contains("%lanemask_eq");
+        let block = k.contains("mov.u32 %g0, %tid.x;");
+        match p.section.split('/').nth(1) {
+            Some(s) if s.ends_with(".warp") => assert!(warp && !block, "{}", p.section),
+            Some(s) if s.ends_with(".block") => assert!(block && !warp, "{}", p.section),
+            _ => assert!(!warp && !block, "{}", p.section),
+        }
+    }
+}

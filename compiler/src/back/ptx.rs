@@ -66,7 +66,8 @@ pub struct Options {
     /// What the verifier proved, one entry per program (empty: assume nothing, which is
     /// always correct but slower).
     pub hints: Vec<Hints>,
-    /// Which threads of the `.entry` kernels run the probe.
+    /// Which threads of the `.entry` kernels run the probe, for programs whose section
+    /// names no granularity of its own (`gpu/entry.warp/K` does, as for injection).
     pub granularity: Granularity,
     /// Per map: shard its values into per-SM replicas (arrays only; the verifier proved
     /// the programs only add to them). Missing entries mean "no".
@@ -461,7 +462,12 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         obj.file
     );
     // The lowest version the target and the instructions used allow.
-    let version = if needs_62 || (opts.entry && opts.granularity == Granularity::Warp) {
+    let warp_entry = opts.entry
+        && obj
+            .programs
+            .iter()
+            .any(|p| entry_granularity(p, opts) == Granularity::Warp);
+    let version = if needs_62 || warp_entry {
         version.max((6, 2))
     } else {
         version
@@ -597,7 +603,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             let mut f = FuncWriter::configured(obj, opts, pi, 0);
             f.inline = true;
             f.lower()?;
-            out.push_str(&entry_kernel(prog, opts.granularity, &f.out));
+            out.push_str(&entry_kernel(prog, entry_granularity(prog, opts), &f.out));
         }
     }
     Ok(out)
@@ -732,6 +738,14 @@ fn granularity_guard(g: Granularity) -> String {
         s.push('\n');
     }
     s
+}
+
+/// Which threads of an `--entry` kernel run the program: the granularity its section names
+/// (`gpu/entry.warp/K`, as for injection), else the options'.
+fn entry_granularity(prog: &Program, opts: &Options) -> Granularity {
+    crate::inject::attach::Attach::from_section(&prog.section)
+        .and_then(|a| a.granularity)
+        .unwrap_or(opts.granularity)
 }
 
 fn entry_kernel(prog: &Program, g: Granularity, body: &str) -> String {
