@@ -281,3 +281,33 @@ fn entry_kernels_take_the_sections_granularity() {
         }
     }
 }
+
+/// A map definition Linux refuses at creation (an array with 8-byte keys, a map with no
+/// entries) is refused with exit 2 and a message that names the instruction loading it.
+#[test]
+fn map_definitions_linux_refuses_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (def, why) in [
+        ("pw perwarp_array 8 8 2", "4-byte keys"),
+        ("a array 8 8 2", "4-byte keys"),
+        ("h hash 8 8 0", "no entries"),
+    ] {
+        let src = dir.path().join("m.s");
+        std::fs::write(
+            &src,
+            format!(
+                ".map {def}\nr1 = 0\n*(u64 *)(r10 - 8) = r1\nr2 = r10\nr2 += -8\n\
+                 r1 = map_idx(0) ll\ncall 1\nr0 = 0\nexit\n"
+            ),
+        )
+        .unwrap();
+        let r = Command::new(bpf2ptx_bin())
+            .arg(&src)
+            .args(["-o", "-"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{def}: {err}");
+        assert!(err.contains("insn 4") && err.contains(why), "{def}: {err}");
+    }
+}

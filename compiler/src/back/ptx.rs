@@ -240,9 +240,22 @@ const RING_HELPERS: &[(i64, &str, &[&str])] = &[
 /// Map types the device runtime implements: arrays (2, 6, 1503), per-thread and per-warp
 /// arrays (1502, 1600) and hash maps (1, 1501). Storage bytes the module reserves for one,
 /// or `None` when the host sizes it from the launch (per-thread and per-warp arrays).
+///
+/// Definitions Linux refuses at map creation are refused here too: an array of any kind
+/// with keys other than 4 bytes, and an array or hash map with no entries or a 0-byte
+/// value or key.
 fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
     let stride = bpf2ptx_runtime::maps::round8(u64::from(m.value_size));
     let entries = u64::from(m.max_entries);
+    let array = matches!(m.map_type, 2 | 6 | 1503 | 1502 | 1600);
+    if array && m.key_size != 4 {
+        return Err("an array map needs 4-byte keys (Linux refuses others at map creation)");
+    }
+    if (array || matches!(m.map_type, 1 | 1501))
+        && (m.key_size == 0 || m.value_size == 0 || m.max_entries == 0)
+    {
+        return Err("a map with no entries, or 0-byte keys or values (Linux refuses it)");
+    }
     match m.map_type {
         2 | 6 | 1503 => Ok(Some(stride * entries)),
         1502 | 1600 => Ok(None),
