@@ -194,28 +194,27 @@ fn map_sharded_forces_sharding() {
     assert!(err.contains("no map `nope`"), "{err}");
 }
 
+/// `bpf2ptx FILE ARGS... -o -`: the PTX, after asserting exit 0.
+fn compile_ok(file: impl AsRef<std::path::Path>, args: &[&str]) -> String {
+    let file = file.as_ref();
+    let r = Command::new(bpf2ptx_bin())
+        .arg(file)
+        .args(args)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{}: {err}", file.display());
+    String::from_utf8_lossy(&r.stdout).into_owned()
+}
+
 /// Rings default to host placement (record stores at `.sys` scope, so the host can drain
 /// them while the kernel runs); `--map NAME=device` keeps them at `.gpu`; other maps
 /// default to device.
 #[test]
 fn rings_default_to_host_placement() {
     let obj = corpus("ringbuf.v2.o");
-    let run = |extra: &[&str]| {
-        let r = Command::new(bpf2ptx_bin())
-            .arg(&obj)
-            .args(["--target", "sm_90", "-o", "-"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert_eq!(
-            r.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&r.stderr)
-        );
-        String::from_utf8_lossy(&r.stdout).into_owned()
-    };
-    let default = run(&[]);
+    let default = compile_ok(&obj, &["--target", "sm_90"]);
     assert!(
         default.contains("st.release.sys.global.b64"),
         "record stores at .sys"
@@ -224,15 +223,11 @@ fn rings_default_to_host_placement() {
         default.contains("atom.acquire.gpu.global.add.u64"),
         "claims stay .gpu"
     );
-    let device = run(&["--map", "events=device"]);
+    let device = compile_ok(&obj, &["--target", "sm_90", "--map", "events=device"]);
     assert!(!device.contains(".sys."), "--map events=device: no .sys");
     // A module without rings has nothing at .sys by default.
-    let counter = Command::new(bpf2ptx_bin())
-        .arg(corpus("counter.v1.o"))
-        .args(["--target", "sm_90", "-o", "-"])
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&counter.stdout).contains(".sys."));
+    let counter = compile_ok(&corpus("counter.v1.o"), &["--target", "sm_90"]);
+    assert!(!counter.contains(".sys."));
 }
 
 /// An `--entry` kernel runs its program at the granularity the program's section names
@@ -240,26 +235,11 @@ fn rings_default_to_host_placement() {
 /// programs whose section names none.
 #[test]
 fn entry_kernels_take_the_sections_granularity() {
-    let r = Command::new(bpf2ptx_bin())
-        .arg(repo_root().join("tests/inject/probes/counters.bpf.o"))
-        .args([
-            "--entry",
-            "--target",
-            "sm_90",
-            "--granularity",
-            "thread",
-            "-o",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
+    let obj = repo_root().join("tests/inject/probes/counters.bpf.o");
+    let ptx = compile_ok(
+        &obj,
+        &["--entry", "--target", "sm_90", "--granularity", "thread"],
     );
-    let ptx = String::from_utf8_lossy(&r.stdout);
     let kernel = |name: &str| {
         let at = ptx
             .find(&format!(".entry bpf2ptx_entry_{name}("))
@@ -267,9 +247,7 @@ fn entry_kernels_take_the_sections_granularity() {
         let end = ptx[at..].find("\n}\n").map_or(ptx.len(), |e| at + e);
         ptx[at..end].to_string()
     };
-    let progs = bpf2ptx::load_path(&repo_root().join("tests/inject/probes/counters.bpf.o"))
-        .unwrap()
-        .programs;
+    let progs = bpf2ptx::load_path(&obj).unwrap().programs;
     for p in &progs {
         let k = kernel(&p.name);
         let warp = k.contains("%lanemask_eq");
