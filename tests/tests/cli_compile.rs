@@ -226,7 +226,7 @@ fn rings_default_to_host_placement() {
     let device = compile_ok(&obj, &["--target", "sm_90", "--map", "events=device"]);
     assert!(!device.contains(".sys."), "--map events=device: no .sys");
     // A module without rings has nothing at .sys by default.
-    let counter = compile_ok(&corpus("counter.v1.o"), &["--target", "sm_90"]);
+    let counter = compile_ok(corpus("counter.v1.o"), &["--target", "sm_90"]);
     assert!(!counter.contains(".sys."));
 }
 
