@@ -2509,3 +2509,24 @@ impl<'a> FuncWriter<'a> {
         writeback(self, if op == AtomicOp::Cmpxchg { 0 } else { src });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::INLINE_RECORD_MAX;
+    use bpf2ptx_runtime::ringbuf::record_size;
+
+    /// The inlined ring output counts the records that fit as `mul.hi.u32(x, ceil(2^32 /
+    /// t))` for a room `x <= 32 t` (at most 32 lanes): exact for every record size it is
+    /// used with, every room up to 32 records.
+    #[test]
+    fn records_that_fit_by_multiplication_are_exact() {
+        for size in 1..=INLINE_RECORD_MAX {
+            let t = record_size(size);
+            let magic = (1u64 << 32).div_ceil(t);
+            assert!(magic <= u64::from(u32::MAX), "size {size}");
+            for x in 0..=32 * t {
+                assert_eq!((x * magic) >> 32, x / t, "size {size}, room {x}");
+            }
+        }
+    }
+}
