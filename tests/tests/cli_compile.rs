@@ -289,3 +289,37 @@ fn map_definitions_linux_refuses_are_errors() {
         assert!(err.contains("insn 4") && err.contains(why), "{def}: {err}");
     }
 }
+
+/// `ringbuf_output` is inlined when the verifier pins the ring and the size and the data
+/// is an 8-aligned range of the frame; otherwise it calls the runtime's function.
+#[test]
+fn ring_output_is_inlined_only_when_it_qualifies() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body, inlined) in [
+        ("pinned", "r2 = r10\nr2 += -16\nr3 = 16\n", true),
+        ("unaligned", "r2 = r10\nr2 += -12\nr3 = 8\n", false),
+        (
+            "size_varies",
+            "call 5\nr2 = r10\nr2 += -16\nr3 = 8\nif r0 == 0 goto +1\nr3 = 16\n",
+            false,
+        ),
+        ("too_big", "r2 = r10\nr2 += -512\nr3 = 512\n", false),
+    ] {
+        let src = dir.path().join(format!("{name}.s"));
+        std::fs::write(
+            &src,
+            format!(
+                ".map r ringbuf 0 0 4096\nr1 = 0\n{}{body}\
+                 r1 = map_idx(0) ll\nr4 = 0\ncall 130\nr0 = 0\nexit\n",
+                (1..=64)
+                    .map(|k| format!("*(u64 *)(r10 - {}) = r1\n", 8 * k))
+                    .collect::<String>()
+            ),
+        )
+        .unwrap();
+        let ptx = compile_ok(&src, &["--target", "sm_90"]);
+        let call = ptx.contains("call.uni (bpf_hr), bpf2ptx_ringbuf_output");
+        let inline = ptx.contains("atom.acquire.gpu.global.add.u64");
+        assert_eq!((inline, call), (inlined, !inlined), "{name}");
+    }
+}
