@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+from checks import Table, val
+
 B = os.environ.get("BPF2PTX", "./target/release/bpf2ptx")
 OBJ = "tests/gpu/probes/map_ops.o"
 OPS = ["BPF_ANY -> 0", "BPF_NOEXIST -> -EEXIST", "BPF_EXIST -> 0", "key out of range -> -E2BIG",
@@ -26,19 +28,11 @@ NAMES = [f"{m}: {op}" for m in ("array (2)", "GPU array (1503)", "per-SM array (
 NAMES += ["hash: BPF_EXIST on an absent key -> -ENOENT", "hash: delete an absent key -> -ENOENT",
           "hash: BPF_ANY -> 0", "hash: then BPF_EXIST -> 0", "hash: then BPF_NOEXIST -> -EEXIST",
           "hash: lookup finds the value"]
-rows, failed = [], 0
+T = Table("placement")
+check = T.check
 
 
-def check(case, what, got, want):
-    global failed
-    ok = got == want
-    failed += not ok
-    rows.append(f"| {case} | {what} | {got} | {want} | {'ok' if ok else 'FAIL'} |")
-    print(rows[-1], flush=True)
 
-
-def val(h):
-    return int.from_bytes(bytes(int(x, 16) for x in h), "little")
 
 
 MAPS = ["arr", "garr", "pcpu", "pt", "pw", "ok", "hash"]
@@ -72,9 +66,4 @@ for case, extra in [("device", []), ("host", [a for m in MAPS for a in ("--map",
     check(case, "hash: keys 0..63, each key * 5, no drops",
           (h == {k: k * 5 for k in range(64)}, m["hash"]["drops"]), (True, 0))
 
-table = ["| placement | check | got | CPU model | |", "|---|---|---|---|---|"] + rows
-if len(sys.argv) > 1:
-    with open(sys.argv[1], "w") as f:
-        f.write("\n".join(table) + "\n")
-print(f"{len(rows) - failed} of {len(rows)} checks pass")
-sys.exit(1 if failed else 0)
+T.finish()

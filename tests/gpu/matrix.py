@@ -14,16 +14,15 @@ import json
 import os
 import subprocess
 import sys
+
+from checks import Table, val
 import time
 
 B = os.environ.get("BPF2PTX", "./target/release/bpf2ptx")
 OBJ = "tests/corpus/obj/"
-rows = []
-failed = 0
+T = Table()
+check = T.check
 
-
-def val(h):
-    return int.from_bytes(bytes(int(x, 16) for x in h), "little")
 
 
 def run(obj, grid, block, *extra):
@@ -44,12 +43,6 @@ def run(obj, grid, block, *extra):
     return head, printk, maps
 
 
-def check(case, what, got, want):
-    global failed
-    ok = got == want
-    failed += not ok
-    rows.append(f"| {case} | {what} | {got} | {want} | {'ok' if ok else 'FAIL'} |")
-    print(rows[-1], flush=True)
 
 
 def array(m):
@@ -198,9 +191,4 @@ dead = ring_live("ring_live, host, --no-drain", G, BL, *host(["events"]), "--no-
 dev = ring_live("ring_live, device", G, BL, *on_device(["events"]))
 check("ring_live", "drained live keeps at least 3x the records of --no-drain", live[0] >= 3 * dead[0], True)
 
-table = ["| case | check | got | CPU model | |", "|---|---|---|---|---|"] + rows
-if len(sys.argv) > 1:
-    with open(sys.argv[1], "w") as f:
-        f.write("\n".join(table) + "\n")
-print(f"{len(rows) - failed} of {len(rows)} checks pass")
-sys.exit(1 if failed else 0)
+T.finish()

@@ -21,6 +21,8 @@ import json
 import os
 import subprocess
 import sys
+
+from checks import Table, val
 import tempfile
 
 import cupy as cp
@@ -28,16 +30,10 @@ import numpy as np
 
 B = os.environ.get("BPF2PTX", "./target/release/bpf2ptx")
 OBJ = "tests/gpu/probes/per_unit.o"
-rows, failed = [], 0
+T = Table(width=60)
+check = T.check
 
 
-def check(case, what, got, want):
-    global failed
-    ok = got == want
-    failed += not ok
-    rows.append(f"| {case} | {what} | {got if len(str(got)) < 60 else '...'} "
-                f"| {want if len(str(want)) < 60 else '...'} | {'ok' if ok else 'FAIL'} |")
-    print(rows[-1], flush=True)
 
 
 def model(blocks, threads):
@@ -50,9 +46,6 @@ def model(blocks, threads):
             sums.append(sum(b * threads + t for t in ts))
     return counts, sums
 
-
-def val(h):
-    return int.from_bytes(bytes(int(x, 16) for x in h), "little")
 
 
 def sm_check(case, slot0, slot1, threads):
@@ -122,9 +115,4 @@ for grid, block in [((3, 2, 2), (8, 4, 3)), ((2, 3, 1), (7, 5, 3)), ((64, 2, 1),
     rep = psm.get().reshape(replicas, replica_bytes // 8)
     sm_check(case, rep[:, 0].tolist(), rep[:, 1].tolist(), blocks * threads)
 
-table = ["| case | check | got | CPU model | |", "|---|---|---|---|---|"] + rows
-if len(sys.argv) > 1:
-    with open(sys.argv[1], "w") as f:
-        f.write("\n".join(table) + "\n")
-print(f"{len(rows) - failed} of {len(rows)} checks pass")
-sys.exit(1 if failed else 0)
+T.finish()

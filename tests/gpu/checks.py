@@ -1,0 +1,37 @@
+"""What every GPU check script shares: a table of checks against a CPU model (one printed
+row each), the summary, the exit status, and the map dump's hex byte strings."""
+import sys
+
+
+def val(h):
+    """A little-endian number from a dumped value (`["0x01", "0x00", ...]`)."""
+    return int.from_bytes(bytes(int(x, 16) for x in h), "little")
+
+
+class Table:
+    """Rows `| case | check | got | CPU model | ok/FAIL |`, printed as they come."""
+
+    def __init__(self, first="case", width=None):
+        self.first, self.width = first, width
+        self.rows, self.failed = [], 0
+
+    def show(self, v):
+        s = str(v)
+        return "..." if self.width is not None and len(s) >= self.width else s
+
+    def check(self, case, what, got, want):
+        ok = got == want
+        self.failed += not ok
+        self.rows.append(f"| {case} | {what} | {self.show(got)} | {self.show(want)} "
+                         f"| {'ok' if ok else 'FAIL'} |")
+        print(self.rows[-1], flush=True)
+
+    def finish(self, unit="checks"):
+        """Writes the table to argv[1] when given, prints the summary, exits 1 on a FAIL."""
+        table = [f"| {self.first} | check | got | CPU model | |",
+                 "|---|---|---|---|---|"] + self.rows
+        if len(sys.argv) > 1:
+            with open(sys.argv[1], "w") as f:
+                f.write("\n".join(table) + "\n")
+        print(f"{len(self.rows) - self.failed} of {len(self.rows)} {unit} pass")
+        sys.exit(1 if self.failed else 0)
