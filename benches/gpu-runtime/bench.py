@@ -8,9 +8,11 @@ probe (ptx/*.ptx, assembled to cubins by `ptxas`) and its CUDA C++ twin (twins.c
 `nvcc`) alternately, launch by launch (ours, twin, twin, ours, ours, twin, ...: the order
 within each pair alternates too, so neither kernel always runs right after the other),
 times each launch with its own CUDA events, and reports the median of the timed launches
-per kernel, the ns per operation and the ratio ours / twin. Before any
-number is printed, the maps both kernels filled are checked against a CPU model (counts
-exact), so a broken kernel cannot pass as a fast one.
+per kernel, the ns per operation and the ratio ours / twin. The two kernels trade their
+buffers after every pair of launches, so neither is timed on a faster allocation alone.
+After the timing each kernel runs again on zeroed buffers and the maps it filled are
+checked against a CPU model (counts exact) before its row is recorded, so a broken kernel
+cannot pass as a fast one.
 
     bash benches/gpu-runtime/run.sh            # on the GPU machine: builds, then runs this
 
@@ -121,13 +123,19 @@ def timed(launch, prep=None):
     return cp.cuda.get_elapsed_time(s, e)
 
 
-def bench(ours_launch, twin_launch, ours_prep=None, twin_prep=None):
+def bench(ours_launch, twin_launch, ours_prep=None, twin_prep=None, bufs=None):
     """Alternating launches, one of ours then one twin (then twin, ours: the pair's order
     alternates), each timed alone: WARM untimed each, then REPS timed each; medians in ms.
-    Host-memory rows drift between blocks of launches, so neither kernel gets a block."""
+    Host-memory rows drift between blocks of launches, so neither kernel gets a block.
+    With `bufs` (a `Buffers`) the two kernels trade their buffers after every pair, untimed,
+    so each runs on both allocations equally often: two pinned host allocations need not be
+    equally fast (one run timed the same unsharded host array row at 1.26 where the runs
+    before and after, same cubins, gave 0.98 and 1.02)."""
     for _ in range(WARM):
         timed(ours_launch, ours_prep)
         timed(twin_launch, twin_prep)
+        if bufs:
+            bufs.swap()
     a, b = [], []
     for k in range(REPS):
         if k % 2 == 0:
@@ -136,7 +144,70 @@ def bench(ours_launch, twin_launch, ours_prep=None, twin_prep=None):
         else:
             b.append(timed(twin_launch, twin_prep))
             a.append(timed(ours_launch, ours_prep))
+        if bufs:
+            bufs.swap()
     return float(np.median(a)), float(np.median(b)), a, b
+
+
+# Launches per kernel on zeroed buffers after the timing, for the checks against the model:
+# two, so the second launch finds what the first inserted (hash lookups of existing keys).
+CHECKS = 2
+
+
+def check_launches(ours_launch, twin_launch, ours_prep=None, twin_prep=None, bufs=None):
+    """Zeroes `bufs` (ours on the first again), then CHECKS launches of each kernel."""
+    if bufs:
+        bufs.reset()
+    for _ in range(CHECKS):
+        for launch, prep in ((ours_launch, ours_prep), (twin_launch, twin_prep)):
+            if prep:
+                prep()
+            launch()
+    cp.cuda.Device().synchronize()
+
+
+class Buffers:
+    """Two equal buffers, one for our kernel and one for the twin, traded by `swap`
+    (see `bench`). `bind_ours(buf)` points our kernel at a buffer (a descriptor word); the
+    twin takes `twin` as a launch argument."""
+
+    def __init__(self, nbytes, placement, bind_ours):
+        self.b = [alloc(nbytes, placement), alloc(nbytes, placement)]
+        self.bind_ours = bind_ours
+        self.cur = 0
+        bind_ours(self.ours)
+
+    @property
+    def ours(self):
+        return self.b[self.cur]
+
+    @property
+    def twin(self):
+        return self.b[self.cur ^ 1]
+
+    def swap(self):
+        self.cur ^= 1
+        self.bind_ours(self.ours)
+
+    def reset(self):
+        for x in self.b:
+            x.fill(0)
+        self.cur = 1
+        self.swap()
+
+
+class Fixed:
+    """The `Buffers` interface for a kernel bound to its own storage: nothing traded."""
+
+    def __init__(self, ours, twin):
+        self.ours, self.twin = ours, twin
+
+    def swap(self):
+        pass
+
+    def reset(self):
+        self.ours.fill(0)
+        self.twin.fill(0)
 
 
 ROWS = []
@@ -198,29 +269,31 @@ def array_op(probe, nslots, per_warp, sharded, placement):
     step = o.compiled("slots")[5] if sharded else nslots * 8
     twin_step = (nslots * 8 + 127) // 128 * 128 if sharded else nslots * 8
     if placement == "device":
-        # Device placement: the module's own storage, at a compile-time address.
+        # Device placement: the module's own storage, at a compile-time address (device
+        # memory is uniform: no trading of buffers).
         g = o.mod.get_global("bpf2ptx_mapdata_slots")
-        ours_buf = cp.ndarray((reps * step,), cp.uint8, memptr=g)
-        ours_buf.fill(0)
+        ours_store = cp.ndarray((reps * step,), cp.uint8, memptr=g)
+        bufs = Fixed(ours_store, alloc(reps * twin_step, placement))
     else:
-        ours_buf = alloc(reps * step, placement)
-        d[3] = ours_buf.data.ptr
-    twin_buf = alloc(reps * twin_step, placement)
+
+        def bind(buf):
+            d[3] = buf.data.ptr
+
+        bufs = Buffers(reps * max(step, twin_step), placement, bind)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tname = {"array_n": "twin_array_n", "array_1": "twin_array_1", "warp_array": "twin_warp_array"}[
         probe
     ] + ("_sharded" if sharded else "")
     tf = twin(tname, placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
-    lt = lambda: tf((grid,), (BLOCK,), (np.uint64(twin_buf.data.ptr), np.uint64(res_t.data.ptr)))
-    t_o, t_t, _, _ = bench(lo, lt)
-    cp.cuda.Device().synchronize()
-    launches = WARM + REPS
+    lt = lambda: tf((grid,), (BLOCK,), (np.uint64(bufs.twin.data.ptr), np.uint64(res_t.data.ptr)))
+    t_o, t_t, _, _ = bench(lo, lt, bufs=bufs)
+    check_launches(lo, lt, bufs=bufs)
     # CPU model: every op adds 1 to slot (id % nslots), id = thread (or warp) index.
-    model = np.bincount(np.arange(ops) % nslots, minlength=nslots).astype(np.uint64) * launches
+    model = np.bincount(np.arange(ops) % nslots, minlength=nslots).astype(np.uint64) * CHECKS
     name = f"{probe} {'sharded' if sharded else 'unsharded'}"
-    for who, buf, st in (("ours", ours_buf, step), ("twin", twin_buf, twin_step)):
-        got = cp.asnumpy(u64(buf).reshape(reps, st // 8)[:, :nslots].sum(axis=0))
+    for who, buf, st in (("ours", bufs.ours, step), ("twin", bufs.twin, twin_step)):
+        got = cp.asnumpy(u64(buf[: reps * st]).reshape(reps, st // 8)[:, :nslots].sum(axis=0))
         check(name, f"{who} slots == model", np.array_equal(got, model))
     check(name, "result words 0", int(res_o[0]) == 0 and int(res_t[0]) == 0)
     label = {
@@ -236,21 +309,24 @@ def thread_array_op(placement):
     threads = grid * BLOCK
     o = Ours("thread_array", host_variant(placement))
     d = o.desc("mine")
-    ours_buf, twin_buf = alloc(threads * 8, placement), alloc(threads * 8, placement)
-    d[3] = ours_buf.data.ptr
     d[4] = threads
+
+    def bind(buf):
+        d[3] = buf.data.ptr
+
+    bufs = Buffers(threads * 8, placement, bind)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tf = twin("twin_thread_array", placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
     lt = lambda: tf(
         (grid,),
         (BLOCK,),
-        (np.uint64(twin_buf.data.ptr), np.uint64(res_t.data.ptr), np.uint64(threads)),
+        (np.uint64(bufs.twin.data.ptr), np.uint64(res_t.data.ptr), np.uint64(threads)),
     )
-    t_o, t_t, _, _ = bench(lo, lt)
-    launches = WARM + REPS
-    model = np.arange(threads, dtype=np.uint64) * np.uint64(launches)
-    for who, buf in (("ours", ours_buf), ("twin", twin_buf)):
+    t_o, t_t, _, _ = bench(lo, lt, bufs=bufs)
+    check_launches(lo, lt, bufs=bufs)
+    model = np.arange(threads, dtype=np.uint64) * np.uint64(CHECKS)
+    for who, buf in (("ours", bufs.ours), ("twin", bufs.twin)):
         check("thread_array", f"{who} == model", np.array_equal(cp.asnumpy(u64(buf)), model))
     record("per-thread array (1502), own slot += id", placement, threads, threads, t_o, t_t)
 
@@ -266,20 +342,25 @@ def hash_op(probe, placement):
     m = "counts" if probe == "hash_add" else "vals"
     d = o.desc(m)
     check(probe, "descriptor slots", o.compiled(m)[4] == HASH_SLOTS)
-    ours_buf, twin_buf = alloc(HASH_SLOTS * 24, placement), alloc(HASH_SLOTS * 24, placement)
-    d[3] = ours_buf.data.ptr
+
+    def bind(buf):
+        d[3] = buf.data.ptr
+
+    # Both tables have the same layout and hash (FNV-1a, linear probing): trading them keeps
+    # every launch after the first a lookup of existing keys for either kernel.
+    bufs = Buffers(HASH_SLOTS * 24, placement, bind)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tf = twin("twin_" + probe, placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
     lt = lambda: tf(
         (grid,),
         (BLOCK,),
-        (np.uint64(twin_buf.data.ptr), np.uint64(res_t.data.ptr), np.uint64(HASH_SLOTS)),
+        (np.uint64(bufs.twin.data.ptr), np.uint64(res_t.data.ptr), np.uint64(HASH_SLOTS)),
     )
-    t_o, t_t, _, _ = bench(lo, lt)
-    launches = WARM + REPS
+    t_o, t_t, _, _ = bench(lo, lt, bufs=bufs)
+    check_launches(lo, lt, bufs=bufs)
     keys_used = min(threads, HASH_KEYS)
-    for who, buf in (("ours", ours_buf), ("twin", twin_buf)):
+    for who, buf in (("ours", bufs.ours), ("twin", bufs.twin)):
         w = cp.asnumpy(u64(buf)).reshape(HASH_SLOTS, 3)
         state = w[:, 0] & 0xFFFFFFFF
         live = state == 2
@@ -289,7 +370,7 @@ def hash_op(probe, placement):
               np.array_equal(np.sort(keys), np.arange(keys_used, dtype=np.uint64)))
         if probe == "hash_add":
             per_key = np.bincount(np.arange(threads) % HASH_KEYS, minlength=HASH_KEYS)
-            want = per_key[keys.astype(np.int64)].astype(np.uint64) * np.uint64(launches)
+            want = per_key[keys.astype(np.int64)].astype(np.uint64) * np.uint64(CHECKS)
         else:
             want = keys * np.uint64(3) + np.uint64(1)
         check(probe, f"{who} values == model", np.array_equal(vals, want))
@@ -310,12 +391,15 @@ def ring_op(placement):
     o = Ours("ring_output", host_variant(placement))
     d = o.desc("ring")
     check("ring", "descriptor size", o.compiled("ring")[4] == RING)
-    ours_ring, twin_ring = alloc(RING, placement), alloc(RING, placement)
     # The counters [producer, consumer] are in device memory in both placements: a ring
     # placed in the host has only its bytes there (runtime-ptx/src/ringbuf.rs,
     # "Placement"; the twin does the same).
     ours_ctr, twin_ctr = u64(alloc(16, "device")), u64(alloc(16, "device"))
-    d[3] = ours_ring.data.ptr
+
+    def bind(buf):
+        d[3] = buf.data.ptr
+
+    bufs = Buffers(RING, placement, bind)
     d[5] = ours_ctr.data.ptr
     d[6] = 0
     d[7] = 0
@@ -335,7 +419,7 @@ def ring_op(placement):
         (grid,),
         (BLOCK,),
         (
-            np.uint64(twin_ring.data.ptr),
+            np.uint64(bufs.twin.data.ptr),
             np.uint64(twin_ctr.data.ptr),
             np.uint64(res_t.data.ptr),
             np.uint64(RING),
@@ -343,11 +427,12 @@ def ring_op(placement):
             np.uint64(twin_aux.data.ptr + 8),
         ),
     )
-    t_o, t_t, _, _ = bench(lo, lt, prep_o, prep_t)
+    t_o, t_t, _, _ = bench(lo, lt, prep_o, prep_t, bufs=bufs)
+    check_launches(lo, lt, prep_o, prep_t, bufs=bufs)
     n = threads
     for who, ring, ctr, drops, infl in (
-        ("ours", ours_ring, ours_ctr, lambda: int(d[6]), lambda: int(d[7])),
-        ("twin", twin_ring, twin_ctr, lambda: int(twin_aux[1]), lambda: int(twin_aux[0])),
+        ("ours", bufs.ours, ours_ctr, lambda: int(d[6]), lambda: int(d[7])),
+        ("twin", bufs.twin, twin_ctr, lambda: int(twin_aux[1]), lambda: int(twin_aux[0])),
     ):
         check("ring", f"{who} drops 0", drops() == 0)
         check("ring", f"{who} in flight 0", infl() == 0)
