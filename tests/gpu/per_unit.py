@@ -16,6 +16,13 @@ Part 1 goes through the loader (`bpf2ptx run --maps`, 1-D launches, the JSON dum
 part 2 loads the PTX with CuPy and binds the per-warp storage itself, as a host written
 from specs/abi.md would, for 3-D launches (block shapes whose thread count is not a
 multiple of 32 included).
+
+Part 3 checks execution granularity through the loader with tests/gpu/probes/granularity.o:
+a program whose section names none runs per thread, per warp or per block as
+`--granularity` says; `gpu/entry.warp/K` runs once per warp on its lowest active lane
+(lane 0 here: every lane is active at entry), where `get_active_mask` holds that lane only
+(specs/abi.md), `gpu/entry.block/K` once per block on thread (0,0,0), whatever
+`--granularity` says.
 """
 import json
 import os
@@ -34,8 +41,6 @@ T = Table(width=60)
 check = T.check
 
 
-
-
 def model(blocks, threads):
     """Per global warp: (threads in it, sum of their global ids)."""
     counts, sums = [], []
@@ -45,7 +50,6 @@ def model(blocks, threads):
             counts.append(len(ts))
             sums.append(sum(b * threads + t for t in ts))
     return counts, sums
-
 
 
 def sm_check(case, slot0, slot1, threads):
@@ -114,5 +118,35 @@ for grid, block in [((3, 2, 2), (8, 4, 3)), ((2, 3, 1), (7, 5, 3)), ((64, 2, 1),
           got[warps:].tolist() == sums, True)
     rep = psm.get().reshape(replicas, replica_bytes // 8)
     sm_check(case, rep[:, 0].tolist(), rep[:, 1].tolist(), blocks * threads)
+
+# Part 3: execution granularity (the loader, 1-D launches).
+GRAN = "tests/gpu/probes/granularity.o"
+
+
+def runs(program, grid, block, *extra):
+    out = subprocess.run([B, "run", GRAN, "--program", program, "--target", "sm_90", "--grid",
+                          str(grid), "--block", str(block), "--maps", *extra],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        print("FAIL", program, grid, block, extra, out.stderr[-2000:])
+        sys.exit(1)
+    maps = {m["name"]: m for m in json.loads(out.stdout.partition("\n")[2])}
+    return [val(e["value"]) for e in maps["runs"]["entries"]]  # sharded: summed by the loader
+
+
+for grid, block in [(250, 100), (30, 33), (4096, 256), (7, 1)]:
+    threads, warps, blocks = grid * block, grid * ((block + 31) // 32), grid
+    case = f"granularity {grid}x{block}"
+    for gran, want in (("thread", threads), ("warp", warps), ("block", blocks)):
+        got = runs("g_opt", grid, block, "--granularity", gran)
+        check(case, f"kprobe/g_opt --granularity {gran}: runs", got[0], want)
+    for gran in ("thread", "block"):
+        got = runs("g_warp", grid, block, "--granularity", gran)
+        check(case, f"gpu/entry.warp (--granularity {gran}): runs, active-mask bits, lane ids",
+              (got[1], got[3], got[4]), (warps, warps, 0))
+    for gran in ("thread", "warp"):
+        got = runs("g_block", grid, block, "--granularity", gran)
+        check(case, f"gpu/entry.block (--granularity {gran}): runs, sum of tids",
+              (got[2], got[5]), (blocks, 0))
 
 T.finish()
