@@ -52,6 +52,65 @@ impl Scope {
     }
 }
 
+/// PTX definition of `bpf2ptx_copy(dst, src, len)`, the one memory copy of the runtime: the
+/// map functions copy keys and values with it and the ring functions records. A module that
+/// includes [`maps::functions`] or [`ringbuf::functions`] includes this text once, before
+/// them. It has no atomics or orderings, so it is the same at every [`Scope`].
+pub const COPY_FUNCTION: &str = r#"
+// Copy `len` bytes from `src` to `dst`: by 8-byte words while both are 8-aligned, else by
+// 4-byte words while both are 4-aligned, then byte by byte. The alignment is tested at run
+// time: a key, value or record source may be anywhere in the caller's stack or a map value.
+.func bpf2ptx_copy(.param .b64 dst, .param .b64 src, .param .b64 len)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<7>;
+	ld.param.b64 %rd1, [dst];
+	ld.param.b64 %rd2, [src];
+	ld.param.b64 %rd3, [len];
+	// 8-byte words: both addresses 8-aligned (advancing by 8 keeps them so).
+	or.b64 %rd4, %rd1, %rd2;
+	and.b64 %rd5, %rd4, 7;
+	setp.ne.u64 %p1, %rd5, 0;
+	@%p1 bra $Lcopy_words4;
+$Lcopy_words8:
+	setp.lt.u64 %p2, %rd3, 8;
+	@%p2 bra $Lcopy_words4;
+	ld.b64 %rd6, [%rd2];
+	st.b64 [%rd1], %rd6;
+	add.s64 %rd1, %rd1, 8;
+	add.s64 %rd2, %rd2, 8;
+	add.s64 %rd3, %rd3, -8;
+	bra $Lcopy_words8;
+	// 4-byte words: both addresses 4-aligned (true after the 8-byte loop too).
+$Lcopy_words4:
+	and.b64 %rd5, %rd4, 3;
+	setp.ne.u64 %p1, %rd5, 0;
+	@%p1 bra $Lcopy_bytes;
+$Lcopy_words4_loop:
+	setp.lt.u64 %p2, %rd3, 4;
+	@%p2 bra $Lcopy_bytes;
+	ld.b32 %r1, [%rd2];
+	st.b32 [%rd1], %r1;
+	add.s64 %rd1, %rd1, 4;
+	add.s64 %rd2, %rd2, 4;
+	add.s64 %rd3, %rd3, -4;
+	bra $Lcopy_words4_loop;
+	// The rest (or everything, when unaligned) byte by byte.
+$Lcopy_bytes:
+	setp.eq.u64 %p3, %rd3, 0;
+	@%p3 bra $Lcopy_done;
+	ld.u8 %r1, [%rd2];
+	st.u8 [%rd1], %r1;
+	add.s64 %rd1, %rd1, 1;
+	add.s64 %rd2, %rd2, 1;
+	add.s64 %rd3, %rd3, -1;
+	bra $Lcopy_bytes;
+$Lcopy_done:
+	ret;
+}
+"#;
+
 /// How a helper accesses memory it is given a pointer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {

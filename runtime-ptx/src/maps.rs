@@ -185,7 +185,8 @@ pub fn functions_at(scope: crate::Scope) -> std::borrow::Cow<'static, str> {
 }
 
 /// PTX definitions of `bpf2ptx_map_lookup_elem`, `bpf2ptx_map_update_elem`,
-/// `bpf2ptx_map_delete_elem` and the private `.func`s they call (all named `bpf2ptx_map_*`).
+/// `bpf2ptx_map_delete_elem` and the private `.func`s they call (all named `bpf2ptx_map_*`),
+/// except `bpf2ptx_copy`, which [`crate::COPY_FUNCTION`] defines.
 ///
 /// No `.version`/`.target` header: the text goes into a module that has one (PTX ISA
 /// [`MIN_PTX`] or later, sm_70 or later, 64-bit addresses). Every pointer argument is a
@@ -215,59 +216,6 @@ $Lfnv_loop:
 	bra $Lfnv_loop;
 $Lfnv_done:
 	st.param.b64 [ret], %rd3;
-	ret;
-}
-
-// Copy `len` bytes from `src` to `dst`: by 8-byte words while both are 8-aligned, else by
-// 4-byte words while both are 4-aligned, then byte by byte. The alignment is tested at run
-// time because a key or value pointer may be anywhere in the caller's stack or a map value.
-.func bpf2ptx_map_copy(.param .b64 dst, .param .b64 src, .param .b64 len)
-{
-	.reg .pred %p<4>;
-	.reg .b32 %r<2>;
-	.reg .b64 %rd<7>;
-	ld.param.b64 %rd1, [dst];
-	ld.param.b64 %rd2, [src];
-	ld.param.b64 %rd3, [len];
-	// 8-byte words: both addresses 8-aligned (advancing by 8 keeps them so).
-	or.b64 %rd4, %rd1, %rd2;
-	and.b64 %rd5, %rd4, 7;
-	setp.ne.u64 %p1, %rd5, 0;
-	@%p1 bra $Lcopy_words4;
-$Lcopy_words8:
-	setp.lt.u64 %p2, %rd3, 8;
-	@%p2 bra $Lcopy_words4;
-	ld.b64 %rd6, [%rd2];
-	st.b64 [%rd1], %rd6;
-	add.s64 %rd1, %rd1, 8;
-	add.s64 %rd2, %rd2, 8;
-	add.s64 %rd3, %rd3, -8;
-	bra $Lcopy_words8;
-	// 4-byte words: both addresses 4-aligned (true after the 8-byte loop too).
-$Lcopy_words4:
-	and.b64 %rd5, %rd4, 3;
-	setp.ne.u64 %p1, %rd5, 0;
-	@%p1 bra $Lcopy_bytes;
-$Lcopy_words4_loop:
-	setp.lt.u64 %p2, %rd3, 4;
-	@%p2 bra $Lcopy_bytes;
-	ld.b32 %r1, [%rd2];
-	st.b32 [%rd1], %r1;
-	add.s64 %rd1, %rd1, 4;
-	add.s64 %rd2, %rd2, 4;
-	add.s64 %rd3, %rd3, -4;
-	bra $Lcopy_words4_loop;
-	// The rest (or everything, when unaligned) byte by byte.
-$Lcopy_bytes:
-	setp.eq.u64 %p3, %rd3, 0;
-	@%p3 bra $Lcopy_done;
-	ld.u8 %r1, [%rd2];
-	st.u8 [%rd1], %r1;
-	add.s64 %rd1, %rd1, 1;
-	add.s64 %rd2, %rd2, 1;
-	add.s64 %rd3, %rd3, -1;
-	bra $Lcopy_bytes;
-$Lcopy_done:
 	ret;
 }
 
@@ -518,7 +466,7 @@ $Lhupd_probe:
 	st.param.b64 [a0], %rd17;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd5;
-	call bpf2ptx_map_copy, (a0, a1, a2);
+	call bpf2ptx_copy, (a0, a1, a2);
 	}
 	add.s64 %rd18, %rd16, %rd8;
 	{
@@ -528,7 +476,7 @@ $Lhupd_probe:
 	st.param.b64 [a0], %rd18;
 	st.param.b64 [a1], %rd3;
 	st.param.b64 [a2], %rd6;
-	call bpf2ptx_map_copy, (a0, a1, a2);
+	call bpf2ptx_copy, (a0, a1, a2);
 	}
 	mov.u32 %r5, 2;
 	st.release.gpu.b32 [%rd16], %r5;
@@ -574,7 +522,7 @@ $Lhupd_taken:
 	st.param.b64 [a0], %rd18;
 	st.param.b64 [a1], %rd3;
 	st.param.b64 [a2], %rd6;
-	call bpf2ptx_map_copy, (a0, a1, a2);
+	call bpf2ptx_copy, (a0, a1, a2);
 	}
 	bra $Lhupd_ok;
 $Lhupd_next:
@@ -839,7 +787,7 @@ $Lupdate_array:
 	st.param.b64 [a0], %rd7;
 	st.param.b64 [a1], %rd3;
 	st.param.b64 [a2], %rd8;
-	call bpf2ptx_map_copy, (a0, a1, a2);
+	call bpf2ptx_copy, (a0, a1, a2);
 	}
 	mov.u64 %rd5, 0;
 	bra $Lupdate_done;
@@ -1210,7 +1158,7 @@ mod tests {
     }
 
     #[test]
-    fn ptx_text_is_self_contained() {
+    fn ptx_text_defines_every_function_it_calls_but_the_copy() {
         let text = functions();
         assert!(!text.contains(".version") && !text.contains(".target"));
         for name in [
@@ -1221,6 +1169,18 @@ mod tests {
             assert!(declarations().contains(name));
             assert_eq!(text.matches(&format!(") {name}(")).count(), 1, "{name}");
         }
+        // Every function called is defined here, except the shared copy.
+        for line in text.lines().filter(|l| l.trim_start().starts_with("call")) {
+            let callee = line
+                .split([',', ' ', '\t'])
+                .rfind(|w| w.starts_with("bpf2ptx_"));
+            let callee = callee.unwrap_or_else(|| panic!("{line}"));
+            assert!(
+                callee == "bpf2ptx_copy" || text.contains(&format!(" {callee}(")),
+                "{line}"
+            );
+        }
+        assert!(!text.contains(") bpf2ptx_copy(") && !text.contains(".func bpf2ptx_copy("));
         // Every function defined here is ours.
         for line in text.lines().filter(|l| l.starts_with(".func")) {
             let name = line

@@ -17,8 +17,9 @@ fn module(version: &str, target: &str) -> String {
 /// [`module`] with the runtime's atomics at `scope`.
 fn module_at(version: &str, target: &str, scope: Scope) -> String {
     format!(
-        ".version {version}\n.target {target}\n.address_size 64\n\n{}{}\n{}",
+        ".version {version}\n.target {target}\n.address_size 64\n\n{}{}{}\n{}",
         ringbuf::declarations(),
+        bpf2ptx_runtime::COPY_FUNCTION,
         ringbuf::functions_at(scope),
         r#"
 .visible .entry bpf2ptx_ringbuf_test(.param .u64 desc, .param .u64 src, .param .u64 size,

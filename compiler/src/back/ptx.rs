@@ -604,6 +604,9 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     for n in need.iter().filter(|n| n.starts_with("bpf2ptx_")) {
         out.push_str(&runtime_body(n));
     }
+    if need.contains("maps") || need.contains("ringbuf") {
+        out.push_str(bpf2ptx_runtime::COPY_FUNCTION);
+    }
     if need.contains("maps") {
         out.push_str(&bpf2ptx_runtime::maps::functions_at(scope));
     }
