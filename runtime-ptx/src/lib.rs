@@ -474,8 +474,28 @@ pub fn helper(id: i64) -> Option<&'static Helper> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Every `call` in `text` (the map or ring functions) targets a function `text`
+    /// defines, or the shared copy ([`COPY_FUNCTION`]), which it must not define.
+    pub(crate) fn assert_calls_resolve(text: &str) {
+        for line in text.lines().filter(|l| l.trim_start().starts_with("call")) {
+            let callee = line
+                .split([',', ' ', '\t'])
+                .rfind(|w| w.starts_with("bpf2ptx_"))
+                .unwrap_or_else(|| panic!("{line}"));
+            assert!(
+                callee == "bpf2ptx_copy" || text.contains(&format!(" {callee}(")),
+                "{line}"
+            );
+        }
+        assert!(
+            !text.contains(" bpf2ptx_copy("),
+            "the copy is defined once, in lib.rs"
+        );
+        assert!(COPY_FUNCTION.contains(".func bpf2ptx_copy("));
+    }
 
     #[test]
     fn ids_are_unique_and_sizes_point_at_size_args() {

@@ -1169,18 +1169,7 @@ mod tests {
             assert!(declarations().contains(name));
             assert_eq!(text.matches(&format!(") {name}(")).count(), 1, "{name}");
         }
-        // Every function called is defined here, except the shared copy.
-        for line in text.lines().filter(|l| l.trim_start().starts_with("call")) {
-            let callee = line
-                .split([',', ' ', '\t'])
-                .rfind(|w| w.starts_with("bpf2ptx_"));
-            let callee = callee.unwrap_or_else(|| panic!("{line}"));
-            assert!(
-                callee == "bpf2ptx_copy" || text.contains(&format!(" {callee}(")),
-                "{line}"
-            );
-        }
-        assert!(!text.contains(") bpf2ptx_copy(") && !text.contains(".func bpf2ptx_copy("));
+        crate::tests::assert_calls_resolve(text);
         // Every function defined here is ours.
         for line in text.lines().filter(|l| l.starts_with(".func")) {
             let name = line

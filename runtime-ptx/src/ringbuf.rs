@@ -1160,17 +1160,7 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with(".func")) {
             assert!(line.contains("bpf2ptx_ringbuf_"), "{line}");
         }
-        // Every function called is defined here, except the shared copy.
-        for line in text.lines().filter(|l| l.trim_start().starts_with("call")) {
-            let callee = line
-                .split([',', ' ', '\t'])
-                .rfind(|w| w.starts_with("bpf2ptx_"));
-            let callee = callee.unwrap_or_else(|| panic!("{line}"));
-            assert!(
-                callee == "bpf2ptx_copy" || text.contains(&format!(" {callee}(")),
-                "{line}"
-            );
-        }
+        crate::tests::assert_calls_resolve(text);
         // Every declaration matches its definition's signature.
         for decl in declarations().lines() {
             assert!(text.contains(decl.trim_end_matches(';')), "{decl}");
