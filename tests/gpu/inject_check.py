@@ -2,7 +2,9 @@
 """Injection on the GPU: nvcc-built vecadd and tiled matmul, instrumented by
 `bpf2ptx inject` with tests/inject/probes/counters.bpf.o (every attach point and
 granularity), run beside the uninstrumented kernels: outputs must be identical and every
-probe count must equal what a CPU model of the launch predicts.
+probe count must equal what a CPU model of the launch predicts. Then vecadd again with
+tests/inject/probes/ring_exit.bpf.o, a ring probe at its default placement (record bytes in
+host memory), bound by hand as specs/abi.md says: one record per warp, none lost.
 
 Run on the GPU machine from the repository root (needs nvcc, CuPy and a bpf2ptx binary):
 
@@ -16,6 +18,7 @@ loaded; 4 global bytes stored at the end). Access counts are exact for vecadd (3
 thread); for matmul they depend on how nvcc vectorises shared loads, so only bytes are
 checked there.
 """
+import ctypes
 import os
 import subprocess
 import sys
@@ -148,11 +151,62 @@ def run_matmul(tmp, fails, n):
         check(names.get(s, f"slot {s}"), got[s], model.get(s, 0), fails)
 
 
+RING_PROBE = "tests/inject/probes/ring_exit.bpf.o"
+
+
+def run_ring(tmp, fails):
+    """vecadd with RING_PROBE injected at the default placement (the ring's bytes in host
+    memory): bound as specs/abi.md says, one 16-byte record per warp at exit. Uses the
+    vecadd PTX run_vecadd built in `tmp`."""
+    ptx = os.path.join(tmp, "vecadd.ptx")
+    out = os.path.join(tmp, "vecadd.ring.ptx")
+    sh(BPF2PTX, "inject", RING_PROBE, "--into", ptx, "-o", out)
+    n, block = 1 << 24, 256
+    grid = n // block
+    print(f"vecadd + ring probe (default placement: host), {grid} x {block}:")
+    check("record stores at .sys scope", "st.release.sys.global" in open(out).read(), True, fails)
+    a = cp.random.rand(n, dtype=cp.float32)
+    b = cp.random.rand(n, dtype=cp.float32)
+    m = cp.RawModule(path=out)
+    desc = cp.ndarray((8,), cp.uint64, m.get_global("bpf2ptx_map_events"))
+    ctr = cp.ndarray((2,), cp.uint64, m.get_global("bpf2ptx_mapctr_events"))
+    size = int(desc[4])
+    # Host placement: the record bytes in mapped pinned memory (word 3); counters, drops
+    # (word 6) and the in-flight claim (word 7) stay in device memory.
+    hptr = cp.cuda.runtime.hostAlloc(size, 2)  # cudaHostAllocMapped
+    try:
+        buf = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(hptr))
+        buf[:] = 0
+        desc[3] = hptr  # UVA: the host pointer is the device pointer
+        ctr.fill(0)
+        desc[6:8] = 0
+        c = cp.zeros(n, cp.float32)
+        m.get_function("vecadd")((grid,), (block,), (a, b, c, np.int32(n)))
+        cp.cuda.runtime.deviceSynchronize()
+        same = bool(cp.array_equal(c, a + b))
+        prod, cons = (int(x) for x in ctr.get())
+        drops, inflight = (int(x) for x in desc[6:8].get())
+        rec = buf[:prod].view(np.uint64).reshape(-1, 3)
+        ids = np.sort(rec[:, 1])
+        check("output == a + b", same, True, fails)
+        check("producer = 24 x warps", prod, 24 * (n // 32), fails)
+        check("drops", drops, 0, fails)
+        check("in flight", inflight, 0, fails)
+        check("headers {16, 0}", bool(np.all(rec[:, 0] == 16)), True, fails)
+        check("leader ids: each warp once", bool(np.array_equal(
+            ids, np.arange(0, n, 32, dtype=np.uint64))), True, fails)
+        check("second word ~id", bool(np.array_equal(rec[:, 2], ~rec[:, 1])), True, fails)
+        check("consumer untouched", cons, 0, fails)
+    finally:
+        cp.cuda.runtime.freeHost(hptr)
+
+
 def main():
     fails = []
     with tempfile.TemporaryDirectory() as tmp:
         run_vecadd(tmp, fails)
         run_matmul(tmp, fails, 1024)
+        run_ring(tmp, fails)
     if fails:
         print("FAILED:", *fails, sep="\n  ")
         sys.exit(1)
