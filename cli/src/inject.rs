@@ -186,7 +186,11 @@ pub fn inject(
             .map(String::as_str),
     );
     let (maps, _) = compile::map_options(&gpu, &opts.maps).map_err(CompileError::Options)?;
-    let popts = ptx::Options { target, ..maps };
+    let popts = ptx::Options {
+        target,
+        granularity: opts.granularity,
+        ..maps
+    };
     // Verified and lowered even with --extern, so a probe that would be rejected never
     // gets call sites.
     let resolved = compile::resolve(&gpu, &popts)?;

@@ -4,7 +4,8 @@
 granularity), run beside the uninstrumented kernels: outputs must be identical and every
 probe count must equal what a CPU model of the launch predicts. Then vecadd again with
 tests/inject/probes/ring_exit.bpf.o, a ring probe at its default placement (record bytes in
-host memory), bound by hand as specs/abi.md says: one record per warp, none lost.
+host memory), bound by hand as specs/abi.md says, inlined and called: one record per
+warp, none lost, each with the 32 lanes its leader stands for.
 
 Run on the GPU machine from the repository root (needs nvcc, CuPy and a bpf2ptx binary):
 
@@ -154,16 +155,18 @@ def run_matmul(tmp, fails, n):
 RING_PROBE = "tests/inject/probes/ring_exit.bpf.o"
 
 
-def run_ring(tmp, fails):
+def run_ring(tmp, fails, *mode):
     """vecadd with RING_PROBE injected at the default placement (the ring's bytes in host
-    memory): bound as specs/abi.md says, one 16-byte record per warp at exit. Uses the
-    vecadd PTX run_vecadd built in `tmp`."""
+    memory): bound as specs/abi.md says, one 16-byte record per warp at exit holding the
+    leader's id and the lanes it stands for (all 32: vecadd's lanes leave together). Uses
+    the vecadd PTX run_vecadd built in `tmp`; `mode`: extra inject options (`--call`)."""
     ptx = os.path.join(tmp, "vecadd.ptx")
     out = os.path.join(tmp, "vecadd.ring.ptx")
-    sh(BPF2PTX, "inject", RING_PROBE, "--into", ptx, "-o", out)
+    sh(BPF2PTX, "inject", RING_PROBE, "--into", ptx, "-o", out, *mode)
     n, block = 1 << 24, 256
     grid = n // block
-    print(f"vecadd + ring probe (default placement: host), {grid} x {block}:")
+    how = " ".join(mode) or "inlined"
+    print(f"vecadd + ring probe ({how}, default placement: host), {grid} x {block}:")
     check("record stores at .sys scope", "st.release.sys.global" in open(out).read(), True, fails)
     a = cp.random.rand(n, dtype=cp.float32)
     b = cp.random.rand(n, dtype=cp.float32)
@@ -195,7 +198,7 @@ def run_ring(tmp, fails):
         check("headers {16, 0}", bool(np.all(rec[:, 0] == 16)), True, fails)
         check("leader ids: each warp once", bool(np.array_equal(
             ids, np.arange(0, n, 32, dtype=np.uint64))), True, fails)
-        check("second word ~id", bool(np.array_equal(rec[:, 2], ~rec[:, 1])), True, fails)
+        check("second word: 32 lanes", bool(np.all(rec[:, 2] == 0xFFFFFFFF)), True, fails)
         check("consumer untouched", cons, 0, fails)
     finally:
         cp.cuda.runtime.freeHost(hptr)
@@ -207,6 +210,7 @@ def main():
         run_vecadd(tmp, fails)
         run_matmul(tmp, fails, 1024)
         run_ring(tmp, fails)
+        run_ring(tmp, fails, "--call")
     if fails:
         print("FAILED:", *fails, sep="\n  ")
         sys.exit(1)

@@ -20,9 +20,10 @@ multiple of 32 included).
 Part 3 checks execution granularity through the loader with tests/gpu/probes/granularity.o:
 a program whose section names none runs per thread, per warp or per block as
 `--granularity` says; `gpu/entry.warp/K` runs once per warp on its lowest active lane
-(lane 0 here: every lane is active at entry), where `get_active_mask` holds that lane only
-(specs/abi.md), `gpu/entry.block/K` once per block on thread (0,0,0), whatever
-`--granularity` says.
+(lane 0 here: every lane is active at entry), `gpu/entry.block/K` once per block on
+thread (0,0,0), whatever `--granularity` says. `get_active_mask` returns, per thread, its
+warp's active lanes; in a per-warp program, the lanes its leader stands for (also inside a
+subprogram); in a per-block program, the block's thread alone (specs/abi.md).
 """
 import json
 import os
@@ -136,17 +137,23 @@ def runs(program, grid, block, *extra):
 
 for grid, block in [(250, 100), (30, 33), (4096, 256), (7, 1)]:
     threads, warps, blocks = grid * block, grid * ((block + 31) // 32), grid
+    lanes = [min(32, block - 32 * w) for w in range((block + 31) // 32)]  # per warp of a block
     case = f"granularity {grid}x{block}"
-    for gran, want in (("thread", threads), ("warp", warps), ("block", blocks)):
+    for gran, want, bits in (("thread", threads, grid * sum(n * n for n in lanes)),
+                             ("warp", warps, threads), ("block", blocks, blocks)):
         got = runs("g_opt", grid, block, "--granularity", gran)
-        check(case, f"kprobe/g_opt --granularity {gran}: runs", got[0], want)
+        check(case, f"kprobe/g_opt --granularity {gran}: runs, active-mask bits",
+              (got[0], got[8]), (want, bits))
     for gran in ("thread", "block"):
         got = runs("g_warp", grid, block, "--granularity", gran)
         check(case, f"gpu/entry.warp (--granularity {gran}): runs, active-mask bits, lane ids",
-              (got[1], got[3], got[4]), (warps, warps, 0))
+              (got[1], got[3], got[4]), (warps, threads, 0))
+        got = runs("g_warp_sub", grid, block, "--granularity", gran)
+        check(case, f"gpu/entry.warp (--granularity {gran}): active-mask bits in a subprogram",
+              got[6], threads)
     for gran in ("thread", "warp"):
         got = runs("g_block", grid, block, "--granularity", gran)
-        check(case, f"gpu/entry.block (--granularity {gran}): runs, sum of tids",
-              (got[2], got[5]), (blocks, 0))
+        check(case, f"gpu/entry.block (--granularity {gran}): runs, sum of tids, mask bits",
+              (got[2], got[5], got[7]), (blocks, 0, blocks))
 
 T.finish()

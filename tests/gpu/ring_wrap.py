@@ -13,7 +13,9 @@ the ring's positions (module storage, 64 KiB ring) just before the ring's end, o
 rings further on, launches, and walks the launch's records from the old producer to the
 new one as a host reader does: every thread's record exactly once and intact, padding where a record
 met the end, no record crossing it, no drop, no claim left in flight. A nearly full ring
-must keep whole records in its room and count every other thread as a drop.
+must keep whole records in its room and count every other thread as a drop. A ring whose
+room is exactly what the launch writes (2,048 threads at once, no record at the end) must
+keep every record: a drop there is a claim counted twice (runtime-ptx ringbuf.rs, step 3).
 """
 import os
 import struct
@@ -84,6 +86,9 @@ for place, prog, ring, size_of in [
                                       3 * AUX - 8, 5 * AUX - 24)
              for g, b in ((1, 32), (1, 7), (4, 256), (8, 250))]
     cases += [(AUX - 48, 2, 64, 100), (7 * AUX - 16, 4, 128, 1000)]  # room < records
+    # Room for exactly the launch's records, from a start that no record meets the end of.
+    exact = sum(8 + size_of(i) for i in range(8 * 256))
+    cases += [(s, 8, 256, exact) for s in (2 * AUX, 3 * AUX, 5 * AUX + 8192)]
     for start, grid, block, room in cases:
         n = grid * block
         data.fill(0)
@@ -96,7 +101,7 @@ for place, prog, ring, size_of in [
         # The launch's records lie between the producer it started at and the new one
         # (below `start` is what the positions say was consumed or left earlier).
         ids, err, pad = walk(data.get().tobytes(), start, prod, size_of, prog == "wrap_var")
-        if room == AUX:
+        if room == AUX or room == sum(8 + size_of(i) for i in range(n)):
             ok = err is None and sorted(ids) == list(range(n)) and drops == 0 and inflight == 0
         else:
             used = sum(8 + size_of(i) for i in ids) + pad

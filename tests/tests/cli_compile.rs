@@ -323,3 +323,66 @@ fn ring_output_is_inlined_only_when_it_qualifies() {
         assert_eq!((inline, call), (inlined, !inlined), "{name}");
     }
 }
+
+/// The definition of function or kernel `name` in `ptx`: from its header line (the one
+/// that does not end in `;`, which a declaration does) to its closing `}`.
+fn function_text<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let heads = [format!(") {name}("), format!(".entry {name}(")];
+    let start = ptx
+        .lines()
+        .scan(0, |at, line| {
+            let here = *at;
+            *at += line.len() + 1;
+            Some((here, line))
+        })
+        .find(|(_, line)| !line.ends_with(';') && heads.iter().any(|h| line.contains(h)))
+        .map(|(at, _)| at)
+        .unwrap_or_else(|| panic!("no definition of {name}"));
+    let end = ptx[start..].find("\n}\n").map_or(ptx.len(), |e| start + e);
+    &ptx[start..end]
+}
+
+/// `get_active_mask` in a per-warp program returns the lanes its leader stands for: the
+/// site passes them as r5 (the entry kernel from its guard's `activemask`), the program
+/// keeps them in `%lanes` and hands them to its subprograms as a sixth parameter. Per-thread
+/// and per-block programs read `activemask` where they call it.
+#[test]
+fn per_warp_programs_read_the_lanes_their_leader_stands_for() {
+    let obj = repo_root().join("tests/gpu/probes/granularity.o");
+    let ptx = compile_ok(&obj, &["--entry", "--target", "sm_90"]);
+    for warp in ["g_warp", "g_warp_sub__lanes_here"] {
+        let f = function_text(&ptx, warp);
+        assert!(f.contains("cvt.u64.u32 %r0, %lanes;"), "{warp}:\n{f}");
+        assert!(!f.contains("activemask"), "{warp}:\n{f}");
+    }
+    assert!(function_text(&ptx, "g_warp").contains("cvt.u32.u64 %lanes, %r5;"));
+    let sub = function_text(&ptx, "g_warp_sub__lanes_here");
+    assert!(
+        sub.contains(".param .b32 bpf_lanes)") && sub.contains("ld.param.u32 %lanes, [bpf_lanes];")
+    );
+    let caller = function_text(&ptx, "g_warp_sub");
+    assert!(caller.contains("call.uni (bpf_rv), g_warp_sub__lanes_here, (bpf_p1, bpf_p2, bpf_p3, bpf_p4, bpf_p5, bpf_pl);"));
+    for per_warp in ["bpf2ptx_entry_g_warp", "bpf2ptx_entry_g_warp_sub"] {
+        let k = function_text(&ptx, per_warp);
+        assert!(
+            k.contains("cvt.u64.u32 %bpf2ptx_a5, %g0;"),
+            "{per_warp}:\n{k}"
+        );
+    }
+    for other in ["g_opt", "g_block"] {
+        let f = function_text(&ptx, other);
+        assert!(
+            f.contains("activemask.b32") && !f.contains("%lanes"),
+            "{other}:\n{f}"
+        );
+        let k = function_text(&ptx, &format!("bpf2ptx_entry_{other}"));
+        assert!(k.contains("mov.u64 %bpf2ptx_a5, 0;"), "{other}:\n{k}");
+    }
+    // `--granularity warp` makes the section-less program per-warp too.
+    let warp = compile_ok(
+        &obj,
+        &["--entry", "--target", "sm_90", "--granularity", "warp"],
+    );
+    assert!(function_text(&warp, "g_opt").contains("cvt.u64.u32 %r0, %lanes;"));
+    assert!(function_text(&warp, "g_block").contains("activemask.b32"));
+}

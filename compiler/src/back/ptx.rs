@@ -298,14 +298,16 @@ const INLINE_RECORD_MAX: u64 = 256;
 /// it) and the producer, takes `k = min(lanes, room / T)` records with one relaxed
 /// `atom.add` on the producer, gives the claim back (release: a later claim that reads
 /// the give-back also reads the moved producer, one that does not still counts the claim)
-/// and counts the lanes that did not fit as drops; lanes of rank below `k` write their
+/// and counts the lanes that did not fit as drops; when not every lane fits while other
+/// claims were in flight, it gives the claim back and claims again first, `TRIES`
+/// ([`bpf2ptx_runtime::ringbuf::CLAIM_TRIES`]) times in all, as the runtime does; lanes of rank below `k` write their
 /// record at `p + rank * T` and publish it with one release store of the header
 /// `{SIZE, 0}`; a record that would cross the ring's end becomes two DISCARD padding
 /// records and is reserved again through the runtime.
 const INLINE_RING_OUTPUT: &str = "\t{
-	.reg .b32 %rb<8>;
+	.reg .b32 %rb<9>;
 	.reg .b64 %rbd<12>;
-	.reg .pred %rbp<3>;
+	.reg .pred %rbp<4>;
 	ld.global.nc.u64 %rbd0, [@DESC@+24];
 	ld.global.nc.u64 %rbd1, [@DESC@+32];
 	ld.global.nc.u64 %rbd2, [@DESC@+40];
@@ -340,6 +342,9 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	mov.u64 %rbd5, 0;
 	@!%rbp1 bra @WRITE@_b;
 	mul.wide.u32 %rbd6, %rb3, @T@;
+	neg.s64 %rbd11, %rbd6;
+	mov.u32 %rb8, @TRIES@;
+@WRITE@_c:
 	atom.acquire.gpu.global.add.u64 %rbd7, [@DESC@+@INFLIGHT@], %rbd6;
 	ld.acquire.gpu.global.u64 %rbd8, [%rbd2+8];
 	ld.relaxed.gpu.global.u64 %rbd9, [%rbd2];
@@ -353,11 +358,18 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	cvt.u32.u64 %rb5, %rbd10;
 	mul.hi.u32 %rb5, %rb5, @MAGIC@;
 	selp.u32 %rb5, %rb5, 0, %rbp0;
+	setp.lt.u32 %rbp0, %rb5, %rb3;
+	setp.ne.u64 %rbp2, %rbd7, 0;
+	and.pred %rbp0, %rbp0, %rbp2;
+	add.u32 %rb8, %rb8, -1;
+	setp.ne.u32 %rbp3, %rb8, 0;
+	and.pred %rbp0, %rbp0, %rbp3;
+	@%rbp0 red.release.gpu.global.add.u64 [@DESC@+@INFLIGHT@], %rbd11;
+	@%rbp0 bra @WRITE@_c;
 	setp.ne.u32 %rbp0, %rb5, 0;
 	mul.wide.u32 %rbd10, %rb5, @T@;
 	@%rbp0 atom.relaxed.gpu.global.add.u64 %rbd5, [%rbd2], %rbd10;
-	neg.s64 %rbd6, %rbd6;
-	red.release.gpu.global.add.u64 [@DESC@+@INFLIGHT@], %rbd6;
+	red.release.gpu.global.add.u64 [@DESC@+@INFLIGHT@], %rbd11;
 	sub.u32 %rb6, %rb3, %rb5;
 	setp.ne.u32 %rbp0, %rb6, 0;
 	cvt.u64.u32 %rbd6, %rb6;
@@ -452,19 +464,18 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     let scope = atomic_scope(obj, opts);
     for prog in &obj.programs {
         for k in 0..prog.funcs.len().max(1) {
-            let name = func_symbol(prog, k);
-            let vis = if k == 0 { ".visible " } else { "" };
-            let _ = writeln!(decls, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5);");
             let pi = obj
                 .programs
                 .iter()
                 .position(|p| std::ptr::eq(p, prog))
                 .unwrap_or(0);
             let mut f = FuncWriter::configured(obj, opts, pi, k);
+            let head = func_head(prog, k, f.lanes);
+            let _ = writeln!(decls, "{head};");
             f.lower()?;
             need.extend(f.need.iter().cloned());
             needs_62 |= f.ptx_62;
-            let _ = writeln!(bodies, "{vis}.func (.param .b64 bpf_ret) {name}(.param .b64 bpf_a1, .param .b64 bpf_a2, .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5)\n{{\n{}}}\n", f.out);
+            let _ = writeln!(bodies, "{head}\n{{\n{}}}\n", f.out);
         }
     }
     let mut out = String::new();
@@ -674,6 +685,23 @@ pub fn entry_symbol(prog: &Program) -> String {
     format!("bpf2ptx_entry_{}", sanitize(&prog.name))
 }
 
+/// The `.func` line of function `k` of `prog`: r1..r5 in, r0 out; the program itself is
+/// `.visible` (the probe ABI), its subprograms are module-local and, when the program
+/// passes the lanes word down ([`FuncWriter::lanes`]), take it as a sixth parameter.
+fn func_head(prog: &Program, k: usize, lanes: bool) -> String {
+    let vis = if k == 0 { ".visible " } else { "" };
+    let extra = if lanes && k > 0 {
+        ", .param .b32 bpf_lanes"
+    } else {
+        ""
+    };
+    format!(
+        "{vis}.func (.param .b64 bpf_ret) {}(.param .b64 bpf_a1, .param .b64 bpf_a2, \
+         .param .b64 bpf_a3, .param .b64 bpf_a4, .param .b64 bpf_a5{extra})",
+        func_symbol(prog, k)
+    )
+}
+
 fn func_symbol(prog: &Program, k: usize) -> String {
     if k == 0 {
         program_symbol(prog)
@@ -741,6 +769,16 @@ pub fn granularity_test(g: Granularity, w: &str, p: &str, skip: &str) -> String 
     }
 }
 
+/// What a site passes a program as r5: for a per-warp program the lanes its leader stands
+/// for, the `activemask` that [`granularity_test`] left in `{w}0` (the program's
+/// `get_active_mask`, see `FuncWriter::lanes`); 0 otherwise. One statement setting `dst`.
+pub fn lanes_word(g: Granularity, w: &str, dst: &str) -> String {
+    match g {
+        Granularity::Warp => format!("cvt.u64.u32 {dst}, {w}0;"),
+        _ => format!("mov.u64 {dst}, 0;"),
+    }
+}
+
 /// An entry kernel's guard: [`granularity_test`] with its own registers.
 fn granularity_guard(g: Granularity) -> String {
     if g == Granularity::Thread {
@@ -754,6 +792,14 @@ fn granularity_guard(g: Granularity) -> String {
         s.push('\n');
     }
     s
+}
+
+/// Whether `prog` may call `get_active_mask` (601): directly, or through `callx` with a
+/// helper id in a register.
+fn reads_active_mask(prog: &Program) -> bool {
+    prog.insns.iter().any(|i| {
+        i.kind() == Kind::Callx || (i.kind() == Kind::Call(CallKind::Helper) && i.imm == 601)
+    })
 }
 
 /// Which threads of an `--entry` kernel run the program: the granularity its section names
@@ -774,7 +820,7 @@ fn entry_kernel(prog: &Program, g: Granularity, body: &str) -> String {
          \t{{\n\
          \t.reg .b64 %bpf2ptx_a<6>;\n\t.reg .b64 %bpf2ptx_ret;\n\
          \tmov.u64 %bpf2ptx_a1, %a1;\n\tmov.u64 %bpf2ptx_a2, %a2;\n\tmov.u64 %bpf2ptx_a3, 0;\n\
-         \tmov.u64 %bpf2ptx_a4, 0;\n\tmov.u64 %bpf2ptx_a5, 0;\n\
+         \tmov.u64 %bpf2ptx_a4, 0;\n\t{}\n\
          \tmov.u64 %bpf2ptx_ret, 0;\n\
          \t{{\n{}\t}}\n\
          {INLINE_END}:\n\
@@ -787,6 +833,7 @@ fn entry_kernel(prog: &Program, g: Granularity, body: &str) -> String {
          \tret;\n}}\n",
         entry_symbol(prog),
         granularity_guard(g),
+        lanes_word(g, "%g", "%bpf2ptx_a5"),
         body
     )
 }
@@ -1091,6 +1138,12 @@ struct FuncWriter<'a> {
     /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
     /// until the next instruction.
     nonnull_r0: bool,
+    /// The program runs once per warp and calls `get_active_mask`: the lanes that reached
+    /// the site with the leader come in as r5 at the program's entry (BPF leaves r3..r5
+    /// undefined there and the verifier refuses to read them, so no program can tell),
+    /// are kept in `%lanes` and handed to every subprogram as a sixth parameter;
+    /// `get_active_mask` returns them (specs/abi.md, "Execution granularity").
+    lanes: bool,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -1177,6 +1230,8 @@ impl<'a> FuncWriter<'a> {
             .collect();
         f.sys = atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
         f.host = opts.host.clone();
+        let prog = &obj.programs[pi];
+        f.lanes = entry_granularity(prog, opts) == Granularity::Warp && reads_active_mask(prog);
         f
     }
 
@@ -1198,6 +1253,7 @@ impl<'a> FuncWriter<'a> {
             ctx_regs: false,
             host: Vec::new(),
             nonnull_r0: false,
+            lanes: false,
         }
     }
 
@@ -1267,6 +1323,14 @@ impl<'a> FuncWriter<'a> {
                 self.l(format!("mov.u64 %r{r}, %bpf2ptx_a{r};"));
             } else {
                 self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
+            }
+        }
+        if self.lanes {
+            self.l(".reg .b32 %lanes;");
+            if self.k == 0 {
+                self.l("cvt.u32.u64 %lanes, %r5;");
+            } else {
+                self.l("ld.param.u32 %lanes, [bpf_lanes];");
             }
         }
         if materialise {
@@ -1664,7 +1728,9 @@ impl<'a> FuncWriter<'a> {
             }
             // get_global_thread_id: linear block index * threads per block + thread index.
             600 => self.global_thread_id("%r0"),
-            // get_active_mask: `activemask` needs PTX 6.2, which the module then declares.
+            // get_active_mask: in a per-warp program the lanes its leader stands for,
+            // else `activemask` (PTX 6.2, which the module then declares).
+            601 if self.lanes => self.l("cvt.u64.u32 %r0, %lanes;"),
             601 => {
                 self.ptx_62 = true;
                 self.l("activemask.b32 %w0;");
@@ -1885,7 +1951,7 @@ impl<'a> FuncWriter<'a> {
             self.fresh_label(),
         ];
         self.ptx_62 = true;
-        let fields: [(&str, String); 13] = [
+        let fields: [(&str, String); 14] = [
             ("DESC", map_desc_symbol(&map.name)),
             ("SIZE", size.to_string()),
             ("T", t.to_string()),
@@ -1899,6 +1965,7 @@ impl<'a> FuncWriter<'a> {
                 "INFLIGHT",
                 bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET.to_string(),
             ),
+            ("TRIES", bpf2ptx_runtime::ringbuf::CLAIM_TRIES.to_string()),
             ("COPY", copy),
             ("DONE", labels[0].clone()),
             ("WRITE", labels[1].clone()),
@@ -2095,9 +2162,16 @@ impl<'a> FuncWriter<'a> {
             self.l(format!(".param .b64 bpf_p{r};"));
             self.l(format!("st.param.b64 [bpf_p{r}], %r{r};"));
         }
+        let lanes = if self.lanes && k > 0 {
+            self.l(".param .b32 bpf_pl;");
+            self.l("st.param.b32 [bpf_pl], %lanes;");
+            ", bpf_pl"
+        } else {
+            ""
+        };
         self.l(".param .b64 bpf_rv;");
         self.l(format!(
-            "call.uni (bpf_rv), {callee}, (bpf_p1, bpf_p2, bpf_p3, bpf_p4, bpf_p5);"
+            "call.uni (bpf_rv), {callee}, (bpf_p1, bpf_p2, bpf_p3, bpf_p4, bpf_p5{lanes});"
         ));
         self.l("ld.param.b64 %r0, [bpf_rv];");
         self.l("}");

@@ -589,7 +589,7 @@ fn site_block(
 ) -> String {
     let skip = format!("$L__bpf2ptx_{n}");
     let mut s = String::from(
-        "{\n.reg .b64 %bpf2ptx_d<2>;\n.reg .b64 %bpf2ptx_c<3>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
+        "{\n.reg .b64 %bpf2ptx_d<3>;\n.reg .b64 %bpf2ptx_c<3>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
     );
     if let Some(gd) = guard {
         let neg = if gd.negated { "" } else { "!" };
@@ -613,12 +613,19 @@ fn site_block(
         "mov.u64 %bpf2ptx_d0, bpf2ptx_ctx;\ncvta.local.u64 %bpf2ptx_d0, %bpf2ptx_d0;\n\
          mov.u64 %bpf2ptx_d1, 0;\n",
     );
+    // r5: the lanes word (0, or the warp's arriving lanes for a per-warp probe).
+    s.push_str(&crate::back::ptx::lanes_word(
+        g,
+        "%bpf2ptx_w",
+        "%bpf2ptx_d2",
+    ));
+    s.push('\n');
     match body {
         Some(body) => {
             s.push_str(
                 ".reg .b64 %bpf2ptx_a<6>;\n.reg .b64 %bpf2ptx_ret;\nmov.u64 %bpf2ptx_a1, %bpf2ptx_d0;\n\
                  mov.u64 %bpf2ptx_a2, 0;\nmov.u64 %bpf2ptx_a3, 0;\n\
-                 mov.u64 %bpf2ptx_a4, 0;\nmov.u64 %bpf2ptx_a5, 0;\n{\n",
+                 mov.u64 %bpf2ptx_a4, 0;\nmov.u64 %bpf2ptx_a5, %bpf2ptx_d2;\n{\n",
             );
             s.push_str(&body.text);
             s.push_str(&format!("}}\n{}:\n", crate::back::ptx::INLINE_END));
@@ -628,7 +635,7 @@ fn site_block(
              .param .b64 bpf2ptx_a4;\n.param .b64 bpf2ptx_a5;\n.param .b64 bpf2ptx_ret;\n\
              st.param.b64 [bpf2ptx_a1], %bpf2ptx_d0;\nst.param.b64 [bpf2ptx_a2], %bpf2ptx_d1;\n\
              st.param.b64 [bpf2ptx_a3], %bpf2ptx_d1;\nst.param.b64 [bpf2ptx_a4], %bpf2ptx_d1;\n\
-             st.param.b64 [bpf2ptx_a5], %bpf2ptx_d1;\n\
+             st.param.b64 [bpf2ptx_a5], %bpf2ptx_d2;\n\
              call (bpf2ptx_ret), {}, (bpf2ptx_a1, bpf2ptx_a2, bpf2ptx_a3, bpf2ptx_a4, bpf2ptx_a5);\n\
              }}\n",
             probe.symbol
