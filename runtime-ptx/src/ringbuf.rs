@@ -46,7 +46,10 @@
 //!    dropped 128 to 500 records in five runs in a row (tests/gpu/ring_wrap.py; whole
 //!    warps, as a check that counted other warps twice would); three other machines showed
 //!    no drop in 56 runs without the retry and 1 with it, so the retry is not yet seen to
-//!    cure it.
+//!    cure it. `tests/ring_claims.rs` explores every interleaving of a few leaders on a
+//!    sequentially consistent model of this step: the producer never passes
+//!    `consumer + aux` (with or without the retry), the double count exists, and with the
+//!    retry a leader drops with room for everyone only after [`CLAIM_TRIES`] claims.
 //! 4. The leader broadcasts `p`; each taking part lane's record lies at `p + pre`.
 //!
 //! Drops (no room, or a failed check) are counted in the descriptor's `drops` word, once
