@@ -12,6 +12,13 @@
 //! producer ends at the sum of what was taken; and it shows why the retry exists and what
 //! it leaves: a check can count a leader's bytes twice, so without the retry a leader can
 //! drop with room for everyone, and with it only after [`CLAIM_TRIES`] claims.
+//!
+//! It also checks the alternative the retry stands in for (not what the runtime does
+//! today): word 7 as a bound, the producer plus every claim in flight, which a leader
+//! advances by `G` with one `atom.add` (fits iff `old + G - consumer <= aux`), then takes
+//! its position from the producer, or gives `G` back when it did not fit. One word holds
+//! both, so nothing is counted twice and nobody drops when everything fits; the price is
+//! that a host must set word 7 to the producer whenever it sets the producer.
 
 use bpf2ptx_runtime::ringbuf::CLAIM_TRIES;
 use std::collections::HashSet;
@@ -22,8 +29,19 @@ enum Pc {
     ReadConsumer,
     ReadProducer,
     Check,
+    /// Bound protocol: the position, `atom.add` on the producer.
+    Take,
     GiveBack,
     Done,
+}
+
+/// Which claim protocol the leaders follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    /// Today's: word 7 counts claims in flight; `tries` claims at most.
+    InFlight { tries: u32 },
+    /// Word 7 is producer + claims in flight.
+    Bound,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,15 +61,16 @@ struct Leader {
 struct State {
     producer: u64,
     consumer: u64,
+    /// Word 7: claims in flight, or (bound protocol) the bound.
     in_flight: u64,
     leaders: Vec<Leader>,
 }
 
-/// A run's setting: ring bytes, each leader's bytes, claims per leader.
+/// A run's setting: ring bytes, each leader's bytes, the protocol.
 struct Setting<'a> {
     aux: u64,
     want: &'a [u64],
-    tries: u32,
+    protocol: Protocol,
 }
 
 /// What every complete interleaving showed.
@@ -70,7 +89,10 @@ impl Setting<'_> {
         State {
             producer,
             consumer,
-            in_flight: 0,
+            in_flight: match self.protocol {
+                Protocol::InFlight { .. } => 0,
+                Protocol::Bound => producer,
+            },
             leaders: self
                 .want
                 .iter()
@@ -79,7 +101,10 @@ impl Setting<'_> {
                     others: 0,
                     consumer: 0,
                     producer: 0,
-                    tries: self.tries,
+                    tries: match self.protocol {
+                        Protocol::InFlight { tries } => tries,
+                        Protocol::Bound => 1,
+                    },
                     took: None,
                 })
                 .collect(),
@@ -97,9 +122,24 @@ impl Setting<'_> {
                 s.in_flight += g;
                 me.pc = Pc::ReadConsumer;
             }
+            Pc::ReadConsumer if self.protocol == Protocol::Bound => {
+                // `others` is the bound before this claim.
+                me.consumer = s.consumer;
+                if me.consumer <= me.others && me.others + g - me.consumer <= self.aux {
+                    me.took = Some(true);
+                    me.pc = Pc::Take;
+                } else {
+                    me.took = Some(false);
+                    me.pc = Pc::GiveBack;
+                }
+            }
             Pc::ReadConsumer => {
                 me.consumer = s.consumer;
                 me.pc = Pc::ReadProducer;
+            }
+            Pc::Take => {
+                s.producer += g;
+                me.pc = Pc::Done;
             }
             Pc::ReadProducer => {
                 me.producer = s.producer;
@@ -145,12 +185,22 @@ impl Setting<'_> {
                 s.producer <= s.consumer + self.aux,
                 "the producer passed consumer + aux: {s:?}"
             );
+            if self.protocol == Protocol::Bound {
+                assert!(
+                    s.in_flight >= s.producer,
+                    "the bound fell below the producer"
+                );
+            }
             let live: Vec<usize> = (0..s.leaders.len())
                 .filter(|&k| s.leaders[k].pc != Pc::Done)
                 .collect();
             if live.is_empty() {
                 out.ends += 1;
-                assert_eq!(s.in_flight, 0, "a claim was not given back: {s:?}");
+                let at_rest = match self.protocol {
+                    Protocol::InFlight { .. } => 0,
+                    Protocol::Bound => s.producer,
+                };
+                assert_eq!(s.in_flight, at_rest, "a claim was not given back: {s:?}");
                 let taken: u64 = (0..s.leaders.len())
                     .filter(|&k| s.leaders[k].took == Some(true))
                     .map(|k| self.want[k])
@@ -186,12 +236,16 @@ fn settings() -> Vec<(u64, Vec<u64>, u64, u64)> {
 
 #[test]
 fn claims_never_let_the_producer_pass_the_consumer_plus_the_ring() {
-    for tries in [1, 2, CLAIM_TRIES] {
+    let protocols = [1, 2, CLAIM_TRIES]
+        .map(|tries| Protocol::InFlight { tries })
+        .into_iter()
+        .chain([Protocol::Bound]);
+    for protocol in protocols {
         for (aux, want, producer, consumer) in settings() {
             let set = Setting {
                 aux,
                 want: &want,
-                tries,
+                protocol,
             };
             let out = set.explore(set.start(producer, consumer));
             assert!(out.ends > 0, "{want:?}");
@@ -208,7 +262,7 @@ fn without_the_retry_a_check_can_count_a_claim_twice() {
     let once = Setting {
         aux: 8,
         want: &want,
-        tries: 1,
+        protocol: Protocol::InFlight { tries: 1 },
     };
     assert!(once.explore(once.start(0, 0)).needless_drop);
 }
@@ -223,7 +277,7 @@ fn with_the_retry_a_needless_drop_takes_every_try() {
         let set = Setting {
             aux,
             want: &want,
-            tries: CLAIM_TRIES,
+            protocol: Protocol::InFlight { tries: CLAIM_TRIES },
         };
         let out = set.explore(set.start(producer, consumer));
         assert!(!out.needless_drop_with_tries_left, "{want:?}");
@@ -233,7 +287,20 @@ fn with_the_retry_a_needless_drop_takes_every_try() {
     let set = Setting {
         aux: 8,
         want: &want,
-        tries: CLAIM_TRIES,
+        protocol: Protocol::InFlight { tries: CLAIM_TRIES },
     };
     assert!(set.explore(set.start(0, 0)).needless_drop);
+}
+
+#[test]
+fn a_bound_word_never_drops_when_everything_fits() {
+    for (aux, want, producer, consumer) in settings() {
+        let set = Setting {
+            aux,
+            want: &want,
+            protocol: Protocol::Bound,
+        };
+        let out = set.explore(set.start(producer, consumer));
+        assert!(out.ends > 0 && !out.needless_drop, "{want:?}");
+    }
 }
