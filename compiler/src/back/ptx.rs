@@ -300,10 +300,10 @@ const INLINE_RECORD_MAX: u64 = 256;
 /// the give-back also reads the moved producer, one that does not still counts the claim)
 /// and counts the lanes that did not fit as drops; when not every lane fits while other
 /// claims were in flight, it gives the claim back and claims again first, `TRIES`
-/// ([`bpf2ptx_runtime::ringbuf::CLAIM_TRIES`]) times in all, as the runtime does; lanes of rank below `k` write their
-/// record at `p + rank * T` and publish it with one release store of the header
-/// `{SIZE, 0}`; a record that would cross the ring's end becomes two DISCARD padding
-/// records and is reserved again through the runtime.
+/// ([`bpf2ptx_runtime::ringbuf::CLAIM_TRIES`]) times in all, as the runtime does; lanes
+/// of rank below `k` write their record at `p + rank * T` and publish it with one release
+/// store of the header `{SIZE, 0}`; a record that would cross the ring's end becomes two
+/// DISCARD padding records and is reserved again through the runtime.
 const INLINE_RING_OUTPUT: &str = "\t{
 	.reg .b32 %rb<9>;
 	.reg .b64 %rbd<12>;
