@@ -44,7 +44,7 @@ impl Scope {
 
     /// `text` (written at `.gpu` scope) at this scope: every `.gpu.` qualifier of an
     /// instruction (`atom.relaxed.gpu.cas`, `ld.acquire.gpu.u64`, ...) becomes `.sys.`.
-    fn apply(self, text: &'static str) -> Cow<'static, str> {
+    fn apply(self, text: &str) -> Cow<'_, str> {
         match self {
             Scope::Gpu => Cow::Borrowed(text),
             Scope::Sys => Cow::Owned(text.replace(".gpu.", ".sys.")),

@@ -21,58 +21,60 @@
 //! - per-thread arrays (1502): `data + (index * aux + global_thread_id) * stride`;
 //! - per-warp arrays (1600): `data + (index * aux + global_warp_id) * stride`, the global
 //!   warp id being `linear_block * ceil(threads_per_block / 32) + linear_thread / 32`;
-//! - hash maps (1, 1501): `aux` slots of [`hash_slot_size`] bytes, each a u32 state
-//!   ([`SLOT_EMPTY`], [`SLOT_BUSY`], [`SLOT_FULL`], [`SLOT_DELETED`]), 4 bytes of padding,
-//!   the key (padded to 8) and the value; FNV-1a 64 ([`fnv1a`]) of the key picks the home
-//!   slot, `hash & (aux - 1)`, and probing is linear, at most `aux` slots.
+//! - hash maps (1, 1501, and LRU 9): `aux` slots of [`hash_slot_size`] bytes, each a u32
+//!   state ([`SLOT_FREE`], [`SLOT_BUSY`], [`SLOT_FULL`]), a u32 meta word (the lock bit
+//!   [`LOCK_BIT`] and an overflow count), the key (padded to 8) and the value; FNV-1a 64
+//!   ([`fnv1a`]) of the key picks the home slot, `hash & (aux - 1)`; an LRU map has a u32
+//!   stamp per slot after the slots. `aux2` points at the map's counts block
+//!   ([`COUNTS_BYTES`]): the count of keys and, per SM shard, what went wrong.
 //!
 //! [`model::HashTable`] does the same on a byte vector, so a test can compare the
 //! device's table, byte for byte, with the model's after the same sequence of operations.
 //!
-//! # Concurrency
+//! # Hash maps under concurrency
 //!
-//! Many threads call the helpers at once, on the same map. Slot states only move forward:
-//! empty → busy (claimed by `atom.cas`) → full (published by `st.release`) → deleted
-//! (`atom.cas`); a slot never becomes empty again, so deleted slots are not reused.
+//! The protocol is specified in `specs/abi.md`, "Hash maps"; in short:
 //!
-//! *A key is live in one slot only.* An insertion of key K claims the first empty slot on
-//! K's probe path, after seeing every earlier slot of the path non-empty and not holding K
-//! live. Take two threads inserting K at once: they walk the same path, and of the slots
-//! they claim, take the first one, S, on the path. Since states never go back to empty,
-//! the other thread, reaching S, either sees it non-empty or loses the `atom.cas` on it;
-//! either way it waits for S to be published and finds K there (and updates in place, or
-//! returns -EEXIST for `BPF_NOEXIST`), so it never claims a slot after S. The wait is
-//! bounded (below); an update that still sees the slot busy after it returns -EBUSY
-//! rather than walk past a slot that may be about to hold its key.
+//! ```text
+//!  lookup ── find: walk from home; full + key = hit; overflow count 0 = miss (no waits)
+//!  update ── find ─ present ─ NOEXIST: -EEXIST │ else claim full->busy, copy, publish
+//!              └─ absent ── EXIST: -ENOENT │ reserve count (full: -E2BIG, LRU: evict)
+//!                             └─ home lock ─ find again ─ claim free->busy from home,
+//!                                overflow += 1 on every slot passed ─ write ─ publish ─ unlock
+//!  delete ── find ─ claim full->busy ─ overflow -= 1 on the slots passed ─ free ─ count -= 1
+//! ```
 //!
-//! *Nothing hangs.* Every loop is bounded: probing visits at most `aux` slots, copies and
-//! key compares run over `key_size`/`value_size` bytes, and waiting for a busy slot (a
-//! writer between its claim and its publication) re-reads the state at most
-//! [`BUSY_SPINS`] times (PTX 6.0 has no `nanosleep`). A lookup or delete that still sees
-//! the slot busy treats it as "not this key" and goes on: the key being written is not in
-//! the map yet, so the lookup is ordered before that insertion.
+//! *A key is live in one slot only*: only insertions of a new key write one, and all
+//! insertions of key K hold the lock of K's home slot while they look for K and claim a
+//! slot, so the second sees the first's slot (the lock's acquire orders it).
 //!
-//! Every index is masked by `aux - 1` and every probe count is below `aux`, so even a
-//! descriptor whose `aux` is not a power of two (a host bug) keeps the accesses inside
-//! `aux` slots.
+//! *Deleted slots come back*: a lookup stops at the first slot whose overflow count is
+//! 0, not at the first never-used slot, so a delete can free its slot outright; the counts
+//! describe the live keys only, and a table after a million inserts and deletes walks as
+//! far as a new one (about 1.5 slots for a hit and 2.5 for a miss at its largest load of
+//! 1/2).
 //!
-//! *What is not atomic.* Values. An update of a key that is already present, and an update
-//! of an array element, copy the new value in place with plain stores; a thread reading
-//! the value at the same time (through a pointer from `map_lookup_elem`) may see part old,
-//! part new bytes. (Linux replaces a hash element atomically via RCU; a preallocated array
-//! is updated in place there too.) A lookup's pointer stays valid after a concurrent
-//! delete, since slots are never reused. Publication uses `.gpu` scope in [`functions`];
-//! a module with a map in host memory gets [`functions_at`]`(Scope::Sys)`, whose release
-//! store orders a slot's key and value before its state for a host reading the mapped
-//! memory while the kernel runs too.
+//! *Nothing hangs*: every walk visits at most `aux` slots; a thread waits only for a home
+//! lock or for a slot another thread claimed, both held for a few memory operations by a
+//! thread that waits for nothing itself, so the wait ends under independent thread
+//! scheduling (sm_70+); it is still bounded ([`WAIT_SPINS`] sleeps) and a wait that
+//! times out returns -EBUSY and counts as `busy`.
 //!
-//! # Capacity
+//! *What is not atomic*: values read through a lookup's pointer while another thread
+//! updates them in place, and, as in Linux's preallocated hash maps, a pointer kept past
+//! a delete of its key may point at a slot reused by another key.
 //!
-//! A hash map refuses an insertion (-E2BIG, counted in the descriptor's `drops` word) when
-//! no empty slot is left on the key's path within `aux` probes. The runtime keeps no count
-//! of live keys (the descriptor has no word for it), so up to `aux` (about 2 × max_entries)
-//! keys may be inserted; deleted slots stay used, so `aux` insertions of new keys in total
-//! fill the table.
+//! Publication uses `.gpu` scope in [`functions`]; a module with a map in host memory gets
+//! [`functions_at`]`(Scope::Sys)`, whose release stores order a slot's key and value
+//! before its state for a host reading the mapped memory while the kernel runs too.
+//!
+//! # Capacity and counts
+//!
+//! A hash map holds at most `max_entries` keys, decided from the count word without a
+//! walk: the next insertion of a new key gets -E2BIG and counts as `full` (an LRU map
+//! evicts the oldest of a sample of entries instead, and counts it as `evicted`). The
+//! counters are warp-aggregated and sharded by SM ([`COUNT_SHARDS`] shards), so a probe
+//! refusing a million inserts costs a few thousand atomics on different lines.
 
 /// Map type id: hash map (Linux `BPF_MAP_TYPE_HASH`).
 pub const MAP_HASH: u32 = 1;
@@ -81,12 +83,15 @@ pub const MAP_ARRAY: u32 = 2;
 /// Map type id: per-CPU array (Linux `BPF_MAP_TYPE_PERCPU_ARRAY`); per SM on the GPU: one
 /// copy per SM (256 replicas, `smid & 255`), which the host reads replica by replica.
 pub const MAP_PERCPU_ARRAY: u32 = 6;
+/// Map type id: LRU hash map (Linux `BPF_MAP_TYPE_LRU_HASH`): a hash map that evicts an
+/// old entry instead of refusing an insertion when full.
+pub const MAP_LRU_HASH: u32 = 9;
 /// Map type id: GPU hash map (bpftime).
 pub const MAP_GPU_HASH: u32 = 1501;
 /// Map type id: per-thread array (bpftime): one copy of each element per thread.
 pub const MAP_PER_THREAD_ARRAY: u32 = 1502;
-/// Lowest PTX ISA version of a module the map functions are pasted into: the wait on a
-/// busy hash slot sleeps with `nanosleep` (6.3, sm_70).
+/// Lowest PTX ISA version of a module the map functions are pasted into: waits sleep with
+/// `nanosleep` (6.3, sm_70).
 pub const MIN_PTX: (u32, u32) = (6, 3);
 
 /// Map type id: GPU array (bpftime).
@@ -94,6 +99,12 @@ pub const MAP_GPU_ARRAY: u32 = 1503;
 /// Map type id: per-warp array (bpf2ptx's own id): one copy of each element per warp of
 /// the launch, sized by the host from the launch shape.
 pub const MAP_PER_WARP_ARRAY: u32 = 1600;
+
+/// Whether `map_type` is one of the hash maps (1, 1501, 9): one storage layout, one
+/// protocol, a counts block.
+pub const fn is_hash(map_type: u32) -> bool {
+    matches!(map_type, MAP_HASH | MAP_GPU_HASH | MAP_LRU_HASH)
+}
 
 /// `map_update_elem` flag: insert or replace.
 pub const BPF_ANY: u64 = 0;
@@ -104,26 +115,88 @@ pub const BPF_EXIST: u64 = 2;
 
 /// `-ENOENT`: the key is not in the map.
 pub const ENOENT: i64 = -2;
-/// `-E2BIG`: the index is out of range, or the hash map is full.
+/// `-E2BIG`: the index is out of range, or the hash map holds `max_entries` keys.
 pub const E2BIG: i64 = -7;
-/// `-EBUSY`: a hash slot on the key's path stayed busy (being written) too long.
+/// `-EBUSY`: a wait for a hash slot or lock timed out (counted as `busy`).
 pub const EBUSY: i64 = -16;
 /// `-EEXIST`: `BPF_NOEXIST` and the key is present (always, for arrays).
 pub const EEXIST: i64 = -17;
 /// `-EINVAL`: unbound map, bad flags, or an operation the map type does not have.
 pub const EINVAL: i64 = -22;
 
-/// Hash slot state: never used.
-pub const SLOT_EMPTY: u32 = 0;
-/// Hash slot state: claimed, key and value being written.
+/// Hash slot state: holds no key (never used, or freed by a delete).
+pub const SLOT_FREE: u32 = 0;
+/// Hash slot state: claimed by one thread: being filled, updated in place or deleted.
 pub const SLOT_BUSY: u32 = 1;
 /// Hash slot state: holds a live key and its value.
 pub const SLOT_FULL: u32 = 2;
-/// Hash slot state: held a key that was deleted; never reused.
-pub const SLOT_DELETED: u32 = 3;
+/// Bit of a hash slot's meta word: the lock of the keys whose home is this slot (held by
+/// an insertion of a new key); the bits below it are the slot's overflow count.
+pub const LOCK_BIT: u32 = 1 << 31;
 
-/// How many times a helper re-reads a busy hash slot before giving up on it.
-pub const BUSY_SPINS: u32 = 1000;
+/// How many times a thread sleeps waiting for a hash lock or slot before giving up
+/// (-EBUSY): with sleeps of at most 1 us, about 65 ms.
+pub const WAIT_SPINS: u32 = 65536;
+/// How many times an update or delete starts again after the slot it found was freed or
+/// reused, or its key was inserted meanwhile, before giving up (-EBUSY).
+pub const UPDATE_ROUNDS: u32 = 8;
+/// LRU eviction: slots read per sample.
+pub const LRU_SAMPLE: u32 = 16;
+/// LRU eviction: samples tried before giving up (-EBUSY).
+pub const LRU_TRIES: u32 = 8;
+
+/// Shards of a hash map's counters (`%smid & (COUNT_SHARDS - 1)`), each on its own line.
+pub const COUNT_SHARDS: u32 = 32;
+/// Bytes of a hash map's counts block: the count's line, then one 128-byte line per shard.
+pub const COUNTS_BYTES: u64 = 128 + 128 * COUNT_SHARDS as u64;
+
+/// Why a map operation did not do what the program asked, or what it did instead: the
+/// counters of a hash map's counts block, in shard order (u64 word `reason as usize` of
+/// each shard).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Count {
+    /// An insertion refused: the map held `max_entries` keys (-E2BIG).
+    Full = 0,
+    /// An operation that gave up waiting for a lock or slot (-EBUSY).
+    Busy = 1,
+    /// LRU: an entry evicted to make room for an insertion.
+    Evicted = 2,
+}
+
+impl Count {
+    /// Every counter, in word order.
+    pub const ALL: [Count; 3] = [Count::Full, Count::Busy, Count::Evicted];
+
+    /// The counter's name in the loader's JSON and the hosts' output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Count::Full => "full",
+            Count::Busy => "busy",
+            Count::Evicted => "evicted",
+        }
+    }
+
+    /// Byte offset of this counter in shard `shard` of a counts block.
+    pub const fn offset(self, shard: u32) -> u64 {
+        128 + 128 * shard as u64 + 8 * self as u64
+    }
+}
+
+/// Sums the shards of a counts block (the [`COUNTS_BYTES`] bytes read back from the
+/// device): `(count, [full, busy, evicted])`.
+pub fn read_counts(block: &[u8]) -> (u64, [u64; 3]) {
+    let word = |at: u64| {
+        let at = at as usize;
+        block
+            .get(at..at + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
+    };
+    let mut sums = [0u64; 3];
+    for (i, c) in Count::ALL.into_iter().enumerate() {
+        sums[i] = (0..COUNT_SHARDS).map(|s| word(c.offset(s))).sum();
+    }
+    (word(0), sums)
+}
 
 /// Bytes of one replica of a sharded array: its values rounded up to whole 128-byte
 /// lines, so SMs adding to their own replicas never contend for one line (descriptor
@@ -145,19 +218,26 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Number of slots of a hash map (descriptor word 4): the next power of two ≥ 2 ×
-/// `max_entries` (at least 1).
+/// `max_entries` (at least 1), so the load never exceeds 1/2.
 pub fn hash_slots(max_entries: u32) -> u64 {
     (2 * u64::from(max_entries)).max(1).next_power_of_two()
 }
 
-/// Bytes of one hash slot: state and padding (8), key rounded up to 8, value stride.
+/// Bytes of one hash slot: state and meta (8), key rounded up to 8, value stride.
 pub fn hash_slot_size(key_size: u32, value_size: u32) -> u64 {
     8 + round8(u64::from(key_size)) + round8(u64::from(value_size))
 }
 
-/// Bytes of a hash map's storage.
-pub fn hash_storage_size(key_size: u32, value_size: u32, max_entries: u32) -> u64 {
-    hash_slots(max_entries) * hash_slot_size(key_size, value_size)
+/// Bytes of a hash map's storage: the slots, and for an LRU map (9) a u32 stamp per slot
+/// after them (rounded up to 8 bytes).
+pub fn hash_storage_size(map_type: u32, key_size: u32, value_size: u32, max_entries: u32) -> u64 {
+    let slots = hash_slots(max_entries);
+    let stamps = if map_type == MAP_LRU_HASH {
+        round8(4 * slots)
+    } else {
+        0
+    };
+    slots * hash_slot_size(key_size, value_size) + stamps
 }
 
 /// PTX prototypes of the three map helpers, for a module to declare before its functions.
@@ -173,20 +253,36 @@ pub fn declarations() -> &'static str {
     MAP_DECLARATIONS
 }
 
-/// PTX definitions of the map helpers and their private helpers (see [`MAP_FUNCTIONS`]).
-pub fn functions() -> &'static str {
-    MAP_FUNCTIONS
+/// PTX definitions of the map helpers and their private helpers, at `.gpu` scope (see
+/// [`MAP_FUNCTIONS`]).
+pub fn functions() -> String {
+    functions_at(crate::Scope::Gpu)
 }
 
 /// [`functions`] with the atomics and orderings at `scope` (`.sys` for a module with a map
 /// in host-pinned memory that the host reads while the kernel runs).
-pub fn functions_at(scope: crate::Scope) -> std::borrow::Cow<'static, str> {
-    scope.apply(MAP_FUNCTIONS)
+pub fn functions_at(scope: crate::Scope) -> String {
+    let text = [
+        ("@WAIT@", WAIT_SPINS),
+        ("@UPDATE_ROUNDS@", UPDATE_ROUNDS),
+        ("@LRU_SAMPLE@", LRU_SAMPLE),
+        ("@LRU_TRIES@", LRU_TRIES),
+        ("@SHARD_MASK@", COUNT_SHARDS - 1),
+        ("@FULL@", Count::Full as u32),
+        ("@BUSY@", Count::Busy as u32),
+        ("@EVICTED@", Count::Evicted as u32),
+    ]
+    .iter()
+    .fold(MAP_FUNCTIONS.to_string(), |t, (field, value)| {
+        t.replace(field, &value.to_string())
+    });
+    scope.apply(&text).into_owned()
 }
 
 /// PTX definitions of `bpf2ptx_map_lookup_elem`, `bpf2ptx_map_update_elem`,
 /// `bpf2ptx_map_delete_elem` and the private `.func`s they call (all named `bpf2ptx_map_*`),
-/// except `bpf2ptx_copy`, which [`crate::COPY_FUNCTION`] defines.
+/// except `bpf2ptx_copy`, which [`crate::COPY_FUNCTION`] defines: a template whose
+/// `@NAME@` fields [`functions_at`] fills with this module's constants.
 ///
 /// No `.version`/`.target` header: the text goes into a module that has one (PTX ISA
 /// [`MIN_PTX`] or later, sm_70 or later, 64-bit addresses). Every pointer argument is a
@@ -282,50 +378,239 @@ $Leq_differ:
 	ret;
 }
 
-// The state of the hash slot at `slot`, read with acquire semantics (so the key and value
-// a publisher wrote before its release are visible after it). While the state is 1 (busy:
-// a writer between its claim and its publication) re-read it, at most 1000 times, so a
-// stalled or dead writer never hangs the caller; the caller may then still see 1. Between
-// reads the thread sleeps, 32 ns doubling up to 1 us (at most about 1 ms in all): the
-// writer is often a lane of another warp that is itself waiting on a path of its own,
-// or a lane of this warp on another path, and a sleeping path lets the scheduler run the
-// others (without the sleep, 11 of 1,048,576 lookups after an insert gave up on an H200).
-.func (.param .b32 ret) bpf2ptx_map_hash_state(.param .b64 slot)
+// ---- hash maps (specs/abi.md, "Hash maps") ----
+// Slot i of a hash map: u32 state (0 free, 1 busy, 2 full), u32 meta (bit 31: the lock of
+// the keys whose home is slot i; bits 0-30: overflow count), the key padded to 8, the
+// value. Slot size = 8 + round8(key size) + stride. The key's home is fnv1a & (aux - 1).
+
+// The distance from the key's home slot to the slot holding `key` live, or -1. `hash` is
+// FNV-1a of the key. A full slot with the key is a hit; a slot whose overflow count is 0
+// ends the key's path, since every live key keeps the counts of the slots it passed above
+// 0; a busy slot is not waited for (the key being written there is not in the map yet).
+// The meta word is read before the acquire of the state, so both loads are in flight at
+// once. At most aux slots.
+.func (.param .b64 ret) bpf2ptx_map_hash_find(.param .b64 desc, .param .b64 key, .param .b64 hash)
+{
+	.reg .pred %p<5>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<14>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [key];
+	ld.param.b64 %rd3, [hash];
+	// Geometry: key size, slot size, data, aux, aux - 1.
+	ld.u32 %r1, [%rd1+8];
+	cvt.u64.u32 %rd4, %r1;
+	ld.u32 %r2, [%rd1+20];
+	cvt.u64.u32 %rd5, %r2;
+	add.s64 %rd6, %rd4, 15;
+	and.b64 %rd6, %rd6, -8;
+	add.s64 %rd6, %rd6, %rd5;
+	ld.b64 %rd7, [%rd1+24];
+	ld.b64 %rd8, [%rd1+32];
+	add.s64 %rd9, %rd8, -1;
+	mov.u64 %rd10, 0;
+$Lfind_probe:
+	setp.ge.u64 %p1, %rd10, %rd8;
+	@%p1 bra $Lfind_miss;
+	add.s64 %rd11, %rd3, %rd10;
+	and.b64 %rd11, %rd11, %rd9;
+	mad.lo.u64 %rd12, %rd11, %rd6, %rd7;
+	ld.relaxed.gpu.b32 %r3, [%rd12+4];
+	ld.acquire.gpu.b32 %r4, [%rd12];
+	setp.ne.u32 %p2, %r4, 2;
+	@%p2 bra $Lfind_next;
+	add.s64 %rd13, %rd12, 8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b32 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd4;
+	call (r), bpf2ptx_map_key_eq, (a0, a1, a2);
+	ld.param.b32 %r5, [r];
+	}
+	setp.ne.u32 %p3, %r5, 0;
+	@%p3 bra $Lfind_hit;
+$Lfind_next:
+	and.b32 %r3, %r3, 0x7fffffff;
+	setp.eq.u32 %p4, %r3, 0;
+	@%p4 bra $Lfind_miss;
+	add.s64 %rd10, %rd10, 1;
+	bra $Lfind_probe;
+$Lfind_hit:
+	st.param.b64 [ret], %rd10;
+	ret;
+$Lfind_miss:
+	mov.u64 %rd10, -1;
+	st.param.b64 [ret], %rd10;
+	ret;
+}
+
+// Adds 1 to counter `reason` (@FULL@ full, @BUSY@ busy, @EVICTED@ evicted) of the map's
+// counts block, in the calling SM's shard (%smid & @SHARD_MASK@, one 128-byte line each,
+// after the count's own line): one red per group of converged lanes noting the same
+// counter, by its lowest lane, so a million refused inserts cost a few thousand atomics.
+.func bpf2ptx_map_hash_note(.param .b64 desc, .param .b64 reason)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<7>;
+	.reg .b64 %rd<6>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [reason];
+	ld.b64 %rd3, [%rd1+40];
+	setp.eq.u64 %p1, %rd3, 0;
+	@%p1 bra $Lnote_done;
+	mov.u32 %r1, %smid;
+	and.b32 %r1, %r1, @SHARD_MASK@;
+	mul.wide.u32 %rd4, %r1, 128;
+	add.s64 %rd4, %rd4, 128;
+	shl.b64 %rd5, %rd2, 3;
+	add.s64 %rd4, %rd4, %rd5;
+	add.s64 %rd3, %rd3, %rd4;
+	activemask.b32 %r2;
+	match.any.sync.b64 %r3, %rd3, %r2;
+	neg.s32 %r4, %r3;
+	and.b32 %r4, %r4, %r3;
+	mov.u32 %r5, %lanemask_eq;
+	setp.ne.u32 %p1, %r4, %r5;
+	@%p1 bra $Lnote_done;
+	popc.b32 %r6, %r3;
+	cvt.u64.u32 %rd5, %r6;
+	red.relaxed.gpu.add.u64 [%rd3], %rd5;
+$Lnote_done:
+	ret;
+}
+
+// Takes the lock of the keys whose home is the slot at `slot` (bit 31 of its meta word,
+// atom.or with acquire): 1 when taken, 0 after @WAIT@ waits. While it is held, re-read it
+// (relaxed) with nanosleep between reads, 32 ns doubling to 1 us: the holder, a lane of
+// any warp, this one included, makes progress under independent thread scheduling.
+.func (.param .b32 ret) bpf2ptx_map_hash_lock(.param .b64 slot)
 {
 	.reg .pred %p<3>;
-	.reg .b32 %r<4>;
+	.reg .b32 %r<5>;
 	.reg .b64 %rd<2>;
 	ld.param.b64 %rd1, [slot];
+	add.s64 %rd1, %rd1, 4;
 	mov.u32 %r2, 0;
 	mov.u32 %r3, 32;
-$Lstate_read:
-	ld.acquire.gpu.b32 %r1, [%rd1];
-	setp.ne.u32 %p1, %r1, 1;
-	setp.ge.u32 %p2, %r2, 1000;
-	or.pred %p1, %p1, %p2;
-	@%p1 bra $Lstate_done;
+$Llock_try:
+	atom.acquire.gpu.or.b32 %r1, [%rd1], 0x80000000;
+	and.b32 %r1, %r1, 0x80000000;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra $Llock_taken;
+$Llock_wait:
+	setp.ge.u32 %p2, %r2, @WAIT@;
+	@%p2 bra $Llock_timeout;
 	add.u32 %r2, %r2, 1;
 	nanosleep.u32 %r3;
 	shl.b32 %r3, %r3, 1;
 	min.u32 %r3, %r3, 1024;
-	bra $Lstate_read;
-$Lstate_done:
-	st.param.b32 [ret], %r1;
+	ld.relaxed.gpu.b32 %r1, [%rd1];
+	and.b32 %r1, %r1, 0x80000000;
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 bra $Llock_wait;
+	bra $Llock_try;
+$Llock_taken:
+	mov.u32 %r4, 1;
+	st.param.b32 [ret], %r4;
+	ret;
+$Llock_timeout:
+	mov.u32 %r4, 0;
+	st.param.b32 [ret], %r4;
 	ret;
 }
 
-// The address of the slot holding `key` live (state 2), or 0. Linear probing from the
-// key's home slot; an empty slot ends the key's path (an insertion takes the first empty
-// slot of the path, and slots never become empty again); busy slots are waited for
-// (bounded) and then skipped; deleted ones are skipped. At most `aux` probes.
-.func (.param .b64 ret) bpf2ptx_map_hash_find(.param .b64 desc, .param .b64 key)
+// Claims the full slot at `slot` (atom.cas full -> busy, acquire: its writer's key and
+// value are visible), making the caller its only writer: 1 claimed; 0 the slot is not
+// full (freed, or being filled: the caller finds the key again); 2 still busy after @WAIT@
+// waits (another update in place or delete holds it for a few stores).
+.func (.param .b32 ret) bpf2ptx_map_hash_claim(.param .b64 slot)
 {
-	.reg .pred %p<5>;
+	.reg .pred %p<4>;
+	.reg .b32 %r<5>;
+	.reg .b64 %rd<2>;
+	ld.param.b64 %rd1, [slot];
+	mov.u32 %r2, 0;
+	mov.u32 %r3, 32;
+$Lclaim_try:
+	atom.acquire.gpu.cas.b32 %r1, [%rd1], 2, 1;
+	setp.eq.u32 %p1, %r1, 2;
+	@%p1 bra $Lclaim_taken;
+	setp.ne.u32 %p2, %r1, 1;
+	@%p2 bra $Lclaim_gone;
+	setp.ge.u32 %p3, %r2, @WAIT@;
+	@%p3 bra $Lclaim_timeout;
+	add.u32 %r2, %r2, 1;
+	nanosleep.u32 %r3;
+	shl.b32 %r3, %r3, 1;
+	min.u32 %r3, %r3, 1024;
+	bra $Lclaim_try;
+$Lclaim_taken:
+	mov.u32 %r4, 1;
+	bra $Lclaim_ret;
+$Lclaim_gone:
+	mov.u32 %r4, 0;
+	bra $Lclaim_ret;
+$Lclaim_timeout:
+	mov.u32 %r4, 2;
+$Lclaim_ret:
+	st.param.b32 [ret], %r4;
+	ret;
+}
+
+// Removes the key of the slot at distance `dist` from home slot `home` that the caller
+// has claimed (busy): the overflow counts of the `dist` slots it passed go down by one,
+// then the slot is freed (release: a later claimer sees it free only after the counts
+// moved). The caller adjusts the map's count.
+.func bpf2ptx_map_hash_unlink(.param .b64 desc, .param .b64 home, .param .b64 dist)
+{
+	.reg .pred %p<2>;
 	.reg .b32 %r<4>;
-	.reg .b64 %rd<16>;
+	.reg .b64 %rd<14>;
 	ld.param.b64 %rd1, [desc];
-	ld.param.b64 %rd2, [key];
-	// Geometry: key size, slot size = 8 + round8(key size) + stride, data, aux.
+	ld.param.b64 %rd2, [home];
+	ld.param.b64 %rd3, [dist];
+	ld.u32 %r1, [%rd1+8];
+	cvt.u64.u32 %rd4, %r1;
+	ld.u32 %r2, [%rd1+20];
+	cvt.u64.u32 %rd5, %r2;
+	add.s64 %rd6, %rd4, 15;
+	and.b64 %rd6, %rd6, -8;
+	add.s64 %rd6, %rd6, %rd5;
+	ld.b64 %rd7, [%rd1+24];
+	ld.b64 %rd8, [%rd1+32];
+	add.s64 %rd9, %rd8, -1;
+	mov.u64 %rd10, 0;
+$Lunlink_pass:
+	setp.ge.u64 %p1, %rd10, %rd3;
+	@%p1 bra $Lunlink_free;
+	add.s64 %rd11, %rd2, %rd10;
+	and.b64 %rd11, %rd11, %rd9;
+	mad.lo.u64 %rd12, %rd11, %rd6, %rd7;
+	red.relaxed.gpu.add.s32 [%rd12+4], -1;
+	add.s64 %rd10, %rd10, 1;
+	bra $Lunlink_pass;
+$Lunlink_free:
+	add.s64 %rd11, %rd2, %rd3;
+	and.b64 %rd11, %rd11, %rd9;
+	mad.lo.u64 %rd12, %rd11, %rd6, %rd7;
+	mov.u32 %r3, 0;
+	st.release.gpu.b32 [%rd12], %r3;
+	ret;
+}
+
+// LRU (9): the stamp of slot `index`, the time of its last use (%globaltimer >> 10, about
+// microseconds, truncated to 32 bits), in the u32 array after the aux slots. Plain
+// stores: a heuristic that races are allowed to blur.
+.func bpf2ptx_map_hash_stamp(.param .b64 desc, .param .b64 index)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<10>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [index];
 	ld.u32 %r1, [%rd1+8];
 	cvt.u64.u32 %rd3, %r1;
 	ld.u32 %r2, [%rd1+20];
@@ -335,7 +620,131 @@ $Lstate_done:
 	add.s64 %rd5, %rd5, %rd4;
 	ld.b64 %rd6, [%rd1+24];
 	ld.b64 %rd7, [%rd1+32];
-	// Home slot: FNV-1a of the key, masked by aux - 1.
+	mad.lo.u64 %rd8, %rd7, %rd5, %rd6;
+	shl.b64 %rd9, %rd2, 2;
+	add.s64 %rd8, %rd8, %rd9;
+	mov.u64 %rd9, %globaltimer;
+	shr.u64 %rd9, %rd9, 10;
+	cvt.u32.u64 %r3, %rd9;
+	st.u32 [%rd8], %r3;
+	ret;
+}
+
+// LRU (9): evicts one live entry to make room, keeping its place in the map's count for
+// the caller's insertion: 1 done, 0 not (after @LRU_TRIES@ samples). Sampled LRU: from a
+// slot picked by the hash's upper half, read @LRU_SAMPLE@ slots and take the full one
+// with the oldest stamp; claim it without waiting (a slot another thread holds is not
+// worth waiting for: sample again from the next slots), unlink it, count it as evicted.
+.func (.param .b32 ret) bpf2ptx_map_hash_evict(.param .b64 desc, .param .b64 hash)
+{
+	.reg .pred %p<6>;
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<24>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [hash];
+	ld.u32 %r1, [%rd1+8];
+	cvt.u64.u32 %rd3, %r1;
+	ld.u32 %r2, [%rd1+20];
+	cvt.u64.u32 %rd4, %r2;
+	add.s64 %rd5, %rd3, 15;
+	and.b64 %rd5, %rd5, -8;
+	add.s64 %rd5, %rd5, %rd4;
+	ld.b64 %rd6, [%rd1+24];
+	ld.b64 %rd7, [%rd1+32];
+	add.s64 %rd8, %rd7, -1;
+	// Stamps after the slots; now in the stamps' unit.
+	mad.lo.u64 %rd9, %rd7, %rd5, %rd6;
+	mov.u64 %rd10, %globaltimer;
+	shr.u64 %rd10, %rd10, 10;
+	cvt.u32.u64 %r3, %rd10;
+	shr.u64 %rd11, %rd2, 32;
+	mov.u32 %r4, 0;
+$Levict_sample:
+	setp.ge.u32 %p1, %r4, @LRU_TRIES@;
+	@%p1 bra $Levict_fail;
+	add.u32 %r4, %r4, 1;
+	mov.u64 %rd12, -1;
+	mov.u32 %r5, 0;
+	mov.u64 %rd13, 0;
+$Levict_scan:
+	setp.ge.u64 %p2, %rd13, @LRU_SAMPLE@;
+	@%p2 bra $Levict_pick;
+	add.s64 %rd14, %rd11, %rd13;
+	and.b64 %rd14, %rd14, %rd8;
+	add.s64 %rd13, %rd13, 1;
+	mad.lo.u64 %rd15, %rd14, %rd5, %rd6;
+	ld.relaxed.gpu.b32 %r6, [%rd15];
+	setp.ne.u32 %p3, %r6, 2;
+	@%p3 bra $Levict_scan;
+	shl.b64 %rd16, %rd14, 2;
+	add.s64 %rd16, %rd16, %rd9;
+	ld.u32 %r7, [%rd16];
+	sub.u32 %r8, %r3, %r7;
+	setp.lt.u32 %p4, %r8, %r5;
+	setp.ne.s64 %p5, %rd12, -1;
+	and.pred %p4, %p4, %p5;
+	@%p4 bra $Levict_scan;
+	mov.u64 %rd12, %rd14;
+	mov.u32 %r5, %r8;
+	bra $Levict_scan;
+$Levict_pick:
+	add.s64 %rd11, %rd11, @LRU_SAMPLE@;
+	setp.eq.s64 %p2, %rd12, -1;
+	@%p2 bra $Levict_sample;
+	mad.lo.u64 %rd15, %rd12, %rd5, %rd6;
+	atom.acquire.gpu.cas.b32 %r6, [%rd15], 2, 1;
+	setp.ne.u32 %p3, %r6, 2;
+	@%p3 bra $Levict_sample;
+	// Ours: its home from its key, its distance from there, then unlink it.
+	add.s64 %rd17, %rd15, 8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd17;
+	st.param.b64 [a1], %rd3;
+	call (r), bpf2ptx_map_fnv1a, (a0, a1);
+	ld.param.b64 %rd18, [r];
+	}
+	and.b64 %rd18, %rd18, %rd8;
+	sub.s64 %rd19, %rd12, %rd18;
+	and.b64 %rd19, %rd19, %rd8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd18;
+	st.param.b64 [a2], %rd19;
+	call bpf2ptx_map_hash_unlink, (a0, a1, a2);
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], @EVICTED@;
+	call bpf2ptx_map_hash_note, (a0, a1);
+	}
+	mov.u32 %r9, 1;
+	st.param.b32 [ret], %r9;
+	ret;
+$Levict_fail:
+	mov.u32 %r9, 0;
+	st.param.b32 [ret], %r9;
+	ret;
+}
+
+// bpf_map_lookup_elem on a hash map: the address of the key's value, or 0. LRU: stamps
+// the slot.
+.func (.param .b64 ret) bpf2ptx_map_hash_lookup(.param .b64 desc, .param .b64 key)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<14>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [key];
+	ld.u32 %r1, [%rd1+8];
+	cvt.u64.u32 %rd3, %r1;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -343,76 +752,70 @@ $Lstate_done:
 	st.param.b64 [a0], %rd2;
 	st.param.b64 [a1], %rd3;
 	call (r), bpf2ptx_map_fnv1a, (a0, a1);
-	ld.param.b64 %rd8, [r];
+	ld.param.b64 %rd4, [r];
 	}
-	add.s64 %rd9, %rd7, -1;
-	and.b64 %rd10, %rd8, %rd9;
-	mov.u64 %rd11, 0;
-$Lfind_probe:
-	// Slot %rd10, probe number %rd11 (< aux).
-	setp.ge.u64 %p1, %rd11, %rd7;
-	@%p1 bra $Lfind_miss;
-	mad.lo.u64 %rd12, %rd10, %rd5, %rd6;
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd12;
-	call (r), bpf2ptx_map_hash_state, (a0);
-	ld.param.b32 %r3, [r];
-	}
-	// Empty: the key is not in the map. Full: compare keys. Busy (after the wait),
-	// deleted, or anything else: not this key, go on.
-	setp.eq.u32 %p2, %r3, 0;
-	@%p2 bra $Lfind_miss;
-	setp.ne.u32 %p3, %r3, 2;
-	@%p3 bra $Lfind_next;
-	add.s64 %rd13, %rd12, 8;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
 	.param .b64 a2;
-	.param .b32 r;
-	st.param.b64 [a0], %rd13;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
-	st.param.b64 [a2], %rd3;
-	call (r), bpf2ptx_map_key_eq, (a0, a1, a2);
-	ld.param.b32 %r3, [r];
+	st.param.b64 [a2], %rd4;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	ld.param.b64 %rd5, [r];
 	}
-	setp.ne.u32 %p4, %r3, 0;
-	@%p4 bra $Lfind_hit;
-$Lfind_next:
-	add.s64 %rd10, %rd10, 1;
-	and.b64 %rd10, %rd10, %rd9;
-	add.s64 %rd11, %rd11, 1;
-	bra $Lfind_probe;
-$Lfind_hit:
-	st.param.b64 [ret], %rd12;
-	ret;
-$Lfind_miss:
-	mov.u64 %rd14, 0;
-	st.param.b64 [ret], %rd14;
+	mov.u64 %rd13, 0;
+	setp.eq.s64 %p1, %rd5, -1;
+	@%p1 bra $Lhlookup_done;
+	// Slot index, then the value at 8 + round8(key size) = (key size + 15) & ~7.
+	ld.b64 %rd6, [%rd1+32];
+	add.s64 %rd6, %rd6, -1;
+	add.s64 %rd7, %rd4, %rd5;
+	and.b64 %rd7, %rd7, %rd6;
+	ld.u32 %r2, [%rd1+20];
+	cvt.u64.u32 %rd8, %r2;
+	add.s64 %rd9, %rd3, 15;
+	and.b64 %rd9, %rd9, -8;
+	add.s64 %rd10, %rd9, %rd8;
+	ld.b64 %rd11, [%rd1+24];
+	mad.lo.u64 %rd12, %rd7, %rd10, %rd11;
+	add.s64 %rd13, %rd12, %rd9;
+	ld.u32 %r3, [%rd1];
+	setp.ne.u32 %p2, %r3, 9;
+	@%p2 bra $Lhlookup_done;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd7;
+	call bpf2ptx_map_hash_stamp, (a0, a1);
+	}
+$Lhlookup_done:
+	st.param.b64 [ret], %rd13;
 	ret;
 }
 
-// Hash map update (flags already checked to be 0, 1 or 2). One probe pass from the home
-// slot: a live slot with the key is the key's only slot (update in place, or -EEXIST for
-// BPF_NOEXIST); the first empty slot ends the key's path, so the key is absent (-ENOENT
-// for BPF_EXIST, else claim the slot with atom.cas 0 -> 1, write key and value, publish
-// with a release store of 2). A lost claim re-reads the slot: the winner may be inserting
-// the same key. A slot still busy after the bounded wait gives -EBUSY: walking past it
-// could put the key in a second slot. No empty slot within aux probes: -E2BIG, counted in
-// the descriptor's drops word.
+// Hash map update (flags already checked to be 0, 1 or 2), specs/abi.md "Hash maps":
+// find the key; present: -EEXIST for BPF_NOEXIST, else claim the slot (full -> busy),
+// check it still holds the key, copy the value, publish. Absent: -ENOENT for BPF_EXIST;
+// reserve one in the count (full: -E2BIG counted, or an LRU eviction that passes its
+// reservation on); take the home slot's lock, find again (an insertion of this key holds
+// the same lock, so it is seen), claim the first free slot from home with atom.cas,
+// adding 1 to the overflow count of every slot passed, write key and value, publish,
+// unlock. A slot freed or reused under the caller, or a key inserted meanwhile, makes it
+// start again, @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
 .func (.param .b64 ret) bpf2ptx_map_hash_update(.param .b64 desc, .param .b64 key, .param .b64 value, .param .b64 flags)
 {
-	.reg .pred %p<8>;
-	.reg .b32 %r<8>;
-	.reg .b64 %rd<22>;
+	.reg .pred %p<10>;
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<32>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
 	ld.param.b64 %rd3, [value];
 	ld.param.b64 %rd4, [flags];
-	// Geometry: key size, value size, value offset in a slot (8 + round8(key size)),
-	// slot size (value offset + stride), data, aux.
+	// Geometry: key size, value size, value offset (8 + round8(key size)), slot size,
+	// data, aux, aux - 1, counts block, max entries, map type.
 	ld.u32 %r1, [%rd1+8];
 	cvt.u64.u32 %rd5, %r1;
 	ld.u32 %r2, [%rd1+12];
@@ -424,7 +827,11 @@ $Lfind_miss:
 	add.s64 %rd9, %rd8, %rd7;
 	ld.b64 %rd10, [%rd1+24];
 	ld.b64 %rd11, [%rd1+32];
-	// Home slot: FNV-1a of the key, masked by aux - 1.
+	add.s64 %rd12, %rd11, -1;
+	ld.b64 %rd13, [%rd1+40];
+	ld.u32 %r4, [%rd1+16];
+	cvt.u64.u32 %rd14, %r4;
+	ld.u32 %r5, [%rd1];
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -432,124 +839,340 @@ $Lfind_miss:
 	st.param.b64 [a0], %rd2;
 	st.param.b64 [a1], %rd5;
 	call (r), bpf2ptx_map_fnv1a, (a0, a1);
-	ld.param.b64 %rd12, [r];
+	ld.param.b64 %rd15, [r];
 	}
-	add.s64 %rd13, %rd11, -1;
-	and.b64 %rd14, %rd12, %rd13;
-	mov.u64 %rd15, 0;
-$Lhupd_probe:
-	// Slot %rd14, probe number %rd15 (< aux).
-	setp.ge.u64 %p1, %rd15, %rd11;
-	@%p1 bra $Lhupd_full;
-	mad.lo.u64 %rd16, %rd14, %rd9, %rd10;
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd16;
-	call (r), bpf2ptx_map_hash_state, (a0);
-	ld.param.b32 %r4, [r];
-	}
-	setp.ne.u32 %p2, %r4, 0;
-	@%p2 bra $Lhupd_taken;
-	// Empty: the key is absent. BPF_EXIST fails; otherwise claim the slot.
-	setp.eq.u64 %p3, %rd4, 2;
-	@%p3 bra $Lhupd_noent;
-	atom.relaxed.gpu.cas.b32 %r4, [%rd16], 0, 1;
-	setp.ne.u32 %p2, %r4, 0;
-	@%p2 bra $Lhupd_lost;
-	// Claimed: write the key and the value, then publish (the release orders them first).
-	add.s64 %rd17, %rd16, 8;
+	// Home slot index and address.
+	and.b64 %rd16, %rd15, %rd12;
+	mad.lo.u64 %rd17, %rd16, %rd9, %rd10;
+	mov.u32 %r6, 0;
+$Lhupd_find:
+	setp.ge.u32 %p1, %r6, @UPDATE_ROUNDS@;
+	@%p1 bra $Lhupd_busy;
+	add.u32 %r6, %r6, 1;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
 	.param .b64 a2;
-	st.param.b64 [a0], %rd17;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
-	st.param.b64 [a2], %rd5;
-	call bpf2ptx_copy, (a0, a1, a2);
+	st.param.b64 [a2], %rd15;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	ld.param.b64 %rd18, [r];
 	}
-	add.s64 %rd18, %rd16, %rd8;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 a2;
-	st.param.b64 [a0], %rd18;
-	st.param.b64 [a1], %rd3;
-	st.param.b64 [a2], %rd6;
-	call bpf2ptx_copy, (a0, a1, a2);
-	}
-	mov.u32 %r5, 2;
-	st.release.gpu.b32 [%rd16], %r5;
-	bra $Lhupd_ok;
-$Lhupd_lost:
-	// Another thread claimed the slot first: re-read it (acquire, waiting while busy).
+	setp.eq.s64 %p2, %rd18, -1;
+	@%p2 bra $Lhupd_absent;
+	// Present: BPF_NOEXIST fails; otherwise update in place as the slot's only writer.
+	setp.eq.u64 %p3, %rd4, 1;
+	@%p3 bra $Lhupd_exists;
+	add.s64 %rd19, %rd16, %rd18;
+	and.b64 %rd19, %rd19, %rd12;
+	mad.lo.u64 %rd20, %rd19, %rd9, %rd10;
 	{
 	.param .b64 a0;
 	.param .b32 r;
-	st.param.b64 [a0], %rd16;
-	call (r), bpf2ptx_map_hash_state, (a0);
-	ld.param.b32 %r4, [r];
+	st.param.b64 [a0], %rd20;
+	call (r), bpf2ptx_map_hash_claim, (a0);
+	ld.param.b32 %r7, [r];
 	}
-$Lhupd_taken:
-	// Busy after the wait: give up (-EBUSY). Full with the key: found. Else go on.
-	setp.eq.u32 %p4, %r4, 1;
+	setp.eq.u32 %p4, %r7, 2;
 	@%p4 bra $Lhupd_busy;
-	setp.ne.u32 %p5, %r4, 2;
-	@%p5 bra $Lhupd_next;
-	add.s64 %rd17, %rd16, 8;
+	setp.eq.u32 %p4, %r7, 0;
+	@%p4 bra $Lhupd_find;
+	add.s64 %rd21, %rd20, 8;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
 	.param .b64 a2;
 	.param .b32 r;
-	st.param.b64 [a0], %rd17;
+	st.param.b64 [a0], %rd21;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd5;
 	call (r), bpf2ptx_map_key_eq, (a0, a1, a2);
-	ld.param.b32 %r6, [r];
+	ld.param.b32 %r8, [r];
 	}
-	setp.eq.u32 %p6, %r6, 0;
-	@%p6 bra $Lhupd_next;
-	// Found: BPF_NOEXIST fails; otherwise write the value in place (not atomic: a
-	// concurrent reader may see a torn value; Linux would swap in a new element by RCU).
-	setp.eq.u64 %p7, %rd4, 1;
-	@%p7 bra $Lhupd_exists;
-	add.s64 %rd18, %rd16, %rd8;
+	mov.u32 %r9, 2;
+	setp.ne.u32 %p5, %r8, 0;
+	@%p5 bra $Lhupd_inplace;
+	// The slot was freed and refilled with another key: put it back, find again.
+	st.release.gpu.b32 [%rd20], %r9;
+	bra $Lhupd_find;
+$Lhupd_inplace:
+	add.s64 %rd21, %rd20, %rd8;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
 	.param .b64 a2;
-	st.param.b64 [a0], %rd18;
+	st.param.b64 [a0], %rd21;
 	st.param.b64 [a1], %rd3;
 	st.param.b64 [a2], %rd6;
 	call bpf2ptx_copy, (a0, a1, a2);
 	}
-	bra $Lhupd_ok;
-$Lhupd_next:
-	add.s64 %rd14, %rd14, 1;
-	and.b64 %rd14, %rd14, %rd13;
-	add.s64 %rd15, %rd15, 1;
-	bra $Lhupd_probe;
-$Lhupd_full:
-	// No empty slot on the whole path and the key not found.
+	st.release.gpu.b32 [%rd20], %r9;
+	bra $Lhupd_stamp;
+$Lhupd_absent:
+	// Absent: BPF_EXIST fails; otherwise reserve a place in the count.
 	setp.eq.u64 %p3, %rd4, 2;
 	@%p3 bra $Lhupd_noent;
-	red.relaxed.gpu.add.u64 [%rd1+48], 1;
-	mov.u64 %rd19, -7;
+	ld.relaxed.gpu.b64 %rd22, [%rd13];
+	setp.ge.u64 %p6, %rd22, %rd14;
+	@%p6 bra $Lhupd_room;
+	atom.relaxed.gpu.add.u64 %rd22, [%rd13], 1;
+	setp.lt.u64 %p6, %rd22, %rd14;
+	@%p6 bra $Lhupd_reserved;
+	red.relaxed.gpu.add.u64 [%rd13], -1;
+$Lhupd_room:
+	// The map holds max_entries keys: an LRU map evicts one (its place in the count
+	// passes to this insertion); the others refuse.
+	setp.ne.u32 %p7, %r5, 9;
+	@%p7 bra $Lhupd_full;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd15;
+	call (r), bpf2ptx_map_hash_evict, (a0, a1);
+	ld.param.b32 %r7, [r];
+	}
+	setp.eq.u32 %p7, %r7, 0;
+	@%p7 bra $Lhupd_busy;
+$Lhupd_reserved:
+	{
+	.param .b64 a0;
+	.param .b32 r;
+	st.param.b64 [a0], %rd17;
+	call (r), bpf2ptx_map_hash_lock, (a0);
+	ld.param.b32 %r7, [r];
+	}
+	setp.eq.u32 %p7, %r7, 0;
+	@%p7 bra $Lhupd_unreserve;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd15;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	ld.param.b64 %rd18, [r];
+	}
+	setp.eq.s64 %p2, %rd18, -1;
+	@%p2 bra $Lhupd_claim;
+	// Another thread inserted the key meanwhile: unlock, give the reservation back and
+	// start again (the key is present now).
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	red.relaxed.gpu.add.u64 [%rd13], -1;
+	bra $Lhupd_find;
+$Lhupd_claim:
+	mov.u64 %rd23, 0;
+$Lhupd_walk:
+	setp.ge.u64 %p8, %rd23, %rd11;
+	@%p8 bra $Lhupd_nofree;
+	add.s64 %rd19, %rd16, %rd23;
+	and.b64 %rd19, %rd19, %rd12;
+	mad.lo.u64 %rd20, %rd19, %rd9, %rd10;
+	atom.relaxed.gpu.cas.b32 %r7, [%rd20], 0, 1;
+	setp.eq.u32 %p8, %r7, 0;
+	@%p8 bra $Lhupd_fill;
+	red.relaxed.gpu.add.u32 [%rd20+4], 1;
+	add.s64 %rd23, %rd23, 1;
+	bra $Lhupd_walk;
+$Lhupd_fill:
+	// Claimed: key and value, then publish (the release orders them and the overflow
+	// counts first), then unlock.
+	add.s64 %rd21, %rd20, 8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd21;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd5;
+	call bpf2ptx_copy, (a0, a1, a2);
+	}
+	add.s64 %rd21, %rd20, %rd8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd21;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], %rd6;
+	call bpf2ptx_copy, (a0, a1, a2);
+	}
+	mov.u32 %r9, 2;
+	st.release.gpu.b32 [%rd20], %r9;
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+$Lhupd_stamp:
+	setp.ne.u32 %p9, %r5, 9;
+	@%p9 bra $Lhupd_ok;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd19;
+	call bpf2ptx_map_hash_stamp, (a0, a1);
+	}
+	bra $Lhupd_ok;
+$Lhupd_nofree:
+	// No free slot within aux probes (impossible while count <= max_entries < aux):
+	// give back the overflow counts taken (all aux of them), the lock, the reservation.
+	mov.u64 %rd23, 0;
+$Lhupd_undo:
+	setp.ge.u64 %p8, %rd23, %rd11;
+	@%p8 bra $Lhupd_undone;
+	add.s64 %rd19, %rd16, %rd23;
+	and.b64 %rd19, %rd19, %rd12;
+	mad.lo.u64 %rd20, %rd19, %rd9, %rd10;
+	red.relaxed.gpu.add.s32 [%rd20+4], -1;
+	add.s64 %rd23, %rd23, 1;
+	bra $Lhupd_undo;
+$Lhupd_undone:
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+$Lhupd_unreserve:
+	red.relaxed.gpu.add.u64 [%rd13], -1;
+$Lhupd_busy:
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], @BUSY@;
+	call bpf2ptx_map_hash_note, (a0, a1);
+	}
+	mov.u64 %rd24, -16;
+	bra $Lhupd_ret;
+$Lhupd_full:
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], @FULL@;
+	call bpf2ptx_map_hash_note, (a0, a1);
+	}
+	mov.u64 %rd24, -7;
 	bra $Lhupd_ret;
 $Lhupd_ok:
-	mov.u64 %rd19, 0;
+	mov.u64 %rd24, 0;
 	bra $Lhupd_ret;
 $Lhupd_noent:
-	mov.u64 %rd19, -2;
+	mov.u64 %rd24, -2;
 	bra $Lhupd_ret;
 $Lhupd_exists:
-	mov.u64 %rd19, -17;
-	bra $Lhupd_ret;
-$Lhupd_busy:
-	mov.u64 %rd19, -16;
+	mov.u64 %rd24, -17;
 $Lhupd_ret:
-	st.param.b64 [ret], %rd19;
+	st.param.b64 [ret], %rd24;
+	ret;
+}
+
+// Hash map delete: find the key (absent: -ENOENT), claim its slot (full -> busy; freed
+// meanwhile: find again; still held after the wait: -EBUSY, counted), check it still
+// holds the key (else put it back and find again), unlink it, take it out of the count.
+// No lock: the claim makes this thread the slot's only writer, and only an insertion of
+// the same key, under its home lock, could add the key again.
+.func (.param .b64 ret) bpf2ptx_map_hash_delete(.param .b64 desc, .param .b64 key)
+{
+	.reg .pred %p<5>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<16>;
+	ld.param.b64 %rd1, [desc];
+	ld.param.b64 %rd2, [key];
+	ld.u32 %r1, [%rd1+8];
+	cvt.u64.u32 %rd3, %r1;
+	ld.u32 %r2, [%rd1+20];
+	cvt.u64.u32 %rd4, %r2;
+	add.s64 %rd5, %rd3, 15;
+	and.b64 %rd5, %rd5, -8;
+	add.s64 %rd5, %rd5, %rd4;
+	ld.b64 %rd6, [%rd1+24];
+	ld.b64 %rd7, [%rd1+32];
+	add.s64 %rd8, %rd7, -1;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd2;
+	st.param.b64 [a1], %rd3;
+	call (r), bpf2ptx_map_fnv1a, (a0, a1);
+	ld.param.b64 %rd9, [r];
+	}
+	and.b64 %rd10, %rd9, %rd8;
+	mov.u32 %r3, 0;
+$Lhdel_find:
+	setp.ge.u32 %p1, %r3, @UPDATE_ROUNDS@;
+	@%p1 bra $Lhdel_busy;
+	add.u32 %r3, %r3, 1;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd9;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	ld.param.b64 %rd11, [r];
+	}
+	mov.u64 %rd15, -2;
+	setp.eq.s64 %p2, %rd11, -1;
+	@%p2 bra $Lhdel_ret;
+	add.s64 %rd12, %rd10, %rd11;
+	and.b64 %rd12, %rd12, %rd8;
+	mad.lo.u64 %rd13, %rd12, %rd5, %rd6;
+	{
+	.param .b64 a0;
+	.param .b32 r;
+	st.param.b64 [a0], %rd13;
+	call (r), bpf2ptx_map_hash_claim, (a0);
+	ld.param.b32 %r4, [r];
+	}
+	setp.eq.u32 %p3, %r4, 2;
+	@%p3 bra $Lhdel_busy;
+	setp.eq.u32 %p3, %r4, 0;
+	@%p3 bra $Lhdel_find;
+	add.s64 %rd14, %rd13, 8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b32 r;
+	st.param.b64 [a0], %rd14;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd3;
+	call (r), bpf2ptx_map_key_eq, (a0, a1, a2);
+	ld.param.b32 %r5, [r];
+	}
+	setp.ne.u32 %p4, %r5, 0;
+	@%p4 bra $Lhdel_unlink;
+	mov.u32 %r5, 2;
+	st.release.gpu.b32 [%rd13], %r5;
+	bra $Lhdel_find;
+$Lhdel_unlink:
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd10;
+	st.param.b64 [a2], %rd11;
+	call bpf2ptx_map_hash_unlink, (a0, a1, a2);
+	}
+	ld.b64 %rd14, [%rd1+40];
+	red.relaxed.gpu.add.u64 [%rd14], -1;
+	mov.u64 %rd15, 0;
+	bra $Lhdel_ret;
+$Lhdel_busy:
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], @BUSY@;
+	call bpf2ptx_map_hash_note, (a0, a1);
+	}
+	mov.u64 %rd15, -16;
+$Lhdel_ret:
+	st.param.b64 [ret], %rd15;
 	ret;
 }
 
@@ -675,7 +1298,7 @@ $Larr_none:
 	ld.b64 %rd4, [%rd1+24];
 	setp.eq.u64 %p1, %rd4, 0;
 	@%p1 bra $Llookup_done;
-	// Dispatch on the map type: arrays (2, 1503, 6, 1502, 1600), hash maps (1, 1501).
+	// Dispatch on the map type: arrays (2, 1503, 6, 1502, 1600), hash maps (1, 1501, 9).
 	ld.u32 %r1, [%rd1];
 	setp.eq.u32 %p2, %r1, 2;
 	setp.eq.u32 %p3, %r1, 1503;
@@ -689,6 +1312,8 @@ $Larr_none:
 	@%p2 bra $Llookup_array;
 	setp.eq.u32 %p4, %r1, 1;
 	setp.eq.u32 %p5, %r1, 1501;
+	or.pred %p4, %p4, %p5;
+	setp.eq.u32 %p5, %r1, 9;
 	or.pred %p4, %p4, %p5;
 	@%p4 bra $Llookup_hash;
 	bra $Llookup_done;
@@ -704,23 +1329,15 @@ $Llookup_array:
 	}
 	bra $Llookup_done;
 $Llookup_hash:
-	// The slot holding the key live, then its value at 8 + round8(key size).
 	{
 	.param .b64 a0;
 	.param .b64 a1;
 	.param .b64 r;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
-	call (r), bpf2ptx_map_hash_find, (a0, a1);
-	ld.param.b64 %rd5, [r];
+	call (r), bpf2ptx_map_hash_lookup, (a0, a1);
+	ld.param.b64 %rd3, [r];
 	}
-	setp.eq.u64 %p6, %rd5, 0;
-	@%p6 bra $Llookup_done;
-	ld.u32 %r2, [%rd1+8];
-	cvt.u64.u32 %rd6, %r2;
-	add.s64 %rd6, %rd6, 15;
-	and.b64 %rd6, %rd6, -8;
-	add.s64 %rd3, %rd5, %rd6;
 $Llookup_done:
 	st.param.b64 [ret], %rd3;
 	ret;
@@ -745,7 +1362,7 @@ $Llookup_done:
 	@%p1 bra $Lupdate_done;
 	setp.gt.u64 %p1, %rd4, 2;
 	@%p1 bra $Lupdate_done;
-	// Dispatch on the map type: arrays (2, 1503, 6, 1502, 1600), hash maps (1, 1501).
+	// Dispatch on the map type: arrays (2, 1503, 6, 1502, 1600), hash maps (1, 1501, 9).
 	ld.u32 %r1, [%rd1];
 	setp.eq.u32 %p2, %r1, 2;
 	setp.eq.u32 %p3, %r1, 1503;
@@ -759,6 +1376,8 @@ $Llookup_done:
 	@%p2 bra $Lupdate_array;
 	setp.eq.u32 %p4, %r1, 1;
 	setp.eq.u32 %p5, %r1, 1501;
+	or.pred %p4, %p4, %p5;
+	setp.eq.u32 %p5, %r1, 9;
 	or.pred %p4, %p4, %p5;
 	@%p4 bra $Lupdate_hash;
 	bra $Lupdate_done;
@@ -811,13 +1430,12 @@ $Lupdate_done:
 }
 
 // bpf_map_delete_elem: 0 or a negative errno. Unbound map, or a map type without delete
-// (arrays, as Linux): -EINVAL. Hash maps: find the key's live slot and mark it deleted
-// with atom.cas 2 -> 3; key absent, or a concurrent delete won the cas: -ENOENT.
+// (arrays, as Linux): -EINVAL. Hash maps: bpf2ptx_map_hash_delete.
 .func (.param .b64 ret) bpf2ptx_map_delete_elem(.param .b64 desc, .param .b64 key)
 {
-	.reg .pred %p<6>;
-	.reg .b32 %r<3>;
-	.reg .b64 %rd<8>;
+	.reg .pred %p<4>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<5>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
 	mov.u64 %rd3, -22;
@@ -828,6 +1446,8 @@ $Lupdate_done:
 	setp.eq.u32 %p2, %r1, 1;
 	setp.eq.u32 %p3, %r1, 1501;
 	or.pred %p2, %p2, %p3;
+	setp.eq.u32 %p3, %r1, 9;
+	or.pred %p2, %p2, %p3;
 	@!%p2 bra $Ldelete_done;
 	{
 	.param .b64 a0;
@@ -835,16 +1455,9 @@ $Lupdate_done:
 	.param .b64 r;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
-	call (r), bpf2ptx_map_hash_find, (a0, a1);
-	ld.param.b64 %rd5, [r];
+	call (r), bpf2ptx_map_hash_delete, (a0, a1);
+	ld.param.b64 %rd3, [r];
 	}
-	mov.u64 %rd3, -2;
-	setp.eq.u64 %p4, %rd5, 0;
-	@%p4 bra $Ldelete_done;
-	atom.relaxed.gpu.cas.b32 %r2, [%rd5], 2, 3;
-	setp.ne.u32 %p5, %r2, 2;
-	@%p5 bra $Ldelete_done;
-	mov.u64 %rd3, 0;
 $Ldelete_done:
 	st.param.b64 [ret], %rd3;
 	ret;
@@ -856,53 +1469,56 @@ pub mod model {
     use super::*;
 
     /// A hash map's storage, laid out byte for byte as on the device (`aux` slots of
-    /// [`hash_slot_size`] bytes), with the device's operations run one at a time.
+    /// [`hash_slot_size`] bytes, then an LRU map's stamps), with its count and counters,
+    /// and the device's operations (specs/abi.md, "Hash maps") run one at a time.
     ///
-    /// After the same sequence of single-threaded operations, [`HashTable::bytes`] equals
-    /// the device's storage and `drops` its descriptor word 6. With concurrent operations
-    /// only the set of live entries is comparable ([`HashTable::entries`]).
+    /// After the same sequence of single-threaded operations, the slots part of
+    /// [`HashTable::bytes`] equals the device's storage, [`HashTable::count`] its count
+    /// word and [`HashTable::counts`] the sums of its counters. An LRU map's stamps come
+    /// from [`HashTable::now`], which the test sets, where the device reads its clock.
+    /// With concurrent operations only the set of live entries is comparable
+    /// ([`HashTable::entries`]).
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub struct HashTable {
+        map_type: u32,
         key_size: usize,
         value_size: usize,
+        max_entries: u64,
         slots: usize,
         /// The storage (what the descriptor's `data` points at).
         pub bytes: Vec<u8>,
-        /// Insertions refused because the table was full (descriptor word 6).
-        pub drops: u64,
+        /// The counts block's count word: keys held.
+        pub count: u64,
+        /// The counters, `[full, busy, evicted]` ([`Count`] order).
+        pub counts: [u64; 3],
+        /// The clock an LRU map stamps slots with (`%globaltimer >> 10` on the device).
+        pub now: u32,
     }
 
     impl HashTable {
-        /// An empty table sized for `max_entries` as the compiler sizes it
-        /// ([`hash_slots`]).
+        /// An empty hash map (type 1) sized for `max_entries` as the compiler sizes it.
         pub fn new(key_size: u32, value_size: u32, max_entries: u32) -> Self {
-            Self::with_slots(key_size, value_size, hash_slots(max_entries))
+            Self::of_type(MAP_HASH, key_size, value_size, max_entries)
         }
 
-        /// An empty table of `slots` slots (descriptor word 4; a power of two).
-        pub fn with_slots(key_size: u32, value_size: u32, slots: u64) -> Self {
-            let bytes = vec![0; (slots * hash_slot_size(key_size, value_size)) as usize];
-            Self::from_bytes(key_size, value_size, slots, bytes)
-        }
-
-        /// A table over existing storage, e.g. bytes read back from the device.
+        /// An empty map of hash type `map_type` (1, 1501 or 9).
         ///
         /// # Panics
         ///
-        /// If `slots` is not a power of two or `bytes` is not `slots` slots long.
-        pub fn from_bytes(key_size: u32, value_size: u32, slots: u64, bytes: Vec<u8>) -> Self {
-            assert!(slots.is_power_of_two(), "slots must be a power of two");
-            assert_eq!(
-                bytes.len() as u64,
-                slots * hash_slot_size(key_size, value_size),
-                "storage size"
-            );
+        /// If `map_type` is not a hash map type.
+        pub fn of_type(map_type: u32, key_size: u32, value_size: u32, max_entries: u32) -> Self {
+            assert!(is_hash(map_type), "map type {map_type} is not a hash map");
+            let bytes = hash_storage_size(map_type, key_size, value_size, max_entries);
             Self {
+                map_type,
                 key_size: key_size as usize,
                 value_size: value_size as usize,
-                slots: slots as usize,
-                bytes,
-                drops: 0,
+                max_entries: u64::from(max_entries),
+                slots: hash_slots(max_entries) as usize,
+                bytes: vec![0; bytes as usize],
+                count: 0,
+                counts: [0; 3],
+                now: 0,
             }
         }
 
@@ -921,15 +1537,28 @@ pub mod model {
             8 + round8(self.key_size as u64) as usize
         }
 
-        /// The state word of slot `i`.
-        pub fn state(&self, i: usize) -> u32 {
-            let at = i * self.slot_size();
+        fn word(&self, at: usize) -> u32 {
             u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap())
         }
 
-        fn set_state(&mut self, i: usize, state: u32) {
-            let at = i * self.slot_size();
-            self.bytes[at..at + 4].copy_from_slice(&state.to_le_bytes());
+        fn set_word(&mut self, at: usize, v: u32) {
+            self.bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+
+        /// The state word of slot `i`.
+        pub fn state(&self, i: usize) -> u32 {
+            self.word(i * self.slot_size())
+        }
+
+        /// The overflow count of slot `i` (its meta word without the lock bit).
+        pub fn overflow(&self, i: usize) -> u32 {
+            self.word(i * self.slot_size() + 4) & !LOCK_BIT
+        }
+
+        fn add_overflow(&mut self, i: usize, d: i32) {
+            let at = i * self.slot_size() + 4;
+            let v = self.word(at).wrapping_add_signed(d);
+            self.set_word(at, v);
         }
 
         /// The key bytes of slot `i`.
@@ -949,76 +1578,140 @@ pub mod model {
             &mut self.bytes[at..at + self.value_size]
         }
 
-        /// The probe path of `key`: slot indices from its home slot, `slots` of them.
-        fn path(&self, key: &[u8]) -> impl Iterator<Item = usize> {
-            let mask = self.slots - 1;
-            let home = fnv1a(key) as usize & mask;
-            (0..self.slots).map(move |n| (home + n) & mask)
+        /// The stamp of slot `i` (LRU maps).
+        pub fn stamp(&self, i: usize) -> u32 {
+            self.word(self.slots * self.slot_size() + 4 * i)
         }
 
-        /// The slot holding `key` live, as the device's lookup finds it.
+        fn touch(&mut self, i: usize) {
+            if self.map_type == MAP_LRU_HASH {
+                let at = self.slots * self.slot_size() + 4 * i;
+                self.set_word(at, self.now);
+            }
+        }
+
+        fn mask(&self) -> usize {
+            self.slots - 1
+        }
+
+        fn home(&self, key: &[u8]) -> usize {
+            fnv1a(key) as usize & self.mask()
+        }
+
+        /// The slot holding `key` live, as the device's find walks to it: from the home
+        /// slot, a full slot with the key is a hit, a slot with overflow count 0 a miss.
         pub fn find(&self, key: &[u8]) -> Option<usize> {
             assert_eq!(key.len(), self.key_size, "key size");
-            for i in self.path(key) {
-                match self.state(i) {
-                    SLOT_EMPTY => return None,
-                    SLOT_FULL if self.key(i) == key => return Some(i),
-                    _ => {}
+            let home = self.home(key);
+            for n in 0..self.slots {
+                let i = (home + n) & self.mask();
+                if self.state(i) == SLOT_FULL && self.key(i) == key {
+                    return Some(i);
+                }
+                if self.overflow(i) == 0 {
+                    return None;
                 }
             }
             None
         }
 
         /// `map_lookup_elem`: the byte offset of the key's value in the storage (the
-        /// device returns `data` + this offset), or `None` (NULL).
-        pub fn lookup(&self, key: &[u8]) -> Option<usize> {
-            self.find(key)
-                .map(|i| i * self.slot_size() + self.value_offset())
+        /// device returns `data` + this offset), or `None` (NULL). LRU: stamps the slot.
+        pub fn lookup(&mut self, key: &[u8]) -> Option<usize> {
+            let i = self.find(key)?;
+            self.touch(i);
+            Some(i * self.slot_size() + self.value_offset())
         }
 
         /// `map_update_elem`: 0 or a negative errno, as the device returns it.
         pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64) -> i64 {
-            assert_eq!(key.len(), self.key_size, "key size");
             assert_eq!(value.len(), self.value_size, "value size");
             if flags > BPF_EXIST {
                 return EINVAL;
             }
-            let path: Vec<usize> = self.path(key).collect();
-            for i in path {
-                match self.state(i) {
-                    SLOT_EMPTY => {
-                        if flags == BPF_EXIST {
-                            return ENOENT;
-                        }
-                        let at = i * self.slot_size() + 8;
-                        self.bytes[at..at + self.key_size].copy_from_slice(key);
-                        self.value_mut(i).copy_from_slice(value);
-                        self.set_state(i, SLOT_FULL);
-                        return 0;
-                    }
-                    SLOT_BUSY => return EBUSY,
-                    SLOT_FULL if self.key(i) == key => {
-                        if flags == BPF_NOEXIST {
-                            return EEXIST;
-                        }
-                        self.value_mut(i).copy_from_slice(value);
-                        return 0;
-                    }
-                    _ => {}
+            if let Some(i) = self.find(key) {
+                if flags == BPF_NOEXIST {
+                    return EEXIST;
                 }
+                self.value_mut(i).copy_from_slice(value);
+                self.touch(i);
+                return 0;
             }
             if flags == BPF_EXIST {
                 return ENOENT;
             }
-            self.drops += 1;
-            E2BIG
+            if self.count >= self.max_entries {
+                if self.map_type != MAP_LRU_HASH {
+                    self.counts[Count::Full as usize] += 1;
+                    return E2BIG;
+                }
+                if !self.evict(fnv1a(key)) {
+                    self.counts[Count::Busy as usize] += 1;
+                    return EBUSY;
+                }
+            } else {
+                self.count += 1;
+            }
+            let home = self.home(key);
+            let Some(n) = (0..self.slots).find(|n| self.state((home + n) & self.mask()) == SLOT_FREE)
+            else {
+                unreachable!("count <= max_entries < slots leaves a free slot");
+            };
+            for d in 0..n {
+                self.add_overflow((home + d) & self.mask(), 1);
+            }
+            let i = (home + n) & self.mask();
+            let at = i * self.slot_size() + 8;
+            self.bytes[at..at + self.key_size].copy_from_slice(key);
+            self.value_mut(i).copy_from_slice(value);
+            self.set_word(i * self.slot_size(), SLOT_FULL);
+            self.touch(i);
+            0
+        }
+
+        /// Frees slot `i`, whose key's home is `home`: the overflow counts of the slots
+        /// between go down by one.
+        fn unlink(&mut self, home: usize, i: usize) {
+            let dist = i.wrapping_sub(home) & self.mask();
+            for d in 0..dist {
+                self.add_overflow((home + d) & self.mask(), -1);
+            }
+            self.set_word(i * self.slot_size(), SLOT_FREE);
+        }
+
+        /// LRU eviction as the device samples: windows of [`LRU_SAMPLE`] slots from
+        /// `hash >> 32`, the full slot with the oldest stamp (the later one on a tie).
+        fn evict(&mut self, hash: u64) -> bool {
+            let mut start = (hash >> 32) as usize;
+            for _ in 0..LRU_TRIES {
+                let mut best: Option<(usize, u32)> = None;
+                for j in 0..LRU_SAMPLE as usize {
+                    let i = (start + j) & self.mask();
+                    if self.state(i) != SLOT_FULL {
+                        continue;
+                    }
+                    let age = self.now.wrapping_sub(self.stamp(i));
+                    if best.is_none_or(|(_, a)| age >= a) {
+                        best = Some((i, age));
+                    }
+                }
+                start += LRU_SAMPLE as usize;
+                if let Some((i, _)) = best {
+                    let home = self.home(&self.key(i).to_vec());
+                    self.unlink(home, i);
+                    self.counts[Count::Evicted as usize] += 1;
+                    return true;
+                }
+            }
+            false
         }
 
         /// `map_delete_elem`: 0 or -ENOENT.
         pub fn delete(&mut self, key: &[u8]) -> i64 {
             match self.find(key) {
                 Some(i) => {
-                    self.set_state(i, SLOT_DELETED);
+                    self.unlink(self.home(key), i);
+                    self.count -= 1;
                     0
                 }
                 None => ENOENT,
@@ -1031,6 +1724,23 @@ pub mod model {
                 .filter(|&i| self.state(i) == SLOT_FULL)
                 .map(|i| (self.key(i).to_vec(), self.value(i).to_vec()))
                 .collect()
+        }
+
+        /// Whether every slot's overflow count equals the number of live keys stored
+        /// beyond it whose path passed it, and no lock is held: the invariant the
+        /// device's lookups rely on.
+        pub fn overflow_counts_hold(&self) -> bool {
+            let mut want = vec![0u32; self.slots];
+            for i in (0..self.slots).filter(|&i| self.state(i) == SLOT_FULL) {
+                let home = self.home(self.key(i));
+                let dist = i.wrapping_sub(home) & self.mask();
+                for d in 0..dist {
+                    want[(home + d) & self.mask()] += 1;
+                }
+            }
+            (0..self.slots).all(|i| {
+                self.word(i * self.slot_size() + 4) == want[i]
+            })
         }
     }
 }
@@ -1056,11 +1766,14 @@ mod tests {
         assert_eq!(hash_slot_size(4, 8), 24);
         assert_eq!(hash_slot_size(5, 1), 24);
         assert_eq!(hash_slot_size(9, 12), 40);
-        assert_eq!(hash_storage_size(4, 8, 4), 8 * 24);
+        assert_eq!(hash_storage_size(MAP_HASH, 4, 8, 4), 8 * 24);
+        assert_eq!(hash_storage_size(MAP_LRU_HASH, 4, 8, 1), 2 * 24 + 8);
+        assert_eq!(COUNTS_BYTES, 4224);
+        assert_eq!(Count::Evicted.offset(31), 128 + 31 * 128 + 16);
     }
 
     #[test]
-    fn insert_lookup_delete() {
+    fn insert_lookup_delete_reuses_the_slot() {
         let mut t = HashTable::new(4, 8, 4);
         let k = 7u32.to_le_bytes();
         assert_eq!(t.lookup(&k), None);
@@ -1074,58 +1787,117 @@ mod tests {
         // The slot is where the hash says, with the layout of specs/abi.md.
         let home = (fnv1a(&k) & 7) as usize;
         assert_eq!(off, home * 24 + 16);
-        assert_eq!(t.bytes[home * 24..home * 24 + 4], 2u32.to_le_bytes());
+        assert_eq!(t.bytes[home * 24..home * 24 + 4], SLOT_FULL.to_le_bytes());
         assert_eq!(t.bytes[home * 24 + 8..home * 24 + 12], k);
+        assert_eq!(t.count, 1);
         assert_eq!(t.delete(&k), 0);
         assert_eq!(t.delete(&k), ENOENT);
         assert_eq!(t.lookup(&k), None);
-        assert_eq!(t.state(home), SLOT_DELETED);
-        // Re-inserting takes a new slot; the deleted one is not reused.
+        assert_eq!(t.state(home), SLOT_FREE);
+        assert_eq!(t.count, 0);
+        // Re-inserting takes the same slot: a delete frees it.
         assert_eq!(t.update(&k, &5u64.to_le_bytes(), BPF_ANY), 0);
-        assert_eq!(t.find(&k), Some((home + 1) & 7));
+        assert_eq!(t.find(&k), Some(home));
         assert_eq!(t.entries(), vec![(k.to_vec(), 5u64.to_le_bytes().to_vec())]);
     }
 
+    /// Keys whose home is slot `home` of a table of `slots` slots, for collisions.
+    fn keys_at_home(home: u64, slots: u64, n: usize) -> Vec<[u8; 4]> {
+        (0u32..)
+            .map(u32::to_le_bytes)
+            .filter(|k| fnv1a(k) & (slots - 1) == home)
+            .take(n)
+            .collect()
+    }
+
     #[test]
-    fn collisions_probe_linearly_and_fill_the_table() {
-        // Keys of 3 bytes (padded to 8) and values of 5 (stride 8): slot size 24.
-        let mut t = HashTable::with_slots(3, 5, 4);
-        let keys: Vec<[u8; 3]> = (0u8..4).map(|i| [i, 1, 2]).collect();
+    fn collisions_walk_past_full_slots_and_count_overflow() {
+        // Three keys with one home in an 8-slot table (max_entries 4): they take the
+        // home and the two slots after it, which count the keys that passed them.
+        let mut t = HashTable::new(4, 8, 4);
+        let keys = keys_at_home(3, 8, 3);
         for (n, k) in keys.iter().enumerate() {
-            assert_eq!(t.update(k, &[n as u8; 5], BPF_ANY), 0);
+            assert_eq!(t.update(k, &(n as u64).to_le_bytes(), BPF_ANY), 0);
+            assert_eq!(t.find(k), Some(3 + n));
         }
-        for (n, k) in keys.iter().enumerate() {
-            let off = t.lookup(k).unwrap();
-            assert_eq!(t.bytes[off..off + 5], [n as u8; 5]);
+        assert_eq!((t.overflow(3), t.overflow(4), t.overflow(5)), (2, 1, 0));
+        assert!(t.overflow_counts_hold());
+        // Deleting the middle key frees its slot; the last key is still found past it,
+        // since the home slot's count says one key went past.
+        assert_eq!(t.delete(&keys[1]), 0);
+        assert_eq!((t.overflow(3), t.overflow(4)), (1, 1));
+        assert_eq!(t.find(&keys[2]), Some(5));
+        assert!(t.overflow_counts_hold());
+        // A new key of that home takes the freed slot.
+        let more = keys_at_home(3, 8, 4)[3];
+        assert_eq!(t.update(&more, &9u64.to_le_bytes(), BPF_ANY), 0);
+        assert_eq!(t.find(&more), Some(4));
+        assert!(t.overflow_counts_hold());
+    }
+
+    #[test]
+    fn at_most_max_entries_keys_and_every_refusal_counted() {
+        let mut t = HashTable::new(4, 8, 4);
+        for k in 0u32..4 {
+            assert_eq!(t.update(&k.to_le_bytes(), &[1; 8], BPF_ANY), 0);
         }
-        // Full: a new key is refused and counted; an existing one still updates.
-        assert_eq!(t.update(&[9, 9, 9], &[0; 5], BPF_ANY), E2BIG);
-        assert_eq!(t.update(&[9, 9, 9], &[0; 5], BPF_EXIST), ENOENT);
-        assert_eq!(t.drops, 1);
-        assert_eq!(t.update(&keys[3], &[7; 5], BPF_ANY), 0);
-        // Deleting frees no slot (deleted slots are not reused), but lookups of the other
-        // keys still walk past it.
-        assert_eq!(t.delete(&keys[0]), 0);
-        assert_eq!(t.update(&[9, 9, 9], &[0; 5], BPF_ANY), E2BIG);
-        assert_eq!(t.drops, 2);
-        for k in &keys[1..] {
-            assert!(t.lookup(k).is_some());
+        // Full at max_entries (the table has 8 slots): new keys refused and counted,
+        // present keys still updated, BPF_EXIST of an absent key -ENOENT, not counted.
+        assert_eq!(t.update(&9u32.to_le_bytes(), &[0; 8], BPF_ANY), E2BIG);
+        assert_eq!(t.update(&9u32.to_le_bytes(), &[0; 8], BPF_NOEXIST), E2BIG);
+        assert_eq!(t.update(&9u32.to_le_bytes(), &[0; 8], BPF_EXIST), ENOENT);
+        assert_eq!(t.update(&3u32.to_le_bytes(), &[7; 8], BPF_ANY), 0);
+        assert_eq!(t.update(&3u32.to_le_bytes(), &[7; 8], BPF_NOEXIST), EEXIST);
+        assert_eq!(t.counts, [2, 0, 0]);
+        assert_eq!((t.count, t.entries().len()), (4, 4));
+        // A delete makes room for one.
+        assert_eq!(t.delete(&0u32.to_le_bytes()), 0);
+        assert_eq!(t.update(&9u32.to_le_bytes(), &[0; 8], BPF_ANY), 0);
+        assert_eq!(t.update(&10u32.to_le_bytes(), &[0; 8], BPF_ANY), E2BIG);
+        assert_eq!(t.counts, [3, 0, 0]);
+    }
+
+    #[test]
+    fn insert_delete_churn_leaves_the_table_as_new() {
+        // A million inserts and deletes of ever new keys in a 1024-entry map, 1024 live
+        // at a time: every insert succeeds, and once they are all deleted the storage is
+        // as new: every slot free with overflow count 0 (no tombstones; the freed slots
+        // keep their old key and value bytes, which nothing reads).
+        let mut t = HashTable::new(8, 8, 1024);
+        for round in 0u64..1000 {
+            for k in 0..1024u64 {
+                let key = (round * 1024 + k).to_le_bytes();
+                assert_eq!(t.update(&key, &key, BPF_NOEXIST), 0, "round {round}");
+            }
+            if round % 97 == 0 {
+                assert!(t.overflow_counts_hold());
+            }
+            for k in 0..1024u64 {
+                assert_eq!(t.delete(&(round * 1024 + k).to_le_bytes()), 0);
+            }
         }
-        assert_eq!(t.entries().len(), 3);
+        assert_eq!(t.count, 0);
+        let new = HashTable::new(8, 8, 1024);
+        let headers = |t: &HashTable| -> Vec<u64> {
+            t.bytes.chunks(t.slot_size()).map(|s| u64::from_le_bytes(s[..8].try_into().unwrap())).collect()
+        };
+        assert_eq!(headers(&t), headers(&new));
+        assert_eq!(t.counts, [0, 0, 0]);
     }
 
     #[test]
     fn every_key_has_one_live_slot() {
         // A pseudo-random sequence of operations on a small table: every live key is in
-        // exactly one slot, and the model agrees with a map of the live entries.
+        // exactly one slot, the count is the number of keys, the overflow counts are
+        // exact, and the model agrees with a map of the live entries.
         let mut t = HashTable::new(8, 4, 32);
         let mut live = std::collections::BTreeMap::new();
         let mut x = 0x1234_5678_9abc_def0u64;
-        for _ in 0..2000 {
+        for _ in 0..20000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let key = (x % 40).to_le_bytes();
+            let key = (x % 60).to_le_bytes();
             let value = ((x >> 32) as u32).to_le_bytes();
             match (x >> 8) % 4 {
                 0 => {
@@ -1145,7 +1917,7 @@ mod tests {
                         }
                         ENOENT => assert!(flags == BPF_EXIST && !present),
                         EEXIST => assert!(flags == BPF_NOEXIST && present),
-                        E2BIG => assert!(!present),
+                        E2BIG => assert!(!present && live.len() == 32),
                         _ => panic!("unexpected {r}"),
                     }
                 }
@@ -1154,12 +1926,37 @@ mod tests {
             entries.sort();
             let expect: Vec<_> = live.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(entries, expect);
+            assert_eq!(t.count, live.len() as u64);
+            assert!(t.overflow_counts_hold());
         }
+    }
+
+    #[test]
+    fn lru_evicts_the_oldest_of_its_sample_instead_of_refusing() {
+        let mut t = HashTable::of_type(MAP_LRU_HASH, 4, 8, 64);
+        assert_eq!(hash_storage_size(MAP_LRU_HASH, 4, 8, 64), 128 * 24 + 128 * 4);
+        for k in 0u32..10_000 {
+            t.now = k;
+            assert_eq!(t.update(&k.to_le_bytes(), &[1; 8], BPF_ANY), 0, "key {k}");
+            assert!(t.count <= 64);
+            // A recently used key survives: key 0 is looked up at every step.
+            if k > 0 {
+                assert!(t.lookup(&0u32.to_le_bytes()).is_some(), "key 0 evicted at {k}");
+            }
+        }
+        assert_eq!((t.count, t.entries().len()), (64, 64));
+        assert_eq!(t.counts, [0, 0, 10_000 - 64]);
+        assert!(t.overflow_counts_hold());
     }
 
     #[test]
     fn ptx_text_defines_every_function_it_calls_but_the_copy() {
         let text = functions();
+        let unfilled = text.match_indices('@').any(|(i, _)| {
+            text[i + 1..].starts_with(|c: char| c.is_ascii_uppercase())
+        });
+        assert!(!unfilled, "an unfilled template field");
+        let text = text.as_str();
         assert!(!text.contains(".version") && !text.contains(".target"));
         for name in [
             "bpf2ptx_map_lookup_elem",
