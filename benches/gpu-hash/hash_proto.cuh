@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// The hash-map protocol of specs/abi.md ("### Hash maps"), hand-written in CUDA C++ for
+// the benchmark's twins (twin.cu), for maps of u32 keys and u64 values: the same slot
+// layout, hash, counts block, operations and memory orders as bpf2ptx's device runtime
+// (runtime-ptx/src/maps.rs), so that a twin is the floor an injected probe is measured
+// against.
+//
+// Storage: aux slots of 24 bytes (u32 state, u32 meta = lock bit 31 | overflow count,
+// key u32 + 4 bytes of padding, value u64); an LRU map has one u32 stamp per slot after
+// the slots. Counts block (HMap::cnt): u64 count at byte 0; 32 shards of 128 bytes at
+// 128 + 128 * (smid & 31): u64 full, busy, evicted.
+//
+// The same source compiles for the host (no __CUDACC__), with GCC atomics and one lane
+// per "warp", for the CPU stress test (cpu_test.cc): the protocol is checked there with
+// real threads before it runs on a GPU.
+#ifndef GPU_HASH_PROTO_CUH
+#define GPU_HASH_PROTO_CUH
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+namespace hp {
+
+enum : u32 { FREE = 0, BUSY = 1, FULL = 2 };
+enum : u32 { LOCK = 0x80000000u, OVF = 0x7fffffffu };
+enum { ANY = 0, NOEXIST = 1, EXIST = 2 };
+enum { ENOENT = 2, E2BIG = 7, EBUSY = 16, EEXIST = 17 };
+enum { C_FULL = 0, C_BUSY = 1, C_EVICTED = 2 };
+// maps::WAIT_SPINS, UPDATE_ROUNDS, LRU_SAMPLE, LRU_TRIES
+enum : u32 { WAIT_SPINS = 65536, UPDATE_ROUNDS = 8, LRU_SAMPLE = 16, LRU_TRIES = 8 };
+enum : u64 { SLOT = 24, KEY_OFF = 8, VAL_OFF = 16 };
+enum : u32 { SHARDS = 32 };
+
+// ---------------------------------------------------------------------------------------
+// Primitives: PTX on the device, GCC atomics on the host.
+#ifdef __CUDACC__
+#define HD __device__ __forceinline__
+
+HD u64 ld_acquire_u64(const void *p)
+{
+	u64 v;
+	asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+HD u64 ld_relaxed_u64(const void *p)
+{
+	u64 v;
+	asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+HD u32 ld_relaxed_u32(const void *p)
+{
+	u32 v;
+	asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+HD void st_release_u32(void *p, u32 v)
+{
+	asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+HD u32 cas_relaxed(void *p, u32 cmp, u32 val)
+{
+	u32 old;
+	asm volatile("atom.relaxed.gpu.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(cmp), "r"(val) : "memory");
+	return old;
+}
+HD u32 cas_acquire(void *p, u32 cmp, u32 val)
+{
+	u32 old;
+	asm volatile("atom.acquire.gpu.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(cmp), "r"(val) : "memory");
+	return old;
+}
+HD u32 or_acquire(void *p, u32 v)
+{
+	u32 old;
+	asm volatile("atom.acquire.gpu.or.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+}
+HD void and_release(void *p, u32 v)
+{
+	asm volatile("red.release.gpu.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+HD void red_add_u32(void *p, u32 v)
+{
+	asm volatile("red.relaxed.gpu.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+HD u64 atom_add_u64(void *p, u64 v)
+{
+	u64 old;
+	asm volatile("atom.relaxed.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+	return old;
+}
+HD void red_add_u64(void *p, u64 v)
+{
+	asm volatile("red.relaxed.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+HD void sleep_ns(u32 ns) { __nanosleep(ns); }
+HD u32 smid()
+{
+	u32 s;
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+	return s;
+}
+HD u32 laneid()
+{
+	u32 l;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+	return l;
+}
+HD u64 globaltimer()
+{
+	u64 t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+HD u32 activemask() { return __activemask(); }
+HD u32 popc(u32 m) { return __popc(m); }
+HD u32 lowest_lane(u32 m) { return __ffs(m) - 1; }
+HD u64 shfl_u64(u32 mask, u64 v, u32 lane) { return __shfl_sync(mask, v, lane); }
+HD u32 lanemask_lt()
+{
+	u32 m;
+	asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+	return m;
+}
+#else
+#include <chrono>
+#include <thread>
+#define HD static inline
+
+HD u64 ld_acquire_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_ACQUIRE); }
+HD u64 ld_relaxed_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_RELAXED); }
+HD u32 ld_relaxed_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_RELAXED); }
+HD void st_release_u32(void *p, u32 v) { __atomic_store_n((u32 *)p, v, __ATOMIC_RELEASE); }
+HD u32 cas_relaxed(void *p, u32 cmp, u32 val)
+{
+	__atomic_compare_exchange_n((u32 *)p, &cmp, val, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return cmp;
+}
+HD u32 cas_acquire(void *p, u32 cmp, u32 val)
+{
+	__atomic_compare_exchange_n((u32 *)p, &cmp, val, false, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+	return cmp;
+}
+HD u32 or_acquire(void *p, u32 v) { return __atomic_fetch_or((u32 *)p, v, __ATOMIC_ACQUIRE); }
+HD void and_release(void *p, u32 v) { __atomic_fetch_and((u32 *)p, v, __ATOMIC_RELEASE); }
+HD void red_add_u32(void *p, u32 v) { __atomic_fetch_add((u32 *)p, v, __ATOMIC_RELAXED); }
+HD u64 atom_add_u64(void *p, u64 v) { return __atomic_fetch_add((u64 *)p, v, __ATOMIC_RELAXED); }
+HD void red_add_u64(void *p, u64 v) { __atomic_fetch_add((u64 *)p, v, __ATOMIC_RELAXED); }
+HD void sleep_ns(u32 ns)
+{
+	if (ns >= 512)
+		std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+	else
+		std::this_thread::yield();
+}
+HD u32 smid() { return 0; }
+HD u32 laneid() { return 0; }
+HD u64 globaltimer()
+{
+	return (u64)std::chrono::duration_cast<std::chrono::nanoseconds>(
+		       std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+HD u32 activemask() { return 1; }
+HD u32 popc(u32 m) { return (u32)__builtin_popcount(m); }
+HD u32 lowest_lane(u32 m) { return (u32)__builtin_ctz(m); }
+HD u64 shfl_u64(u32, u64 v, u32) { return v; }
+HD u32 lanemask_lt() { return 0; }
+#endif
+
+// ---------------------------------------------------------------------------------------
+// The map: what the descriptor says (data, aux, counts block, max_entries, type).
+struct HMap {
+	char *data;   // word 3
+	u64 *cnt;     // word 5: the counts block
+	u64 aux;      // word 4: slots, a power of two >= 2 * max_entries
+	u32 max;      // word 2 low
+	bool lru;     // type 9
+};
+
+HD char *slot(const HMap &m, u64 i) { return m.data + i * SLOT; }
+HD u32 *statep(const HMap &m, u64 i) { return (u32 *)slot(m, i); }
+HD u32 *metap(const HMap &m, u64 i) { return (u32 *)slot(m, i) + 1; }
+HD u32 *keyp(const HMap &m, u64 i) { return (u32 *)(slot(m, i) + KEY_OFF); }
+HD u64 *valp(const HMap &m, u64 i) { return (u64 *)(slot(m, i) + VAL_OFF); }
+HD u32 *stampp(const HMap &m, u64 i) { return (u32 *)(m.data + m.aux * SLOT) + i; }
+
+// FNV-1a 64 over the 4 little-endian bytes of the key.
+HD u64 fnv1a(u32 key)
+{
+	u64 h = 0xcbf29ce484222325ull;
+	for (int b = 0; b < 4; b++) {
+		h ^= (key >> (8 * b)) & 0xff;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+// LRU stamps: %globaltimer >> 10 (about microseconds), plain stores.
+HD void stamp(const HMap &m, u64 i)
+{
+	if (m.lru)
+		*(volatile u32 *)stampp(m, i) = (u32)(globaltimer() >> 10);
+}
+
+// One red per converged group of lanes noting the same counter (all lanes of a warp run
+// on one SM, so the shard is the same): the group's lowest lane adds its size.
+HD void note(const HMap &m, int which)
+{
+	u32 g = activemask();
+	if (laneid() == lowest_lane(g))
+		red_add_u64(&m.cnt[16 + 16 * (smid() & (SHARDS - 1)) + which], popc(g));
+}
+
+// Wait (32 ns doubling to 1 us, WAIT_SPINS sleeps at most) for the 32-bit word at p to
+// lose the bits `bits` (while == busy, or while the lock bit is set). false: timed out.
+HD bool wait_clear_lock(u32 *p)
+{
+	u32 ns = 32;
+	for (u32 s = 0; s < WAIT_SPINS; s++) {
+		sleep_ns(ns);
+		ns = ns * 2 < 1024 ? ns * 2 : 1024;
+		if (!(ld_relaxed_u32(p) & LOCK))
+			return true;
+	}
+	return false;
+}
+
+// find(K): distance from home of the slot holding K live, or -1. Each slot: one acquire
+// load of the 8-byte header (state, meta); full + key = hit; overflow count 0 = miss; a
+// busy slot is not waited for.
+HD long long find(const HMap &m, u32 key, u64 home)
+{
+	u64 mask = m.aux - 1;
+	for (u64 d = 0; d < m.aux; d++) {
+		u64 i = (home + d) & mask;
+		u64 h = ld_acquire_u64(slot(m, i));
+		if ((u32)h == FULL && *keyp(m, i) == key)
+			return (long long)d;
+		if (((u32)(h >> 32) & OVF) == 0)
+			return -1;
+	}
+	return -1;
+}
+
+// Claim a full slot (atom.cas full -> busy, acquire): 1 claimed; 0 not full (freed or
+// being filled: find again); 2 still busy after WAIT_SPINS sleeps.
+HD int claim(u32 *st)
+{
+	u32 ns = 32;
+	for (u32 s = 0;; s++) {
+		u32 old = cas_acquire(st, FULL, BUSY);
+		if (old == FULL)
+			return 1;
+		if (old != BUSY)
+			return 0;
+		if (s >= WAIT_SPINS)
+			return 2;
+		sleep_ns(ns);
+		ns = ns * 2 < 1024 ? ns * 2 : 1024;
+	}
+}
+
+// Unlink the claimed slot at distance d from home: overflow counts of the d slots passed
+// -1, then free it (release).
+HD void unlink(const HMap &m, u64 home, u64 d)
+{
+	u64 mask = m.aux - 1;
+	for (u64 j = 0; j < d; j++)
+		red_add_u32(metap(m, (home + j) & mask), (u32)-1);
+	st_release_u32(statep(m, (home + d) & mask), FREE);
+}
+
+// Count reservation, one atom.add per thread (the spec), or, with AGG, one per converged
+// group (an alternative measured beside it: the leader adds the group's size and gives
+// back what did not fit). true: reserved.
+template <bool AGG> HD bool reserve(const HMap &m)
+{
+	if (ld_relaxed_u64(m.cnt) >= m.max)
+		return false;
+	if (!AGG) {
+		if (atom_add_u64(m.cnt, 1) < m.max)
+			return true;
+		red_add_u64(m.cnt, (u64)-1);
+		return false;
+	}
+	u32 g = activemask();
+	u32 lead = lowest_lane(g), n = popc(g);
+	u64 old = 0;
+	if (laneid() == lead)
+		old = atom_add_u64(m.cnt, n);
+	old = shfl_u64(g, old, lead);
+	u64 room = old >= m.max ? 0 : m.max - old;
+	u64 fail = room >= n ? 0 : n - room;
+	if (fail && laneid() == lead)
+		red_add_u64(m.cnt, (u64)0 - fail);
+	return old + popc(g & lanemask_lt()) < m.max;
+}
+
+// Give a reservation back (count -1): per thread, or per converged group with AGG.
+template <bool AGG> HD void unreserve(const HMap &m)
+{
+	if (!AGG) {
+		red_add_u64(m.cnt, (u64)-1);
+		return;
+	}
+	u32 g = activemask();
+	if (laneid() == lowest_lane(g))
+		red_add_u64(m.cnt, (u64)0 - popc(g));
+}
+
+// LRU eviction (sampled): from slot hash >> 32 (the hash's upper half), read LRU_SAMPLE
+// slots, take the full one with the oldest stamp (largest now - stamp), claim it without
+// waiting, unlink it; its place in the count passes to the caller. LRU_TRIES samples,
+// each from the next slots. true: evicted (counted `evicted`).
+HD bool evict(const HMap &m, u64 hash)
+{
+	u64 mask = m.aux - 1;
+	u32 now = (u32)(globaltimer() >> 10);
+	u64 at = hash >> 32;
+	for (u32 t = 0; t < LRU_TRIES; t++, at += LRU_SAMPLE) {
+		long long best = -1;
+		u32 age = 0;
+		for (u32 j = 0; j < LRU_SAMPLE; j++) {
+			u64 i = (at + j) & mask;
+			if (ld_relaxed_u32(statep(m, i)) != FULL)
+				continue;
+			u32 a = now - *(volatile u32 *)stampp(m, i);
+			if (best < 0 || a > age) {
+				best = (long long)i;
+				age = a;
+			}
+		}
+		if (best < 0)
+			continue;
+		u64 v = (u64)best;
+		if (cas_acquire(statep(m, v), FULL, BUSY) != FULL)
+			continue;
+		u64 vh = fnv1a(*keyp(m, v)) & mask;
+		unlink(m, vh, (v - vh) & mask);
+		note(m, C_EVICTED);
+		return true;
+	}
+	return false;
+}
+
+// bpf_map_lookup_elem: the value's address or NULL; LRU: stamps the slot.
+HD u64 *lookup(const HMap &m, u32 key)
+{
+	u64 home = fnv1a(key) & (m.aux - 1);
+	long long d = find(m, key, home);
+	if (d < 0)
+		return nullptr;
+	u64 i = (home + (u64)d) & (m.aux - 1);
+	stamp(m, i);
+	return valp(m, i);
+}
+
+// bpf_map_update_elem: 0 or -errno.
+template <bool AGG> HD int update(const HMap &m, u32 key, u64 value, int flags)
+{
+	u64 mask = m.aux - 1;
+	u64 hash = fnv1a(key);
+	u64 home = hash & mask;
+	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
+		long long d = find(m, key, home);
+		if (d >= 0) {
+			// 1. Present: NOEXIST refuses; else update in place as the slot's only writer.
+			if (flags == NOEXIST)
+				return -EEXIST;
+			u64 i = (home + (u64)d) & mask;
+			int c = claim(statep(m, i));
+			if (c == 2)
+				break;
+			if (c == 0)
+				continue;
+			if (*keyp(m, i) != key) {
+				st_release_u32(statep(m, i), FULL);
+				continue;
+			}
+			*valp(m, i) = value;
+			st_release_u32(statep(m, i), FULL);
+			stamp(m, i);
+			return 0;
+		}
+		// 2. Absent: EXIST refuses; else reserve a place in the count.
+		if (flags == EXIST)
+			return -ENOENT;
+		if (!reserve<AGG>(m)) {
+			if (!m.lru) {
+				note(m, C_FULL);
+				return -E2BIG;
+			}
+			if (!evict(m, hash))
+				break;
+		}
+		// 3. The home lock, then find again under it.
+		u32 *lock = metap(m, home);
+		bool locked = false;
+		for (;;) {
+			if (!(or_acquire(lock, LOCK) & LOCK)) {
+				locked = true;
+				break;
+			}
+			if (!wait_clear_lock(lock))
+				break;
+		}
+		if (!locked) {
+			unreserve<AGG>(m);
+			break;
+		}
+		if (find(m, key, home) >= 0) {
+			// Inserted meanwhile: unlock, give the reservation back, start again.
+			and_release(lock, ~LOCK);
+			unreserve<AGG>(m);
+			continue;
+		}
+		// 4. Claim the first free slot from home; +1 overflow on every slot passed.
+		u64 j = 0;
+		for (; j < m.aux; j++) {
+			u64 i = (home + j) & mask;
+			if (cas_relaxed(statep(m, i), FREE, BUSY) == FREE)
+				break;
+			red_add_u32(metap(m, i), 1);
+		}
+		if (j == m.aux) {
+			for (u64 k = 0; k < m.aux; k++)
+				red_add_u32(metap(m, (home + k) & mask), (u32)-1);
+			and_release(lock, ~LOCK);
+			unreserve<AGG>(m);
+			break;
+		}
+		u64 i = (home + j) & mask;
+		*keyp(m, i) = key;
+		*valp(m, i) = value;
+		st_release_u32(statep(m, i), FULL);
+		and_release(lock, ~LOCK);
+		stamp(m, i);
+		return 0;
+	}
+	note(m, C_BUSY);
+	return -EBUSY;
+}
+
+// bpf_map_delete_elem: 0 or -errno.
+template <bool AGG> HD int remove(const HMap &m, u32 key)
+{
+	u64 mask = m.aux - 1;
+	u64 home = fnv1a(key) & mask;
+	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
+		long long d = find(m, key, home);
+		if (d < 0)
+			return -ENOENT;
+		u64 i = (home + (u64)d) & mask;
+		int c = claim(statep(m, i));
+		if (c == 2)
+			break;
+		if (c == 0)
+			continue;
+		if (*keyp(m, i) != key) {
+			st_release_u32(statep(m, i), FULL);
+			continue;
+		}
+		unlink(m, home, (u64)d);
+		unreserve<AGG>(m);
+		return 0;
+	}
+	note(m, C_BUSY);
+	return -EBUSY;
+}
+
+} // namespace hp
+#endif
