@@ -72,6 +72,7 @@ use bpf2ptx_compiler::back::ptx::{
 };
 use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin, Object};
+use bpf2ptx_runtime::maps;
 use bpf2ptx_runtime::ringbuf::{self, Record, RingError};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -228,6 +229,56 @@ pub struct Loader<'a> {
     /// The stream the drainer publishes consumer positions on (made at the first launch
     /// that drains).
     copies: Option<CopyStream>,
+}
+
+/// What a map's operations did other than what the program asked, by reason: nothing a
+/// probe does is lost without being counted here (specs/abi.md, "Hash maps" and the
+/// ringbuf bullet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapCounts {
+    /// Hash maps: insertions refused because the map held `max_entries` keys (-E2BIG).
+    pub full: u64,
+    /// Hash maps: operations that gave up waiting for a lock or a slot (-EBUSY).
+    pub busy: u64,
+    /// LRU hash maps: entries evicted to make room (what the map did instead of refusing).
+    pub evicted: u64,
+    /// Rings: records dropped because the ring had no room.
+    pub dropped: u64,
+}
+
+impl MapCounts {
+    /// The counts that apply to a map of type `map_type`, as JSON.
+    pub fn json(&self, map_type: u32) -> Value {
+        if maps::is_hash(map_type) {
+            let mut v = json!({ "full": self.full, "busy": self.busy });
+            if map_type == maps::MAP_LRU_HASH {
+                v["evicted"] = json!(self.evicted);
+            }
+            v
+        } else if is_ring(map_type) {
+            json!({ "dropped": self.dropped })
+        } else {
+            json!({})
+        }
+    }
+}
+
+impl std::fmt::Display for MapCounts {
+    /// `3 refused (full), 2 dropped`: the non-zero counts, for a line on stderr.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts = [
+            (self.full, "refused (full)"),
+            (self.busy, "gave up waiting (busy)"),
+            (self.evicted, "evicted (LRU)"),
+            (self.dropped, "dropped (ring full)"),
+        ];
+        let text: Vec<String> = parts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+        f.write_str(&text.join(", "))
+    }
 }
 
 fn word(desc: &[u8], k: usize) -> u64 {
@@ -484,15 +535,54 @@ impl<'a> Loader<'a> {
         Ok(())
     }
 
-    /// The `drops` word of map `name`'s descriptor: records a full ring dropped, inserts a
-    /// full hash map refused. `None` when the module has no such map.
+    /// The `drops` word of map `name`'s descriptor: records a full ring dropped. `None`
+    /// when the module has no such map.
     pub fn drops(&self, name: &str) -> Result<Option<u64>, LoaderError> {
+        Ok(self.counts(name)?.map(|c| c.dropped))
+    }
+
+    /// What map `name`'s operations did other than what the program asked, by reason
+    /// ([`MapCounts`]). `None` when the module has no such map.
+    pub fn counts(&self, name: &str) -> Result<Option<MapCounts>, LoaderError> {
+        match self
+            .maps
+            .iter()
+            .find(|b| self.obj.maps[b.index].name == name)
+        {
+            Some(b) => Ok(Some(self.read_counts(b)?.1)),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Loader::counts`] of every map of the module whose counts are not all 0, in the
+    /// object's map order: what a run must not lose silently.
+    pub fn losses(&self) -> Result<Vec<(String, MapCounts)>, LoaderError> {
+        let mut out = Vec::new();
         for b in &self.maps {
-            if self.obj.maps[b.index].name == name {
-                return Ok(Some(word(&self.gpu.read(b.desc, 64)?, 6)));
+            let (_, c) = self.read_counts(b)?;
+            if c != MapCounts::default() {
+                out.push((self.obj.maps[b.index].name.clone(), c));
             }
         }
-        Ok(None)
+        Ok(out)
+    }
+
+    /// A bound map's key count (hash maps; `None` for other kinds) and its counts: a
+    /// ring's drops from descriptor word 6, a hash map's from its counts block (word 5,
+    /// the shards summed).
+    fn read_counts(&self, b: &Bound) -> Result<(Option<u64>, MapCounts), LoaderError> {
+        let desc = self.gpu.read(b.desc, 64)?;
+        let mut c = MapCounts {
+            dropped: word(&desc, 6),
+            ..MapCounts::default()
+        };
+        if !maps::is_hash(self.obj.maps[b.index].map_type) || word(&desc, 5) == 0 {
+            return Ok((None, c));
+        }
+        let block = self.gpu.read(word(&desc, 5), maps::COUNTS_BYTES as usize)?;
+        let (keys, [full, busy, evicted]) = maps::read_counts(&block);
+        (c.full, c.busy, c.evicted) = (full, busy, evicted);
+        Ok((Some(keys), c))
     }
 
     /// Every map of the object as JSON: name, type, sizes, placement and its entries
@@ -532,16 +622,18 @@ impl<'a> Loader<'a> {
             return Ok(out);
         };
         let desc = gpu.read(self.maps[k].desc, 64)?;
-        let (data, aux, aux2, drops) = (
-            word(&desc, 3),
-            word(&desc, 4),
-            word(&desc, 5),
-            word(&desc, 6),
-        );
+        let (data, aux, aux2) = (word(&desc, 3), word(&desc, 4), word(&desc, 5));
         if self.maps[k].placement == Placement::Host {
             out["placement"] = json!("host");
         }
-        out["drops"] = json!(drops);
+        let (keys, counts) = self.read_counts(&self.maps[k])?;
+        if is_ring(m.map_type) {
+            out["drops"] = json!(counts.dropped);
+        }
+        if let Some(keys) = keys {
+            out["keys"] = json!(keys);
+        }
+        out["counts"] = counts.json(m.map_type);
         if data == 0 {
             out["note"] = json!("not bound");
             return Ok(out);
@@ -625,12 +717,12 @@ impl<'a> Loader<'a> {
                     entries.push(e);
                 }
             }
-            1 | 1501 => {
+            t if maps::is_hash(t) => {
                 let key8 = (m.key_size as usize).div_ceil(8) * 8;
                 let slot = 8 + key8 + stride;
                 let bytes = gpu.read(data, aux as usize * slot)?;
                 for s in bytes.chunks_exact(slot) {
-                    if word(s, 0) as u32 == bpf2ptx_runtime::maps::SLOT_FULL {
+                    if word(s, 0) as u32 == maps::SLOT_FULL {
                         let key = &s[8..8 + m.key_size as usize];
                         let value = &s[8 + key8..8 + key8 + m.value_size as usize];
                         entries.push(json!({ "key": hex(key), "value": hex(value) }));

@@ -639,10 +639,15 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         l.set_live_drain(live_drain);
         let r = l.run_entry(&obj.programs[index].name, launch.into(), &input)?;
         let dump = if maps { Some(l.maps_json()?) } else { None };
-        Ok((r, l.printk()?, dump))
+        Ok((r, l.printk()?, dump, l.losses()?))
     })();
     match result {
-        Ok((r, printk, dump)) => {
+        Ok((r, printk, dump, losses)) => {
+            // Nothing lost silently: every map operation that did not do what the
+            // program asked is counted on the device and said here.
+            for (name, counts) in losses {
+                eprintln!("note: map {name}: {counts}");
+            }
             let (r0, ms) = (r.r0, r.report.kernel_ms);
             out!(
                 "r0 = {r0:#x} ({})  [{} threads, kernel {ms:.3} ms",

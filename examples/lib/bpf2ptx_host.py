@@ -18,6 +18,10 @@ import cupy
 
 ARRAY_TYPES = (2, 6, 1503)   # array, percpu array, GPU array
 PERTHREAD = 1502
+HASH_TYPES = (1, 1501, 9)    # hash, GPU hash, LRU hash
+LRU_HASH = 9
+COUNTS_BYTES = 128 + 128 * 32   # a hash map's counts block: count line, 32 shards
+COUNTERS = ("full", "busy", "evicted")   # u64 words of each shard, in order
 
 
 class MapInfo:
@@ -82,8 +86,11 @@ class Maps:
         i = self.info(name)
         if i.type in ARRAY_TYPES:
             return i.replica_bytes * i.replicas
-        if i.type in (1, 1501):   # hash: aux slots of 8 + round8(key) + stride bytes
-            return i.aux * (8 + (i.key_size + 7) // 8 * 8 + i.stride)
+        if i.type in HASH_TYPES:   # aux slots of 8 + round8(key) + stride bytes
+            slots = i.aux * (8 + (i.key_size + 7) // 8 * 8 + i.stride)
+            if i.type == LRU_HASH:   # then a u32 stamp per slot, rounded up to 8
+                slots += (4 * i.aux + 7) // 8 * 8
+            return slots
         if i.type in (27, 1527):  # ringbuf: aux data bytes
             return i.aux
         raise ValueError(f"map {name}: storage size of type {i.type} not known here")
@@ -94,7 +101,38 @@ class Maps:
         return cupy.ndarray((self.storage_bytes(name) // 8,), dtype=cupy.uint64, memptr=p)
 
     def zero(self, name):
+        """Empty map NAME: its storage and, for a hash map, its count and counters."""
         self.storage(name).fill(0)
+        if self.info(name).type in HASH_TYPES:
+            self.counts_block(name).fill(0)
+
+    def counts_block(self, name):
+        """A hash map's counts block (descriptor word 5) as a cupy u64 array."""
+        i = self.info(name)
+        if i.type not in HASH_TYPES:
+            raise ValueError(f"map {name}: type {i.type} has no counts block")
+        p = self._global("bpf2ptx_mapcnt_" + name)
+        return cupy.ndarray((COUNTS_BYTES // 8,), dtype=cupy.uint64, memptr=p)
+
+    def hash_counts(self, name):
+        """A hash map's key count and counters summed over the shards:
+        {"keys": n, "full": n, "busy": n, "evicted": n} (specs/abi.md, "Hash maps")."""
+        b = self.counts_block(name).get()
+        shards = b[16:].reshape(32, 16)
+        out = {"keys": int(b[0])}
+        for k, c in enumerate(COUNTERS):
+            out[c] = int(shards[:, k].sum())
+        return out
+
+    def hash_entries(self, name):
+        """A hash map's live entries as {key bytes: value bytes}."""
+        i = self.info(name)
+        key8 = (i.key_size + 7) // 8 * 8
+        slot = 8 + key8 + i.stride
+        raw = self.storage(name).get().view(np.uint8)[: i.aux * slot].reshape(i.aux, slot)
+        full = raw[:, 0:4].copy().view(np.uint32)[:, 0] == 2
+        return {bytes(r[8:8 + i.key_size]): bytes(r[8 + key8:8 + key8 + i.value_size])
+                for r in raw[full]}
 
     def array(self, name):
         """An array map's values as numpy u64 [max_entries, stride/8], replicas summed."""

@@ -1653,7 +1653,8 @@ pub mod model {
                 self.count += 1;
             }
             let home = self.home(key);
-            let Some(n) = (0..self.slots).find(|n| self.state((home + n) & self.mask()) == SLOT_FREE)
+            let Some(n) =
+                (0..self.slots).find(|n| self.state((home + n) & self.mask()) == SLOT_FREE)
             else {
                 unreachable!("count <= max_entries < slots leaves a free slot");
             };
@@ -1738,9 +1739,7 @@ pub mod model {
                     want[(home + d) & self.mask()] += 1;
                 }
             }
-            (0..self.slots).all(|i| {
-                self.word(i * self.slot_size() + 4) == want[i]
-            })
+            (0..self.slots).all(|i| self.word(i * self.slot_size() + 4) == want[i])
         }
     }
 }
@@ -1879,7 +1878,10 @@ mod tests {
         assert_eq!(t.count, 0);
         let new = HashTable::new(8, 8, 1024);
         let headers = |t: &HashTable| -> Vec<u64> {
-            t.bytes.chunks(t.slot_size()).map(|s| u64::from_le_bytes(s[..8].try_into().unwrap())).collect()
+            t.bytes
+                .chunks(t.slot_size())
+                .map(|s| u64::from_le_bytes(s[..8].try_into().unwrap()))
+                .collect()
         };
         assert_eq!(headers(&t), headers(&new));
         assert_eq!(t.counts, [0, 0, 0]);
@@ -1934,14 +1936,20 @@ mod tests {
     #[test]
     fn lru_evicts_the_oldest_of_its_sample_instead_of_refusing() {
         let mut t = HashTable::of_type(MAP_LRU_HASH, 4, 8, 64);
-        assert_eq!(hash_storage_size(MAP_LRU_HASH, 4, 8, 64), 128 * 24 + 128 * 4);
+        assert_eq!(
+            hash_storage_size(MAP_LRU_HASH, 4, 8, 64),
+            128 * 24 + 128 * 4
+        );
         for k in 0u32..10_000 {
             t.now = k;
             assert_eq!(t.update(&k.to_le_bytes(), &[1; 8], BPF_ANY), 0, "key {k}");
             assert!(t.count <= 64);
             // A recently used key survives: key 0 is looked up at every step.
             if k > 0 {
-                assert!(t.lookup(&0u32.to_le_bytes()).is_some(), "key 0 evicted at {k}");
+                assert!(
+                    t.lookup(&0u32.to_le_bytes()).is_some(),
+                    "key 0 evicted at {k}"
+                );
             }
         }
         assert_eq!((t.count, t.entries().len()), (64, 64));
@@ -1952,9 +1960,9 @@ mod tests {
     #[test]
     fn ptx_text_defines_every_function_it_calls_but_the_copy() {
         let text = functions();
-        let unfilled = text.match_indices('@').any(|(i, _)| {
-            text[i + 1..].starts_with(|c: char| c.is_ascii_uppercase())
-        });
+        let unfilled = text
+            .match_indices('@')
+            .any(|(i, _)| text[i + 1..].starts_with(|c: char| c.is_ascii_uppercase()));
         assert!(!unfilled, "an unfilled template field");
         let text = text.as_str();
         assert!(!text.contains(".version") && !text.contains(".target"));

@@ -76,9 +76,9 @@ def rt_maps(case, grid, block, *extra):
     check(case, "GPU array (1503) garr[16]: every slot", set(array(m["garr"])), {n // 16})
     h = m["hash"]
     keys = sorted(val(e["key"]) for e in h["entries"])
-    check(case, "hash (1): keys, every count, drops",
-          (keys == list(range(4096)), {val(e["value"]) for e in h["entries"]}, h["drops"]),
-          (True, {n // 4096}, 0))
+    check(case, "hash (1): keys, every count, counted full/busy, key count",
+          (keys == list(range(4096)), {val(e["value"]) for e in h["entries"]}, h["counts"], h["keys"]),
+          (True, {n // 4096}, {"full": 0, "busy": 0}, 4096))
     mine = m["mine"]["entries"][0]
     check(case, "per-thread (1502): sum of thread ids", (mine["threads"], mine["sum_u64"]),
           (n, n * (n - 1) // 2))
@@ -95,8 +95,10 @@ def rt_maps(case, grid, block, *extra):
     check(case, "GPU hash: insert results (ok+EEXIST+E2BIG+EBUSY), other errors",
           (res[0] + res[1] + res[2] + res[3], res[4]), (n, 0))
     check(case, "GPU hash: delete results (ok+ENOENT), other errors", (res[5] + res[6], res[7]), (n, 0))
-    check(case, "GPU hash: inserts ok = sum of per-key inserts; E2BIG = drops",
-          (res[0], res[2]), (sum(ops[0::2]), m["churn"]["drops"]))
+    c = m["churn"]["counts"]
+    check(case, "GPU hash: inserts ok = sum of per-key inserts; E2BIG, EBUSY = counted full, busy",
+          (res[0], res[2], res[3]), (sum(ops[0::2]), c["full"], c["busy"]))
+    check(case, "GPU hash: key count = keys left", m["churn"]["keys"], len(present))
     print(f"#   churn: inserts ok {res[0]}, EEXIST {res[1]}, E2BIG {res[2]}, EBUSY {res[3]}, "
           f"deletes ok {res[5]}, ENOENT {res[6]}, keys left {len(present)}", flush=True)
     check(case, "hash lookups after insert failed", res[8], 0)

@@ -238,7 +238,7 @@ const RING_HELPERS: &[(i64, &str, &[&str])] = &[
 ];
 
 /// Map types the device runtime implements: arrays (2, 6, 1503), per-thread and per-warp
-/// arrays (1502, 1600) and hash maps (1, 1501). Storage bytes the module reserves for one,
+/// arrays (1502, 1600) and hash maps (1, 1501, LRU 9). Storage bytes the module reserves for one,
 /// or `None` when the host sizes it from the launch (per-thread and per-warp arrays).
 ///
 /// Definitions Linux refuses at map creation are refused here too: an array of any kind
@@ -251,15 +251,15 @@ fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
     if array && m.key_size != 4 {
         return Err("an array map needs 4-byte keys (Linux refuses others at map creation)");
     }
-    if (array || matches!(m.map_type, 1 | 1501))
-        && (m.key_size == 0 || m.value_size == 0 || m.max_entries == 0)
-    {
+    let hash = bpf2ptx_runtime::maps::is_hash(m.map_type);
+    if (array || hash) && (m.key_size == 0 || m.value_size == 0 || m.max_entries == 0) {
         return Err("a map with no entries, or 0-byte keys or values (Linux refuses it)");
     }
     match m.map_type {
         2 | 6 | 1503 => Ok(Some(stride * entries)),
         1502 | 1600 => Ok(None),
-        1 | 1501 => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(
+        _ if hash => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(
+            m.map_type,
             m.key_size,
             m.value_size,
             m.max_entries,
@@ -445,6 +445,12 @@ pub fn map_counter_symbol(name: &str) -> String {
     format!("bpf2ptx_mapctr_{}", sanitize(name))
 }
 
+/// The symbol of a hash map's counts block (its count of keys and its counters of
+/// refused, timed-out and evicted operations).
+pub fn map_counts_symbol(name: &str) -> String {
+    format!("bpf2ptx_mapcnt_{}", sanitize(name))
+}
+
 /// The descriptor symbol of a runtime map.
 pub fn map_desc_symbol(name: &str) -> String {
     format!("bpf2ptx_map_{}", sanitize(name))
@@ -557,7 +563,9 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         let w2 = u64::from(m.max_entries) | (stride << 32);
         let aux = match m.map_type {
             2 | 6 | 1503 => shards,
-            1 | 1501 => bpf2ptx_runtime::maps::hash_slots(m.max_entries),
+            t if bpf2ptx_runtime::maps::is_hash(t) => {
+                bpf2ptx_runtime::maps::hash_slots(m.max_entries)
+            }
             27 | 1527 | 4 => ring_bytes(m),
             _ => 0,
         };
@@ -567,6 +575,16 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             let counters = map_counter_symbol(&m.name);
             let _ = writeln!(out, ".visible .global .align 8 .u64 {counters}[2];");
             format!("generic({counters})")
+        } else if bpf2ptx_runtime::maps::is_hash(m.map_type) {
+            // The count and the sharded counters, on lines of their own, in device
+            // memory whatever the placement (specs/abi.md, "Hash maps").
+            let counts = map_counts_symbol(&m.name);
+            let _ = writeln!(
+                out,
+                ".visible .global .align 128 .b8 {counts}[{}];",
+                bpf2ptx_runtime::maps::COUNTS_BYTES
+            );
+            format!("generic({counts})")
         } else {
             "0".to_string()
         };
