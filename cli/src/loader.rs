@@ -722,7 +722,8 @@ impl<'a> Loader<'a> {
                 let slot = 8 + key8 + stride;
                 let bytes = gpu.read(data, aux as usize * slot)?;
                 for s in bytes.chunks_exact(slot) {
-                    if word(s, 0) as u32 == maps::SLOT_FULL {
+                    let state = word(s, 0) as u32;
+                    if state == maps::SLOT_FULL || state == maps::SLOT_HELD {
                         let key = &s[8..8 + m.key_size as usize];
                         let value = &s[8 + key8..8 + key8 + m.value_size as usize];
                         entries.push(json!({ "key": hex(key), "value": hex(value) }));

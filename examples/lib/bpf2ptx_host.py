@@ -130,7 +130,7 @@ class Maps:
         key8 = (i.key_size + 7) // 8 * 8
         slot = 8 + key8 + i.stride
         raw = self.storage(name).get().view(np.uint8)[: i.aux * slot].reshape(i.aux, slot)
-        full = raw[:, 0:4].copy().view(np.uint32)[:, 0] == 2
+        full = (raw[:, 0:4].copy().view(np.uint32)[:, 0] & 2) != 0   # full (2) or held (3)
         return {bytes(r[8:8 + i.key_size]): bytes(r[8 + key8:8 + key8 + i.value_size])
                 for r in raw[full]}
 

@@ -22,7 +22,7 @@
 //! - per-warp arrays (1600): `data + (index * aux + global_warp_id) * stride`, the global
 //!   warp id being `linear_block * ceil(threads_per_block / 32) + linear_thread / 32`;
 //! - hash maps (1, 1501, and LRU 9): `aux` slots of [`hash_slot_size`] bytes, each a u32
-//!   state ([`SLOT_FREE`], [`SLOT_BUSY`], [`SLOT_FULL`]), a u32 meta word (the lock bit
+//!   state ([`SLOT_FREE`], [`SLOT_BUSY`], [`SLOT_FULL`], [`SLOT_HELD`]), a u32 meta word (the lock bit
 //!   [`LOCK_BIT`] and an overflow count), the key (padded to 8) and the value; FNV-1a 64
 //!   ([`fnv1a`]) of the key picks the home slot, `hash & (aux - 1)`; an LRU map has a u32
 //!   stamp per slot after the slots. `aux2` points at the map's counts block
@@ -37,11 +37,11 @@
 //!
 //! ```text
 //!  lookup ── find: walk from home; full + key = hit; overflow count 0 = miss (no waits)
-//!  update ── find ─ present ─ NOEXIST: -EEXIST │ else claim full->busy, copy, publish
+//!  update ── find ─ present ─ NOEXIST: -EEXIST │ else hold full->held, copy, publish
 //!              └─ absent ── EXIST: -ENOENT │ reserve count (full: -E2BIG, LRU: evict)
 //!                             └─ home lock ─ find again ─ claim free->busy from home,
 //!                                overflow += 1 on every slot passed ─ write ─ publish ─ unlock
-//!  delete ── find ─ claim full->busy ─ overflow -= 1 on the slots passed ─ free ─ count -= 1
+//!  delete ── find ─ hold full->held ─ busy ─ overflow -= 1 on the slots passed ─ free ─ count -= 1
 //! ```
 //!
 //! *A key is live in one slot only*: only insertions of a new key write one, and all
@@ -126,10 +126,14 @@ pub const EINVAL: i64 = -22;
 
 /// Hash slot state: holds no key (never used, or freed by a delete).
 pub const SLOT_FREE: u32 = 0;
-/// Hash slot state: claimed by one thread: being filled, updated in place or deleted.
+/// Hash slot state: claimed by one thread, no live key: being filled or deleted.
 pub const SLOT_BUSY: u32 = 1;
 /// Hash slot state: holds a live key and its value.
 pub const SLOT_FULL: u32 = 2;
+/// Hash slot state: holds a live key, and one thread (an update in place, or a delete
+/// checking the key) is its only writer; live for lookups and insertions like
+/// [`SLOT_FULL`].
+pub const SLOT_HELD: u32 = 3;
 /// Bit of a hash slot's meta word: the lock of the keys whose home is this slot (held by
 /// an insertion of a new key); the bits below it are the slot's overflow count.
 pub const LOCK_BIT: u32 = 1 << 31;
@@ -379,24 +383,151 @@ $Leq_differ:
 }
 
 // ---- hash maps (specs/abi.md, "Hash maps") ----
-// Slot i of a hash map: u32 state (0 free, 1 busy, 2 full), u32 meta (bit 31: the lock of
+// Slot i of a hash map: u32 state (0 free, 1 busy, 2 full, 3 held: full with one
+// writer), u32 meta (bit 31: the lock of
 // the keys whose home is slot i; bits 0-30: overflow count), the key padded to 8, the
 // value. Slot size = 8 + round8(key size) + stride. The key's home is fnv1a & (aux - 1).
 
-// The distance from the key's home slot to the slot holding `key` live, or -1. `hash` is
-// FNV-1a of the key. A full slot with the key is a hit; a slot whose overflow count is 0
-// ends the key's path, since every live key keeps the counts of the slots it passed above
-// 0; a busy slot is not waited for (the key being written there is not in the map yet).
-// The meta word is read before the acquire of the state, so both loads are in flight at
-// once. At most aux slots.
-.func (.param .b64 ret) bpf2ptx_map_hash_find(.param .b64 desc, .param .b64 key, .param .b64 hash)
+// The key as a zero-extended u64 when it has 8 bytes or fewer (0 otherwise): one load
+// when it is aligned (a u32 or u64 key on the caller's stack), else byte by byte. Keys of
+// 8 bytes or fewer take the fast path: compared as one word with the slot's key word,
+// which holds the key zero-extended (insertions store the whole word).
+.func (.param .b64 ret) bpf2ptx_map_hash_word(.param .b64 key, .param .b64 len)
 {
-	.reg .pred %p<5>;
+	.reg .pred %p<4>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<8>;
+	ld.param.b64 %rd1, [key];
+	ld.param.b64 %rd2, [len];
+	mov.u64 %rd3, 0;
+	setp.gt.u64 %p1, %rd2, 8;
+	@%p1 bra $Lword_done;
+	and.b64 %rd4, %rd1, 7;
+	setp.eq.u64 %p2, %rd4, 0;
+	setp.eq.u64 %p3, %rd2, 8;
+	and.pred %p2, %p2, %p3;
+	@!%p2 bra $Lword_four;
+	ld.b64 %rd3, [%rd1];
+	bra $Lword_done;
+$Lword_four:
+	and.b64 %rd4, %rd1, 3;
+	setp.eq.u64 %p2, %rd4, 0;
+	setp.eq.u64 %p3, %rd2, 4;
+	and.pred %p2, %p2, %p3;
+	@!%p2 bra $Lword_bytes;
+	ld.u32 %r1, [%rd1];
+	cvt.u64.u32 %rd3, %r1;
+	bra $Lword_done;
+$Lword_bytes:
+	mov.u64 %rd5, 0;
+$Lword_byte:
+	setp.ge.u64 %p1, %rd5, %rd2;
+	@%p1 bra $Lword_done;
+	add.s64 %rd6, %rd1, %rd5;
+	ld.u8 %r1, [%rd6];
+	cvt.u64.u32 %rd6, %r1;
+	cvt.u32.u64 %r1, %rd5;
+	shl.b32 %r1, %r1, 3;
+	shl.b64 %rd6, %rd6, %r1;
+	or.b64 %rd3, %rd3, %rd6;
+	add.s64 %rd5, %rd5, 1;
+	bra $Lword_byte;
+$Lword_done:
+	st.param.b64 [ret], %rd3;
+	ret;
+}
+
+// FNV-1a 64 of the key: over the bytes of `word` (little-endian, as in memory) when it
+// has 8 bytes or fewer, in registers; else over the bytes at `key`.
+.func (.param .b64 ret) bpf2ptx_map_hash_of(.param .b64 key, .param .b64 len, .param .b64 word)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<7>;
+	ld.param.b64 %rd1, [key];
+	ld.param.b64 %rd2, [len];
+	ld.param.b64 %rd3, [word];
+	setp.gt.u64 %p1, %rd2, 8;
+	@%p1 bra $Lhashof_bytes;
+	mov.b64 %rd4, 0xcbf29ce484222325;
+$Lhashof_byte:
+	setp.eq.u64 %p1, %rd2, 0;
+	@%p1 bra $Lhashof_done;
+	and.b64 %rd5, %rd3, 255;
+	xor.b64 %rd4, %rd4, %rd5;
+	mul.lo.u64 %rd4, %rd4, 0x100000001b3;
+	shr.u64 %rd3, %rd3, 8;
+	add.s64 %rd2, %rd2, -1;
+	bra $Lhashof_byte;
+$Lhashof_bytes:
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd2;
+	call (r), bpf2ptx_map_fnv1a, (a0, a1);
+	ld.param.b64 %rd4, [r];
+	}
+$Lhashof_done:
+	st.param.b64 [ret], %rd4;
+	ret;
+}
+
+// Adds `delta` to the u64 at `addr` for every converged lane calling with the same
+// `addr`: one atom.add of the group's sum by its lowest lane, which broadcasts the old
+// value; each lane gets the value the word had plus the deltas of the group's lanes
+// below it (its place in the group's sum). A million threads counting into one word
+// then cost one atomic per warp.
+.func (.param .b64 ret) bpf2ptx_map_group_add(.param .b64 addr, .param .b64 delta)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<7>;
+	ld.param.b64 %rd1, [addr];
+	ld.param.b64 %rd2, [delta];
+	activemask.b32 %r1;
+	match.any.sync.b64 %r2, %rd1, %r1;
+	mov.u32 %r3, %lanemask_lt;
+	and.b32 %r3, %r3, %r2;
+	popc.b32 %r4, %r3;
+	popc.b32 %r5, %r2;
+	brev.b32 %r6, %r2;
+	bfind.shiftamt.u32 %r6, %r6;
+	setp.eq.u32 %p1, %r4, 0;
+	cvt.u64.u32 %rd3, %r5;
+	mul.lo.u64 %rd3, %rd3, %rd2;
+	mov.u64 %rd4, 0;
+	@%p1 atom.relaxed.gpu.add.u64 %rd4, [%rd1], %rd3;
+	mov.b64 {%r7, %r8}, %rd4;
+	shfl.sync.idx.b32 %r7, %r7, %r6, 31, %r2;
+	shfl.sync.idx.b32 %r8, %r8, %r6, 31, %r2;
+	mov.b64 %rd4, {%r7, %r8};
+	cvt.u64.u32 %rd5, %r4;
+	mad.lo.u64 %rd6, %rd5, %rd2, %rd4;
+	st.param.b64 [ret], %rd6;
+	ret;
+}
+
+// The distance from the key's home slot to the slot holding `key` live, or -1. `hash` is
+// FNV-1a of the key, `word` the key as a word (keys of 8 bytes or fewer). A full slot
+// with the key is a hit; a slot whose overflow count is 0 ends the key's path, since
+// every live key keeps the counts of the slots it passed above 0; a busy slot is not
+// waited for (the key being written there is not in the map yet). At most aux slots.
+//
+// Keys of 8 bytes or fewer: one relaxed load of the header (state, meta) and one of the
+// key word per slot, both in flight at once; a slot that looks like a hit is read again
+// with acquire (so its value, published before the state, is visible) and its key word
+// after that. Longer keys: the state with acquire, then the key bytes compared.
+.func (.param .b64 ret) bpf2ptx_map_hash_find(.param .b64 desc, .param .b64 key, .param .b64 hash, .param .b64 word)
+{
+	.reg .pred %p<6>;
 	.reg .b32 %r<6>;
-	.reg .b64 %rd<14>;
+	.reg .b64 %rd<16>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
 	ld.param.b64 %rd3, [hash];
+	ld.param.b64 %rd15, [word];
 	// Geometry: key size, slot size, data, aux, aux - 1.
 	ld.u32 %r1, [%rd1+8];
 	cvt.u64.u32 %rd4, %r1;
@@ -408,6 +539,7 @@ $Leq_differ:
 	ld.b64 %rd7, [%rd1+24];
 	ld.b64 %rd8, [%rd1+32];
 	add.s64 %rd9, %rd8, -1;
+	setp.le.u64 %p5, %rd4, 8;
 	mov.u64 %rd10, 0;
 $Lfind_probe:
 	setp.ge.u64 %p1, %rd10, %rd8;
@@ -415,9 +547,27 @@ $Lfind_probe:
 	add.s64 %rd11, %rd3, %rd10;
 	and.b64 %rd11, %rd11, %rd9;
 	mad.lo.u64 %rd12, %rd11, %rd6, %rd7;
+	@!%p5 bra $Lfind_long;
+	ld.relaxed.gpu.v2.b32 {%r4, %r3}, [%rd12];
+	ld.relaxed.gpu.b64 %rd14, [%rd12+8];
+	and.b32 %r4, %r4, 2;
+	setp.eq.u32 %p2, %r4, 0;
+	setp.ne.u64 %p3, %rd14, %rd15;
+	or.pred %p2, %p2, %p3;
+	@%p2 bra $Lfind_next;
+	ld.acquire.gpu.b32 %r4, [%rd12];
+	ld.relaxed.gpu.b64 %rd14, [%rd12+8];
+	and.b32 %r4, %r4, 2;
+	setp.ne.u32 %p2, %r4, 0;
+	setp.eq.u64 %p3, %rd14, %rd15;
+	and.pred %p2, %p2, %p3;
+	@%p2 bra $Lfind_hit;
+	bra $Lfind_next;
+$Lfind_long:
 	ld.relaxed.gpu.b32 %r3, [%rd12+4];
 	ld.acquire.gpu.b32 %r4, [%rd12];
-	setp.ne.u32 %p2, %r4, 2;
+	and.b32 %r4, %r4, 2;
+	setp.eq.u32 %p2, %r4, 0;
 	@%p2 bra $Lfind_next;
 	add.s64 %rd13, %rd12, 8;
 	{
@@ -450,12 +600,12 @@ $Lfind_miss:
 
 // Adds 1 to counter `reason` (@FULL@ full, @BUSY@ busy, @EVICTED@ evicted) of the map's
 // counts block, in the calling SM's shard (%smid & @SHARD_MASK@, one 128-byte line each,
-// after the count's own line): one red per group of converged lanes noting the same
-// counter, by its lowest lane, so a million refused inserts cost a few thousand atomics.
+// after the count's own line), aggregated over the converged lanes (group_add), so a
+// million refused inserts cost a few thousand atomics on different lines.
 .func bpf2ptx_map_hash_note(.param .b64 desc, .param .b64 reason)
 {
 	.reg .pred %p<2>;
-	.reg .b32 %r<7>;
+	.reg .b32 %r<2>;
 	.reg .b64 %rd<6>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [reason];
@@ -469,16 +619,14 @@ $Lfind_miss:
 	shl.b64 %rd5, %rd2, 3;
 	add.s64 %rd4, %rd4, %rd5;
 	add.s64 %rd3, %rd3, %rd4;
-	activemask.b32 %r2;
-	match.any.sync.b64 %r3, %rd3, %r2;
-	neg.s32 %r4, %r3;
-	and.b32 %r4, %r4, %r3;
-	mov.u32 %r5, %lanemask_eq;
-	setp.ne.u32 %p1, %r4, %r5;
-	@%p1 bra $Lnote_done;
-	popc.b32 %r6, %r3;
-	cvt.u64.u32 %rd5, %r6;
-	red.relaxed.gpu.add.u64 [%rd3], %rd5;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd3;
+	st.param.b64 [a1], 1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	}
 $Lnote_done:
 	ret;
 }
@@ -523,10 +671,11 @@ $Llock_timeout:
 	ret;
 }
 
-// Claims the full slot at `slot` (atom.cas full -> busy, acquire: its writer's key and
-// value are visible), making the caller its only writer: 1 claimed; 0 the slot is not
-// full (freed, or being filled: the caller finds the key again); 2 still busy after @WAIT@
-// waits (another update in place or delete holds it for a few stores).
+// Holds the full slot at `slot` (atom.cas full -> held, acquire: its writer's key and
+// value are visible), making the caller its only writer while its key stays live for
+// lookups and for insertions of the same key: 1 held; 0 the slot is not live (busy: being
+// filled or deleted; or free: the caller finds the key again); 2 still held by another
+// thread after @WAIT@ waits (an update in place or a delete holds it for a few stores).
 .func (.param .b32 ret) bpf2ptx_map_hash_claim(.param .b64 slot)
 {
 	.reg .pred %p<4>;
@@ -536,10 +685,10 @@ $Llock_timeout:
 	mov.u32 %r2, 0;
 	mov.u32 %r3, 32;
 $Lclaim_try:
-	atom.acquire.gpu.cas.b32 %r1, [%rd1], 2, 1;
+	atom.acquire.gpu.cas.b32 %r1, [%rd1], 2, 3;
 	setp.eq.u32 %p1, %r1, 2;
 	@%p1 bra $Lclaim_taken;
-	setp.ne.u32 %p2, %r1, 1;
+	setp.ne.u32 %p2, %r1, 3;
 	@%p2 bra $Lclaim_gone;
 	setp.ge.u32 %p3, %r2, @WAIT@;
 	@%p3 bra $Lclaim_timeout;
@@ -740,7 +889,7 @@ $Levict_fail:
 {
 	.reg .pred %p<3>;
 	.reg .b32 %r<4>;
-	.reg .b64 %rd<14>;
+	.reg .b64 %rd<15>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
 	ld.u32 %r1, [%rd1+8];
@@ -751,7 +900,18 @@ $Levict_fail:
 	.param .b64 r;
 	st.param.b64 [a0], %rd2;
 	st.param.b64 [a1], %rd3;
-	call (r), bpf2ptx_map_fnv1a, (a0, a1);
+	call (r), bpf2ptx_map_hash_word, (a0, a1);
+	ld.param.b64 %rd14, [r];
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd2;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], %rd14;
+	call (r), bpf2ptx_map_hash_of, (a0, a1, a2);
 	ld.param.b64 %rd4, [r];
 	}
 	{
@@ -759,10 +919,12 @@ $Levict_fail:
 	.param .b64 a1;
 	.param .b64 a2;
 	.param .b64 r;
+	.param .b64 a3;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd4;
-	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	st.param.b64 [a3], %rd14;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2, a3);
 	ld.param.b64 %rd5, [r];
 	}
 	mov.u64 %rd13, 0;
@@ -797,8 +959,9 @@ $Lhlookup_done:
 }
 
 // Hash map update (flags already checked to be 0, 1 or 2), specs/abi.md "Hash maps":
-// find the key; present: -EEXIST for BPF_NOEXIST, else claim the slot (full -> busy),
-// check it still holds the key, copy the value, publish. Absent: -ENOENT for BPF_EXIST;
+// find the key; present: -EEXIST for BPF_NOEXIST, else hold the slot (full -> held: the
+// key stays live for lookups and insertions), check it still holds the key, copy the
+// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST;
 // reserve one in the count (full: -E2BIG counted, or an LRU eviction that passes its
 // reservation on); take the home slot's lock, find again (an insertion of this key holds
 // the same lock, so it is seen), claim the first free slot from home with atom.cas,
@@ -838,7 +1001,18 @@ $Lhlookup_done:
 	.param .b64 r;
 	st.param.b64 [a0], %rd2;
 	st.param.b64 [a1], %rd5;
-	call (r), bpf2ptx_map_fnv1a, (a0, a1);
+	call (r), bpf2ptx_map_hash_word, (a0, a1);
+	ld.param.b64 %rd25, [r];
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd2;
+	st.param.b64 [a1], %rd5;
+	st.param.b64 [a2], %rd25;
+	call (r), bpf2ptx_map_hash_of, (a0, a1, a2);
 	ld.param.b64 %rd15, [r];
 	}
 	// Home slot index and address.
@@ -854,10 +1028,12 @@ $Lhupd_find:
 	.param .b64 a1;
 	.param .b64 a2;
 	.param .b64 r;
+	.param .b64 a3;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd15;
-	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	st.param.b64 [a3], %rd25;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2, a3);
 	ld.param.b64 %rd18, [r];
 	}
 	setp.eq.s64 %p2, %rd18, -1;
@@ -917,10 +1093,27 @@ $Lhupd_absent:
 	ld.relaxed.gpu.b64 %rd22, [%rd13];
 	setp.ge.u64 %p6, %rd22, %rd14;
 	@%p6 bra $Lhupd_room;
-	atom.relaxed.gpu.add.u64 %rd22, [%rd13], 1;
+	// One reservation per lane, one atomic per group of converged lanes; the lanes
+	// whose place is past max_entries give theirs back (again one atomic per group).
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], 1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	ld.param.b64 %rd22, [r];
+	}
 	setp.lt.u64 %p6, %rd22, %rd14;
 	@%p6 bra $Lhupd_reserved;
-	red.relaxed.gpu.add.u64 [%rd13], -1;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], -1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	}
 $Lhupd_room:
 	// The map holds max_entries keys: an LRU map evicts one (its place in the count
 	// passes to this insertion); the others refuse.
@@ -952,10 +1145,12 @@ $Lhupd_reserved:
 	.param .b64 a1;
 	.param .b64 a2;
 	.param .b64 r;
+	.param .b64 a3;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd15;
-	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	st.param.b64 [a3], %rd25;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2, a3);
 	ld.param.b64 %rd18, [r];
 	}
 	setp.eq.s64 %p2, %rd18, -1;
@@ -981,8 +1176,14 @@ $Lhupd_walk:
 	bra $Lhupd_walk;
 $Lhupd_fill:
 	// Claimed: key and value, then publish (the release orders them and the overflow
-	// counts first), then unlock.
+	// counts first), then unlock. A key of 8 bytes or fewer is stored as its whole word
+	// (zero-extended), which find compares.
 	add.s64 %rd21, %rd20, 8;
+	setp.gt.u64 %p8, %rd5, 8;
+	@%p8 bra $Lhupd_longkey;
+	st.b64 [%rd21], %rd25;
+	bra $Lhupd_value;
+$Lhupd_longkey:
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -992,6 +1193,7 @@ $Lhupd_fill:
 	st.param.b64 [a2], %rd5;
 	call bpf2ptx_copy, (a0, a1, a2);
 	}
+$Lhupd_value:
 	add.s64 %rd21, %rd20, %rd8;
 	{
 	.param .b64 a0;
@@ -1066,16 +1268,17 @@ $Lhupd_ret:
 	ret;
 }
 
-// Hash map delete: find the key (absent: -ENOENT), claim its slot (full -> busy; freed
-// meanwhile: find again; still held after the wait: -EBUSY, counted), check it still
-// holds the key (else put it back and find again), unlink it, take it out of the count.
+// Hash map delete: find the key (absent: -ENOENT), hold its slot (full -> held; freed
+// meanwhile: find again; still held by another after the wait: -EBUSY, counted), check
+// it still holds the key (else put it back and find again), mark it busy (the key leaves
+// the map), unlink it, take it out of the count.
 // No lock: the claim makes this thread the slot's only writer, and only an insertion of
 // the same key, under its home lock, could add the key again.
 .func (.param .b64 ret) bpf2ptx_map_hash_delete(.param .b64 desc, .param .b64 key)
 {
 	.reg .pred %p<5>;
 	.reg .b32 %r<6>;
-	.reg .b64 %rd<16>;
+	.reg .b64 %rd<17>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
 	ld.u32 %r1, [%rd1+8];
@@ -1094,7 +1297,18 @@ $Lhupd_ret:
 	.param .b64 r;
 	st.param.b64 [a0], %rd2;
 	st.param.b64 [a1], %rd3;
-	call (r), bpf2ptx_map_fnv1a, (a0, a1);
+	call (r), bpf2ptx_map_hash_word, (a0, a1);
+	ld.param.b64 %rd16, [r];
+	}
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd2;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], %rd16;
+	call (r), bpf2ptx_map_hash_of, (a0, a1, a2);
 	ld.param.b64 %rd9, [r];
 	}
 	and.b64 %rd10, %rd9, %rd8;
@@ -1108,10 +1322,12 @@ $Lhdel_find:
 	.param .b64 a1;
 	.param .b64 a2;
 	.param .b64 r;
+	.param .b64 a3;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd9;
-	call (r), bpf2ptx_map_hash_find, (a0, a1, a2);
+	st.param.b64 [a3], %rd16;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2, a3);
 	ld.param.b64 %rd11, [r];
 	}
 	mov.u64 %rd15, -2;
@@ -1149,6 +1365,9 @@ $Lhdel_find:
 	st.release.gpu.b32 [%rd13], %r5;
 	bra $Lhdel_find;
 $Lhdel_unlink:
+	// The key leaves the map here (busy: not live), then the counts and the slot.
+	mov.u32 %r5, 1;
+	st.relaxed.gpu.b32 [%rd13], %r5;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1159,7 +1378,14 @@ $Lhdel_unlink:
 	call bpf2ptx_map_hash_unlink, (a0, a1, a2);
 	}
 	ld.b64 %rd14, [%rd1+40];
-	red.relaxed.gpu.add.u64 [%rd14], -1;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd14;
+	st.param.b64 [a1], -1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	}
 	mov.u64 %rd15, 0;
 	bra $Lhdel_ret;
 $Lhdel_busy:
