@@ -30,6 +30,7 @@
 using hp::HMap;
 
 static int failures = 0, passes = 0;
+static const char *dump_dir = nullptr; // --dump DIR: tables for test_hashhost.py
 
 static void expect(bool ok, const std::string &what)
 {
@@ -95,6 +96,22 @@ struct Table {
 		return ok;
 	}
 };
+
+static void dump(const Table &t, const char *name)
+{
+	if (!dump_dir)
+		return;
+	std::string base = std::string(dump_dir) + "/" + name;
+	FILE *f = fopen((base + ".bin").c_str(), "wb");
+	fwrite(t.words.data(), 8, t.words.size(), f);
+	fclose(f);
+	f = fopen((base + ".cnt").c_str(), "wb");
+	fwrite(t.counts.data(), 8, t.counts.size(), f);
+	fclose(f);
+	f = fopen((base + ".aux").c_str(), "w");
+	fprintf(f, "%llu %u\n", t.m.aux, t.m.max);
+	fclose(f);
+}
 
 template <class F> static void parallel(int threads, F f)
 {
@@ -181,6 +198,7 @@ static void overfull(bool lru)
 		for (u32 k = id; k < n; k += T)
 			hp::update<false>(t.m, k, value_of(k), hp::ANY);
 	});
+	dump(t, lru ? "overfull_lru" : "overfull");
 	std::map<u32, u64> kv;
 	bool ok = t.check(lru ? "overfull_lru" : "overfull", &kv);
 	bool vals = true;
@@ -232,6 +250,8 @@ static void insert_update(bool agg)
 		for (u32 k = id; k < n; k += T)
 			agg ? hp::update<true>(t.m, k, value_of(k), hp::ANY) : hp::update<false>(t.m, k, value_of(k), hp::ANY);
 	});
+	if (!agg)
+		dump(t, "insert");
 	std::map<u32, u64> kv;
 	bool ok = t.check("insert", &kv) && kv.size() == n;
 	for (auto &p : kv)
@@ -288,8 +308,10 @@ static void same_key(bool deletes)
 	expect(ok, buf);
 }
 
-int main()
+int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--dump"))
+		dump_dir = argv[2];
 	churn(false);
 	churn(true);
 	churn_interleaved();

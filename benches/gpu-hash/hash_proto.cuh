@@ -350,7 +350,8 @@ template <bool AGG> HD void unreserve(const HMap &m)
 }
 
 // LRU eviction (sampled): from slot hash >> 32 (the hash's upper half), read LRU_SAMPLE
-// slots, take the full one with the oldest stamp (largest now - stamp), claim it without
+// slots, take the full one with the oldest stamp (largest now - stamp, as a signed
+// 32-bit difference), claim it without
 // waiting, unlink it; its place in the count passes to the caller. LRU_TRIES samples,
 // each from the next slots. true: evicted (counted `evicted`).
 HD bool evict(const HMap &m, u64 hash)
@@ -360,12 +361,14 @@ HD bool evict(const HMap &m, u64 hash)
 	u64 at = hash >> 32;
 	for (u32 t = 0; t < LRU_TRIES; t++, at += LRU_SAMPLE) {
 		long long best = -1;
-		u32 age = 0;
+		int age = 0;
 		for (u32 j = 0; j < LRU_SAMPLE; j++) {
 			u64 i = (at + j) & mask;
 			if (ld_relaxed_u32(statep(m, i)) != FULL)
 				continue;
-			u32 a = now - *(volatile u32 *)stampp(m, i);
+			// signed: a stamp later than `now` (written since) is the newest, not the
+			// oldest, and the 32-bit stamps may wrap (every 73 minutes)
+			int a = (int)(now - *(volatile u32 *)stampp(m, i));
 			if (best < 0 || a > age) {
 				best = (long long)i;
 				age = a;
