@@ -995,6 +995,10 @@ $Lhlookup_done:
 	ld.u32 %r4, [%rd1+16];
 	cvt.u64.u32 %rd14, %r4;
 	ld.u32 %r5, [%rd1];
+	// No counts block (a descriptor a host made without word 5): -EINVAL, as unbound.
+	mov.u64 %rd24, -22;
+	setp.eq.u64 %p1, %rd13, 0;
+	@%p1 bra $Lhupd_ret;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1313,6 +1317,11 @@ $Lhupd_ret:
 	}
 	and.b64 %rd10, %rd9, %rd8;
 	mov.u32 %r3, 0;
+	// No counts block (a descriptor a host made without word 5): -EINVAL, as unbound.
+	mov.u64 %rd15, -22;
+	ld.b64 %rd14, [%rd1+40];
+	setp.eq.u64 %p1, %rd14, 0;
+	@%p1 bra $Lhdel_ret;
 $Lhdel_find:
 	setp.ge.u32 %p1, %r3, @UPDATE_ROUNDS@;
 	@%p1 bra $Lhdel_busy;
