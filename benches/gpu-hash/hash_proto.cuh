@@ -6,10 +6,14 @@
 // (runtime-ptx/src/maps.rs), so that a twin is the floor an injected probe is measured
 // against.
 //
-// Storage: aux slots of 24 bytes (u32 state, u32 meta = lock bit 31 | overflow count,
-// key u32 + 4 bytes of padding, value u64); an LRU map has one u32 stamp per slot after
-// the slots. Counts block (HMap::cnt): u64 count at byte 0; 32 shards of 128 bytes at
-// 128 + 128 * (smid & 31): u64 full, busy, evicted.
+// As the spec stands at commit ca7df46 ("held state (3) ... fast path for keys of 8 bytes
+// or fewer ... warp-aggregated count reservation and release").
+//
+// Storage: aux slots of 24 bytes (u32 state: 0 free, 1 busy, 2 full, 3 held; u32 meta =
+// lock bit 31 | overflow count; the key word: the u32 key zero-extended to 8 bytes; the
+// u64 value); an LRU map has one u32 stamp per slot after the slots. Counts block
+// (HMap::cnt): u64 count at byte 0; 32 shards of 128 bytes at 128 + 128 * (smid & 31):
+// u64 full, busy, evicted.
 //
 // The same source compiles for the host (no __CUDACC__), with GCC atomics and one lane
 // per "warp", for the CPU stress test (cpu_test.cc): the protocol is checked there with
@@ -25,7 +29,7 @@
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
-// cpu_test.cc widens the window in which an update in place holds its slot busy.
+// cpu_test.cc widens the window in which an update in place holds its slot.
 #ifndef HP_IN_PLACE_HOOK
 #define HP_IN_PLACE_HOOK() \
 	do {               \
@@ -34,7 +38,7 @@ typedef unsigned int u32;
 
 namespace hp {
 
-enum : u32 { FREE = 0, BUSY = 1, FULL = 2 };
+enum : u32 { FREE = 0, BUSY = 1, FULL = 2, HELD = 3, HELD_OR_FULL = 2 /* the bit */ };
 enum : u32 { LOCK = 0x80000000u, OVF = 0x7fffffffu };
 enum { ANY = 0, NOEXIST = 1, EXIST = 2 };
 enum { E_NOENT = 2, E_2BIG = 7, E_BUSY = 16, E_EXIST = 17 };
@@ -66,6 +70,16 @@ HD u32 ld_relaxed_u32(const void *p)
 	u32 v;
 	asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
 	return v;
+}
+HD u32 ld_acquire_u32(const void *p)
+{
+	u32 v;
+	asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+HD void st_relaxed_u32(void *p, u32 v)
+{
+	asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 HD void st_release_u32(void *p, u32 v)
 {
@@ -142,6 +156,8 @@ HD u32 lanemask_lt()
 HD u64 ld_acquire_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_ACQUIRE); }
 HD u64 ld_relaxed_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_RELAXED); }
 HD u32 ld_relaxed_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_RELAXED); }
+HD u32 ld_acquire_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_ACQUIRE); }
+HD void st_relaxed_u32(void *p, u32 v) { __atomic_store_n((u32 *)p, v, __ATOMIC_RELAXED); }
 HD void st_release_u32(void *p, u32 v) { __atomic_store_n((u32 *)p, v, __ATOMIC_RELEASE); }
 HD u32 cas_relaxed(void *p, u32 cmp, u32 val)
 {
@@ -193,7 +209,7 @@ struct HMap {
 HD char *slot(const HMap &m, u64 i) { return m.data + i * SLOT; }
 HD u32 *statep(const HMap &m, u64 i) { return (u32 *)slot(m, i); }
 HD u32 *metap(const HMap &m, u64 i) { return (u32 *)slot(m, i) + 1; }
-HD u32 *keyp(const HMap &m, u64 i) { return (u32 *)(slot(m, i) + KEY_OFF); }
+HD u64 *keyp(const HMap &m, u64 i) { return (u64 *)(slot(m, i) + KEY_OFF); } // the key word
 HD u64 *valp(const HMap &m, u64 i) { return (u64 *)(slot(m, i) + VAL_OFF); }
 HD u32 *stampp(const HMap &m, u64 i) { return (u32 *)(m.data + m.aux * SLOT) + i; }
 
@@ -215,17 +231,29 @@ HD void stamp(const HMap &m, u64 i)
 		*(volatile u32 *)stampp(m, i) = (u32)(globaltimer() >> 10);
 }
 
-// One red per converged group of lanes noting the same counter (all lanes of a warp run
-// on one SM, so the shard is the same): the group's lowest lane adds its size.
-HD void note(const HMap &m, int which)
+// maps.rs group_add: `delta` added for every converged lane calling with the same word
+// (at one call site of the twins that is every lane there: one map, one SM), one
+// atom.add of the group's sum by its lowest lane; each lane gets the old value plus the
+// deltas of the group's lanes below it.
+HD u64 group_add(u64 *word, u64 delta)
 {
 	u32 g = activemask();
-	if (laneid() == lowest_lane(g))
-		red_add_u64(&m.cnt[16 + 16 * (smid() & (SHARDS - 1)) + which], popc(g));
+	u32 lead = lowest_lane(g);
+	u64 old = 0;
+	if (laneid() == lead)
+		old = atom_add_u64(word, delta * popc(g));
+	old = shfl_u64(g, old, lead);
+	return old + delta * popc(g & lanemask_lt());
 }
 
-// Wait (32 ns doubling to 1 us, WAIT_SPINS sleeps at most) for the 32-bit word at p to
-// lose the bits `bits` (while == busy, or while the lock bit is set). false: timed out.
+// Counter `which` of the SM's shard, aggregated over the converged lanes.
+HD void note(const HMap &m, int which)
+{
+	group_add(&m.cnt[16 + 16 * (smid() & (SHARDS - 1)) + which], 1);
+}
+
+// Wait (32 ns doubling to 1 us, WAIT_SPINS sleeps at most) while the lock bit at p is
+// set (relaxed re-reads). false: timed out.
 HD bool wait_clear_lock(u32 *p)
 {
 	u32 ns = 32;
@@ -238,61 +266,41 @@ HD bool wait_clear_lock(u32 *p)
 	return false;
 }
 
-// find(K): distance from home of the slot holding K live, or -1. Each slot: one acquire
-// load of the 8-byte header (state, meta); full + key = hit; overflow count 0 = miss; a
-// busy slot is not waited for.
+// find(K): distance from home of the slot holding K live (full or held), or -1. The fast
+// path of keys of 8 bytes or fewer: per slot one relaxed load of the header (state,
+// meta) and one of the key word, both in flight; a slot that looks like a hit is read
+// again, the state with acquire (its value, published before it, is then visible) and
+// the key word after it. Overflow count 0 = miss; a busy slot is not waited for.
 HD long long find(const HMap &m, u32 key, u64 home)
 {
 	u64 mask = m.aux - 1;
+	u64 kw = key; // zero-extended, as insertions store it
 	for (u64 d = 0; d < m.aux; d++) {
 		u64 i = (home + d) & mask;
-		u64 h = ld_acquire_u64(slot(m, i));
-		if ((u32)h == FULL && *keyp(m, i) == key)
-			return (long long)d;
-		if (((u32)(h >> 32) & OVF) == 0)
-			return -1;
-	}
-	return -1;
-}
-
-#ifdef HP_FIX_SAME_KEY
-// Not the spec (cpu_test.cc's fixed build): find(K) under K's home lock, waiting for a
-// busy slot whose key bytes are K. Under the lock no other insertion of K runs, so such
-// a slot is K held by an update in place or a delete (or a slot K left being refilled
-// with another key): all end in a few stores. The spec's find skips it, and the
-// insertion then stores a second copy of K beside the one being updated in place.
-HD long long find_locked(const HMap &m, u32 key, u64 home)
-{
-	u64 mask = m.aux - 1;
-	for (u64 d = 0; d < m.aux; d++) {
-		u64 i = (home + d) & mask;
-		u64 h = ld_acquire_u64(slot(m, i));
-		for (u32 s = 0, ns = 32; (u32)h == BUSY && *keyp(m, i) == key && s < WAIT_SPINS; s++) {
-			sleep_ns(ns);
-			ns = ns * 2 < 1024 ? ns * 2 : 1024;
-			h = ld_acquire_u64(slot(m, i));
+		u64 h = ld_relaxed_u64(slot(m, i));
+		u64 k = ld_relaxed_u64(keyp(m, i));
+		if ((h & HELD_OR_FULL) && k == kw) {
+			u32 st = ld_acquire_u32(statep(m, i));
+			if ((st & HELD_OR_FULL) && ld_relaxed_u64(keyp(m, i)) == kw)
+				return (long long)d;
 		}
-		if ((u32)h == FULL && *keyp(m, i) == key)
-			return (long long)d;
 		if (((u32)(h >> 32) & OVF) == 0)
 			return -1;
 	}
 	return -1;
 }
-#else
-HD long long find_locked(const HMap &m, u32 key, u64 home) { return find(m, key, home); }
-#endif
 
-// Claim a full slot (atom.cas full -> busy, acquire): 1 claimed; 0 not full (freed or
-// being filled: find again); 2 still busy after WAIT_SPINS sleeps.
-HD int claim(u32 *st)
+// Hold a full slot (atom.cas full -> held, acquire: its key and value are visible; the
+// key stays live): 1 held; 0 not live (busy or free: find again); 2 still held by
+// another thread after WAIT_SPINS sleeps.
+HD int hold(u32 *st)
 {
 	u32 ns = 32;
 	for (u32 s = 0;; s++) {
-		u32 old = cas_acquire(st, FULL, BUSY);
+		u32 old = cas_acquire(st, FULL, HELD);
 		if (old == FULL)
 			return 1;
-		if (old != BUSY)
+		if (old != HELD)
 			return 0;
 		if (s >= WAIT_SPINS)
 			return 2;
@@ -301,7 +309,7 @@ HD int claim(u32 *st)
 	}
 }
 
-// Unlink the claimed slot at distance d from home: overflow counts of the d slots passed
+// Unlink the busy slot at distance d from home: overflow counts of the d slots passed
 // -1, then free it (release).
 HD void unlink(const HMap &m, u64 home, u64 d)
 {
@@ -311,49 +319,32 @@ HD void unlink(const HMap &m, u64 home, u64 d)
 	st_release_u32(statep(m, (home + d) & mask), FREE);
 }
 
-// Count reservation, one atom.add per thread (the spec), or, with AGG, one per converged
-// group (an alternative measured beside it: the leader adds the group's size and gives
-// back what did not fit). true: reserved.
+// Reserve a place in the count: a relaxed look first (a full map refuses without an
+// atomic); then, with AGG (the spec), one atom.add per converged group, each lane taking
+// the place after the lanes below it and the lanes past max_entries giving theirs back
+// (one atomic per group again); without AGG (the protocol before ca7df46, a data point),
+// one atom.add per lane. true: reserved.
 template <bool AGG> HD bool reserve(const HMap &m)
 {
 	if (ld_relaxed_u64(m.cnt) >= m.max)
 		return false;
-	if (!AGG) {
-		if (atom_add_u64(m.cnt, 1) < m.max)
+	if (AGG) {
+		if (group_add(m.cnt, 1) < m.max)
 			return true;
-		red_add_u64(m.cnt, (u64)-1);
+		group_add(m.cnt, (u64)-1);
 		return false;
 	}
-	u32 g = activemask();
-	u32 lead = lowest_lane(g), n = popc(g);
-	u64 old = 0;
-	if (laneid() == lead)
-		old = atom_add_u64(m.cnt, n);
-	old = shfl_u64(g, old, lead);
-	u64 room = old >= m.max ? 0 : m.max - old;
-	u64 fail = room >= n ? 0 : n - room;
-	if (fail && laneid() == lead)
-		red_add_u64(m.cnt, (u64)0 - fail);
-	return old + popc(g & lanemask_lt()) < m.max;
+	if (atom_add_u64(m.cnt, 1) < m.max)
+		return true;
+	red_add_u64(m.cnt, (u64)-1);
+	return false;
 }
 
-// Give a reservation back (count -1): per thread, or per converged group with AGG.
-template <bool AGG> HD void unreserve(const HMap &m)
-{
-	if (!AGG) {
-		red_add_u64(m.cnt, (u64)-1);
-		return;
-	}
-	u32 g = activemask();
-	if (laneid() == lowest_lane(g))
-		red_add_u64(m.cnt, (u64)0 - popc(g));
-}
-
-// LRU eviction (sampled): from slot hash >> 32 (the hash's upper half), read LRU_SAMPLE
-// slots, take the full one with the oldest stamp (largest now - stamp, as a signed
-// 32-bit difference), claim it without
-// waiting, unlink it; its place in the count passes to the caller. LRU_TRIES samples,
-// each from the next slots. true: evicted (counted `evicted`).
+// LRU eviction (sampled), as maps.rs: from slot hash >> 32 (the hash's upper half),
+// read LRU_SAMPLE slot states (relaxed), take the full one (not held) with the largest
+// age now - stamp (u32, unsigned: a stamp written after `now` looks oldest; ties to the
+// later slot), claim it full -> busy without waiting, unlink it; its place in the count
+// passes to the caller. LRU_TRIES samples, each from the next slots. true: evicted.
 HD bool evict(const HMap &m, u64 hash)
 {
 	u64 mask = m.aux - 1;
@@ -361,15 +352,13 @@ HD bool evict(const HMap &m, u64 hash)
 	u64 at = hash >> 32;
 	for (u32 t = 0; t < LRU_TRIES; t++, at += LRU_SAMPLE) {
 		long long best = -1;
-		int age = 0;
+		u32 age = 0;
 		for (u32 j = 0; j < LRU_SAMPLE; j++) {
 			u64 i = (at + j) & mask;
 			if (ld_relaxed_u32(statep(m, i)) != FULL)
 				continue;
-			// signed: a stamp later than `now` (written since) is the newest, not the
-			// oldest, and the 32-bit stamps may wrap (every 73 minutes)
-			int a = (int)(now - *(volatile u32 *)stampp(m, i));
-			if (best < 0 || a > age) {
+			u32 a = now - *(volatile u32 *)stampp(m, i);
+			if (best < 0 || a >= age) {
 				best = (long long)i;
 				age = a;
 			}
@@ -379,7 +368,7 @@ HD bool evict(const HMap &m, u64 hash)
 		u64 v = (u64)best;
 		if (cas_acquire(statep(m, v), FULL, BUSY) != FULL)
 			continue;
-		u64 vh = fnv1a(*keyp(m, v)) & mask;
+		u64 vh = fnv1a((u32)*keyp(m, v)) & mask;
 		unlink(m, vh, (v - vh) & mask);
 		note(m, C_EVICTED);
 		return true;
@@ -400,7 +389,7 @@ HD u64 *lookup(const HMap &m, u32 key)
 }
 
 // bpf_map_update_elem: 0 or -errno.
-template <bool AGG> HD int update(const HMap &m, u32 key, u64 value, int flags)
+template <bool AGG = true> HD int update(const HMap &m, u32 key, u64 value, int flags)
 {
 	u64 mask = m.aux - 1;
 	u64 hash = fnv1a(key);
@@ -408,16 +397,17 @@ template <bool AGG> HD int update(const HMap &m, u32 key, u64 value, int flags)
 	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
 		long long d = find(m, key, home);
 		if (d >= 0) {
-			// 1. Present: NOEXIST refuses; else update in place as the slot's only writer.
+			// 1. Present: NOEXIST refuses; else update in place as the slot's only writer,
+			// the key live all along (held).
 			if (flags == NOEXIST)
 				return -E_EXIST;
 			u64 i = (home + (u64)d) & mask;
-			int c = claim(statep(m, i));
+			int c = hold(statep(m, i));
 			if (c == 2)
 				break;
 			if (c == 0)
 				continue;
-			if (*keyp(m, i) != key) {
+			if (*keyp(m, i) != (u64)key) {
 				st_release_u32(statep(m, i), FULL);
 				continue;
 			}
@@ -450,13 +440,13 @@ template <bool AGG> HD int update(const HMap &m, u32 key, u64 value, int flags)
 				break;
 		}
 		if (!locked) {
-			unreserve<AGG>(m);
+			red_add_u64(m.cnt, (u64)-1);
 			break;
 		}
-		if (find_locked(m, key, home) >= 0) {
+		if (find(m, key, home) >= 0) {
 			// Inserted meanwhile: unlock, give the reservation back, start again.
 			and_release(lock, ~LOCK);
-			unreserve<AGG>(m);
+			red_add_u64(m.cnt, (u64)-1);
 			continue;
 		}
 		// 4. Claim the first free slot from home; +1 overflow on every slot passed.
@@ -471,11 +461,11 @@ template <bool AGG> HD int update(const HMap &m, u32 key, u64 value, int flags)
 			for (u64 k = 0; k < m.aux; k++)
 				red_add_u32(metap(m, (home + k) & mask), (u32)-1);
 			and_release(lock, ~LOCK);
-			unreserve<AGG>(m);
+			red_add_u64(m.cnt, (u64)-1);
 			break;
 		}
 		u64 i = (home + j) & mask;
-		*keyp(m, i) = key;
+		*keyp(m, i) = key; // the whole key word, zero-extended
 		*valp(m, i) = value;
 		st_release_u32(statep(m, i), FULL);
 		and_release(lock, ~LOCK);
@@ -487,7 +477,7 @@ template <bool AGG> HD int update(const HMap &m, u32 key, u64 value, int flags)
 }
 
 // bpf_map_delete_elem: 0 or -errno.
-template <bool AGG> HD int remove(const HMap &m, u32 key)
+template <bool AGG = true> HD int remove(const HMap &m, u32 key)
 {
 	u64 mask = m.aux - 1;
 	u64 home = fnv1a(key) & mask;
@@ -496,17 +486,21 @@ template <bool AGG> HD int remove(const HMap &m, u32 key)
 		if (d < 0)
 			return -E_NOENT;
 		u64 i = (home + (u64)d) & mask;
-		int c = claim(statep(m, i));
+		int c = hold(statep(m, i));
 		if (c == 2)
 			break;
 		if (c == 0)
 			continue;
-		if (*keyp(m, i) != key) {
+		if (*keyp(m, i) != (u64)key) {
 			st_release_u32(statep(m, i), FULL);
 			continue;
 		}
+		st_relaxed_u32(statep(m, i), BUSY); // K leaves the map
 		unlink(m, home, (u64)d);
-		unreserve<AGG>(m);
+		if (AGG)
+			group_add(m.cnt, (u64)-1);
+		else
+			red_add_u64(m.cnt, (u64)-1);
 		return 0;
 	}
 	note(m, C_BUSY);

@@ -23,7 +23,7 @@ LRU_HASH = 9
 COUNT_SHARDS = 32
 COUNTS_BYTES = 128 + 128 * COUNT_SHARDS
 COUNTER_NAMES = ("full", "busy", "evicted")
-STATE_FREE, STATE_BUSY, STATE_FULL = 0, 1, 2
+STATE_FREE, STATE_BUSY, STATE_FULL, STATE_HELD = 0, 1, 2, 3
 LOCK_BIT = 1 << 31
 OVF_MASK = LOCK_BIT - 1
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -101,6 +101,7 @@ class Walk:
         self.state = (words[:, 0] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         self.meta = (words[:, 0] >> np.uint64(32)).astype(np.uint32)
         self.key = (words[:, 1] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        self.key_pad = (words[:, 1] >> np.uint64(32)).astype(np.uint32)   # 0: stored zero-extended
         self.value = words[:, 2].copy()
 
     def check(self, count=None, keys=None, key_below=None, n_full=None, value_fn=None, value_eq=None):
@@ -116,7 +117,8 @@ class Walk:
         bad_ovf = int(np.count_nonzero((self.meta & np.uint32(OVF_MASK)).astype(np.int64) != ovf))
         locks = int(np.count_nonzero(self.meta & np.uint32(LOCK_BIT)))
         busy = int(np.count_nonzero(self.state == STATE_BUSY))
-        other = int(np.count_nonzero(self.state > STATE_FULL))
+        other = int(np.count_nonzero(self.state > STATE_FULL))   # held (3) at rest, or garbage
+        pad = int(np.count_nonzero(self.key_pad[full]))
         distinct = int(np.unique(k).size)
         dist = (full - homes) & (aux - 1)
         f = {
@@ -131,7 +133,9 @@ class Walk:
         if busy:
             problems.append(f"{busy} busy slots")
         if other:
-            problems.append(f"{other} slots in states > 2")
+            problems.append(f"{other} slots held (3) or in states > 3")
+        if pad:
+            problems.append(f"{pad} live keys not zero-extended in their key word")
         if locks:
             problems.append(f"{locks} locks held")
         if bad_ovf:

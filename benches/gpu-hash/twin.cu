@@ -81,17 +81,17 @@ __device__ __forceinline__ void churn(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *misse
 
 extern "C" __global__ void churn_warp(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
 {
-	churn<true, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+	churn<true, true>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
 }
 extern "C" __global__ void churn_thread(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
 {
-	churn<false, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
-}
-// The same with the count reserved and given back per converged group (not the spec: a
-// data point for what the single count word costs).
-extern "C" __global__ void churn_thread_agg(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
-{
 	churn<false, true>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+}
+// The same with one atom.add per lane on the count word to reserve and give back (the
+// protocol before ca7df46; a data point for what aggregating the count buys).
+extern "C" __global__ void churn_thread_perlane(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
+{
+	churn<false, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
 }
 
 // Case 2, over-full (probes/overfull.h): update(keys, tid, VALUE_OF(tid), ANY) at entry.
@@ -99,7 +99,7 @@ template <bool LRU> __device__ __forceinline__ void overfull(VEC_ARGS, HASH_ARGS
 {
 	HMap m{data, cnt, aux, max_entries, LRU};
 	u32 key = (u32)global_tid();
-	hp::update<false>(m, key, value_of(key), hp::ANY);
+	hp::update<true>(m, key, value_of(key), hp::ANY);
 	vecadd(a, b, c, n);
 }
 extern "C" __global__ void overfull_hash(VEC_ARGS, HASH_ARGS)
@@ -120,7 +120,7 @@ extern "C" __global__ void published(VEC_ARGS, HASH_ARGS)
 	if (v)
 		atomicAdd(v, 1ull);
 	else
-		hp::update<false>(m, key, 1, hp::NOEXIST);
+		hp::update<true>(m, key, 1, hp::NOEXIST);
 	vecadd(a, b, c, n);
 }
 
@@ -134,16 +134,16 @@ template <bool AGG> __device__ __forceinline__ void insert(VEC_ARGS, HASH_ARGS)
 }
 extern "C" __global__ void insert_any(VEC_ARGS, HASH_ARGS)
 {
-	insert<false>(a, b, c, n, data, cnt, aux, max_entries);
-}
-extern "C" __global__ void insert_any_agg(VEC_ARGS, HASH_ARGS)
-{
 	insert<true>(a, b, c, n, data, cnt, aux, max_entries);
+}
+extern "C" __global__ void insert_any_perlane(VEC_ARGS, HASH_ARGS)
+{
+	insert<false>(a, b, c, n, data, cnt, aux, max_entries);
 }
 extern "C" __global__ void update_exist(VEC_ARGS, HASH_ARGS)
 {
 	HMap m{data, cnt, aux, max_entries, false};
 	u32 key = (u32)global_tid();
-	hp::update<false>(m, key, ~value_of(key), hp::EXIST);
+	hp::update<true>(m, key, ~value_of(key), hp::EXIST);
 	vecadd(a, b, c, n);
 }
