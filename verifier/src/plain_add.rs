@@ -19,7 +19,7 @@
 use crate::analysis::{func_bounds, successors};
 use crate::structure::{uses_defs, Regs, ARGS};
 use bpf2ptx_compiler::back::Addend;
-use bpf2ptx_compiler::isa::table::{AluOp, Kind, Pseudo, Size, Src, Width};
+use bpf2ptx_compiler::isa::table::{AluOp, CallKind, Kind, Pseudo, Size, Src, Width};
 use bpf2ptx_compiler::program::Program;
 
 /// A load, an add and a store with the shape of a counter update on one address, as far
@@ -42,11 +42,16 @@ fn bit(r: u8) -> Regs {
     1 << r
 }
 
-/// The registers an instruction reads, including the arguments a call may read.
+/// The registers an instruction reads, including the arguments a call may read: those
+/// of a helper's prototype (which are all the backend passes it), r1-r5 for any other.
 fn reads(prog: &Program, i: usize) -> Regs {
     let ins = &prog.insns[i];
     let (uses, _, _) = uses_defs(ins);
     match ins.kind() {
+        Kind::Call(CallKind::Helper) => match bpf2ptx_runtime::helper(ins.imm) {
+            Some(h) => (1..=h.args.len()).fold(uses, |m, k| m | bit(k as u8)),
+            None => uses | ARGS,
+        },
         Kind::Call(_) | Kind::Callx => uses | ARGS,
         _ => uses,
     }
@@ -59,8 +64,8 @@ fn writes(prog: &Program, i: usize) -> Regs {
 }
 
 /// Per instruction: the registers whose value on entry may be read on some path before it
-/// is written (a call reads r1-r5 and defines r0-r5, `exit` reads r0; each function on its
-/// own, since a callee cannot see its caller's registers).
+/// is written (a call reads its arguments and defines r0-r5, `exit` reads r0; each
+/// function on its own, since a callee cannot see its caller's registers).
 pub(crate) fn live_in(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<Regs> {
     let mut live = vec![0; prog.insns.len()];
     for f in func_bounds(prog) {
@@ -236,10 +241,11 @@ mod tests {
     use bpf2ptx_compiler::back::{Addend, PlainAdd};
 
     /// A program that takes a number the verifier does not know into r6, looks up slot 0
-    /// of array `m` (16-byte values) into r0 and runs `body` when it is there.
+    /// of array `m` (16-byte values) into r0 and runs `body` when it is there (maps `n`
+    /// and the ring `r` are for the bodies to use).
     fn lookup(body: &str) -> String {
         format!(
-            ".map m array 4 16 1\n.map n array 4 16 1\ncall 5\nr6 = r0\nr1 = 0\n*(u32 *)(r10 - 4) = r1\n\
+            ".map m array 4 16 1\n.map n array 4 16 1\n.map r ringbuf 0 0 4096\ncall 5\nr6 = r0\nr1 = 0\n*(u32 *)(r10 - 4) = r1\n\
              r2 = r10\nr2 += -4\nr1 = map_idx(0) ll\ncall 1\nif r0 == 0 goto out\n{body}out:\n\
              r0 = 0\nexit\n"
         )
@@ -308,6 +314,11 @@ mod tests {
                 Addend::Reg(2),
             ),
             (
+                "a call after the store that takes none of the registers",
+                "r1 = *(u64 *)(r0 + 0)\nr1 += 1\n*(u64 *)(r0 + 0) = r1\ncall 509\n",
+                Addend::Const(1),
+            ),
+            (
                 "an aligned offset the code does not know",
                 "r3 = r6\nr3 &= 8\nr0 += r3\nr1 = *(u64 *)(r0 + 0)\nr1 += 1\n*(u64 *)(r0 + 0) = r1\n",
                 Addend::Const(1),
@@ -344,6 +355,11 @@ mod tests {
             (
                 "the sum is read after the store",
                 "r1 = *(u64 *)(r0 + 0)\nr1 += 1\n*(u64 *)(r0 + 0) = r1\nr0 = r1\nexit\n",
+            ),
+            (
+                "the sum is a helper's argument after the store",
+                "r2 = *(u64 *)(r0 + 0)\nr2 += 1\n*(u64 *)(r0 + 0) = r2\nr1 = map_idx(2) ll\n\
+                 call 134\n",
             ),
             (
                 "the sum is read between the add and the store",
@@ -473,7 +489,7 @@ mod tests {
             ),
         ] {
             let f = facts(&lookup(body));
-            assert_eq!(f.map_only_adds, vec![shardable, true], "{body}");
+            assert_eq!(f.map_only_adds, vec![shardable, true, true], "{body}");
         }
     }
 }
