@@ -114,8 +114,8 @@ fn next_reader(
     r: u8,
     keep: Regs,
 ) -> Option<usize> {
-    for t in from..end {
-        if joins[t] {
+    for (t, &join) in joins.iter().enumerate().take(end).skip(from) {
+        if join {
             return None;
         }
         if reads(prog, t) & bit(r) != 0 {
