@@ -11,7 +11,8 @@
 //!    │             prototypes, null checks, ringbuf references, loops   [`analysis`]
 //!    ▼
 //!  Facts for the backend (address space of each access, divisions that need a zero
-//!  check, the worst-case instruction count, the stack size)
+//!  check, plain counter updates that may be one atomic add, the worst-case instruction
+//!  count, the stack size)
 //! ```
 //!
 //! Every rule, by the name diagnostics print ([`Rule`]):
