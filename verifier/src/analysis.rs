@@ -21,6 +21,7 @@ use bpf2ptx_compiler::isa::table::{
 };
 use bpf2ptx_compiler::isa::Insn;
 use bpf2ptx_compiler::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::maps::MAP_PER_THREAD_ARRAY;
 use bpf2ptx_runtime::{Access, Arg, Ret};
 
 /// Instructions the exploration may process before it gives up on a program.
@@ -506,16 +507,22 @@ impl<'a> Explorer<'a> {
     }
 
     /// Every path explored: a triple becomes `Facts::plain_add` where on every path its
-    /// load and store touch only map values, aligned. Pruned paths agree: a pruned state's
-    /// pointers have the regions of the state that pruned it and offsets within its
-    /// offsets, so they touch nothing else and stay aligned. The maps a triple touched
-    /// stay shardable only if it became a 64-bit atomic add.
+    /// load and store touch only map values, aligned, and none of a per-thread array (a
+    /// thread's own slots, like its stack: nothing races there and an atomic only costs).
+    /// Pruned paths agree: a pruned state's pointers have the regions of the state that
+    /// pruned it and offsets within its offsets, so they touch nothing else and stay
+    /// aligned. The maps a triple touched stay shardable only if it became a 64-bit
+    /// atomic add.
     fn finish_plain_adds(&mut self) {
         let f = &mut self.facts;
         let mut fused = vec![false; self.triples.len()];
         for (k, t) in self.triples.iter().enumerate() {
-            let shared = |i: usize| f.regions[i] == REGION_MAP_VALUE && f.aligned[i];
-            if !(f.reached[t.load] && shared(t.load) && shared(t.store)) {
+            let map_value = |i: usize| f.regions[i] == REGION_MAP_VALUE && f.aligned[i];
+            let private = self
+                .triple_maps
+                .range((k, 0)..=(k, u32::MAX))
+                .any(|&(_, m)| self.obj.maps[m as usize].map_type == MAP_PER_THREAD_ARRAY);
+            if !(f.reached[t.load] && map_value(t.load) && map_value(t.store)) || private {
                 continue;
             }
             fused[k] = true;

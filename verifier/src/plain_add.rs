@@ -241,11 +241,12 @@ mod tests {
     use bpf2ptx_compiler::back::{Addend, PlainAdd};
 
     /// A program that takes a number the verifier does not know into r6, looks up slot 0
-    /// of array `m` (16-byte values) into r0 and runs `body` when it is there (maps `n`
-    /// and the ring `r` are for the bodies to use).
+    /// of array `m` (16-byte values) into r0 and runs `body` when it is there (array `n`,
+    /// the ring `r` and the per-thread array `t` are for the bodies to use).
     fn lookup(body: &str) -> String {
         format!(
-            ".map m array 4 16 1\n.map n array 4 16 1\n.map r ringbuf 0 0 4096\ncall 5\nr6 = r0\nr1 = 0\n*(u32 *)(r10 - 4) = r1\n\
+            ".map m array 4 16 1\n.map n array 4 16 1\n.map r ringbuf 0 0 4096\n\
+             .map t perthread_array 4 8 1\ncall 5\nr6 = r0\nr1 = 0\n*(u32 *)(r10 - 4) = r1\n\
              r2 = r10\nr2 += -4\nr1 = map_idx(0) ll\ncall 1\nif r0 == 0 goto out\n{body}out:\n\
              r0 = 0\nexit\n"
         )
@@ -441,6 +442,12 @@ mod tests {
                  *(u64 *)(r10 - 16) = r1\n",
             ),
             (
+                "a per-thread array's value (the thread's own slot)",
+                "r7 = r0\nr1 = 0\n*(u32 *)(r10 - 4) = r1\nr2 = r10\nr2 += -4\n\
+                 r1 = map_idx(3) ll\ncall 1\nif r0 == 0 goto +3\nr1 = *(u64 *)(r0 + 0)\n\
+                 r1 += 1\n*(u64 *)(r0 + 0) = r1\n",
+            ),
+            (
                 "a map value on one path, the stack on the other",
                 "r1 = 0\n*(u64 *)(r10 - 16) = r1\nr7 = r0\nif r6 > 3 goto +2\nr7 = r10\n\
                  r7 += -16\nr1 = *(u64 *)(r7 + 0)\nr1 += 1\n*(u64 *)(r7 + 0) = r1\n",
@@ -489,7 +496,7 @@ mod tests {
             ),
         ] {
             let f = facts(&lookup(body));
-            assert_eq!(f.map_only_adds, vec![shardable, true, true], "{body}");
+            assert_eq!(f.map_only_adds[..2], [shardable, true], "{body}");
         }
     }
 }
