@@ -360,13 +360,12 @@ pub struct Facts {
     /// Per instruction: its part in a counter update written as plain code (`*v += 1`,
     /// `*v = *v + x`) that may run as one atomic add without fetch: a load and a store of
     /// the same 4 or 8 bytes of a map value threads share (aligned, on every path; not a
-    /// per-thread array's) through one register,
-    /// an add of a constant or of a register the loaded value does not feed, and in
-    /// between only arithmetic on other registers; neither the loaded value nor the sum is
-    /// read anywhere else. Sound because every result of the atomic add is one the racy
-    /// load-add-store can give (specs/verifier.md, "Plain counter updates"); without it
-    /// threads sharing the value lose almost every update. A 64-bit one counts as an
-    /// atomic add for `map_only_adds`.
+    /// per-thread array's) through one register, an add of a constant or of a register
+    /// the loaded value does not feed, and in between only arithmetic on other registers;
+    /// neither the loaded value nor the sum is read anywhere else. Sound because every
+    /// result of the atomic add is one the racy load-add-store can give (specs/verifier.md,
+    /// "Plain counter updates"); without it threads sharing the value lose almost every
+    /// update. A 64-bit one counts as an atomic add for `map_only_adds`.
     pub plain_add: Vec<Option<PlainAdd>>,
     /// Slots of instructions no path reaches.
     pub unreachable: Vec<usize>,
