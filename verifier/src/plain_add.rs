@@ -13,8 +13,8 @@
 //! code in between that touches no memory, calls nothing and writes none of the registers
 //! involved, and that neither the loaded value nor the sum is read anywhere else
 //! ([`live_in`]: a may-analysis over every path). The exploration then adds what only the
-//! paths show: the memory is a map value on every path and both accesses are aligned on
-//! every path (`Explorer::finish_plain_adds`).
+//! paths show: on every path the memory is a map value threads share (not a per-thread
+//! array's) and both accesses are aligned (`Explorer::finish_plain_adds`).
 
 use crate::analysis::{func_bounds, successors};
 use crate::structure::{uses_defs, Regs, ARGS};
