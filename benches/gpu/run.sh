@@ -22,7 +22,7 @@ if [ -z "$BPF2PTX" ]; then
 	if [ -x target/release/bpf2ptx ]; then BPF2PTX=target/release/bpf2ptx; else BPF2PTX=gpu-carry/bpf2ptx; fi
 fi
 REPORT="${REPORT:-benches/results/inject-overhead.md}"
-PROBES="empty warp_counter thread_counter warp_time mem_hist"
+PROBES="empty warp_counter thread_counter plain_counter warp_time mem_hist"
 
 if [ "${REBUILD_APPS:-0}" = 1 ] || [ ! -f examples/apps/vecadd.ptx ]; then
 	for app in vecadd matmul; do

@@ -152,7 +152,8 @@ pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError
 
 /// Verifies every program and settles the backend options the facts decide: the hints
 /// and which maps are sharded (a map every program only adds to with 64-bit atomic adds
-/// without fetch, so the device never serialises on one cache line and the host sums
+/// without fetch, or with 64-bit plain counter updates the verifier proved may be such
+/// adds, `Facts::plain_add`, so the device never serialises on one cache line and the host sums
 /// replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the user
 /// then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
 /// forbids it). Per-CPU arrays (6) are per SM on the GPU: always replicated, and the
@@ -278,6 +279,7 @@ pub fn hints(f: &Facts) -> ptx::Hints {
         reached: f.reached.clone(),
         lookup_in_range: f.lookup_in_range.clone(),
         call_size: f.call_size.clone(),
+        plain_add: f.plain_add.clone(),
     }
 }
 

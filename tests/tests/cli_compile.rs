@@ -386,3 +386,56 @@ fn per_warp_programs_read_the_lanes_their_leader_stands_for() {
     assert!(function_text(&warp, "g_opt").contains("cvt.u64.u32 %r0, %lanes;"));
     assert!(function_text(&warp, "g_block").contains("activemask.b32"));
 }
+
+/// Counters written as plain code (tests/inject/probes/plain_counters.bpf.c, as clang
+/// emits them): where the verifier proved a load-add-store may be one atomic add, it is one
+/// `red.add` at the module's scope and no load or store of the counter is left, and an
+/// array only added to that way is sharded like one only `__sync_fetch_and_add`ed; where it
+/// did not (the loaded value is the program's result; a helper call between the load and
+/// the add), the plain load and store stay.
+#[test]
+fn plain_counter_updates_become_atomic_adds() {
+    let obj = repo_root().join("tests/inject/probes/plain_counters.bpf.o");
+    let ptx = compile_ok(&obj, &["--target", "sm_90"]);
+    let entry = function_text(&ptx, "plain_entry");
+    for red in [
+        // hits: `*v += 1` on an array, which ptxas aggregates per warp itself.
+        "red.global.add.u64 [%t1], 1;",
+        // lanes: a 32-bit counter, a register addend.
+        "red.global.add.u32 [%t1], %w1;",
+        // per_sm: `s->calls += 1` on a hash value, aggregated with match.any ...
+        "match.any.sync.b64 %ag1, %t1, %ag0;",
+        // ... and `s->time += t`.
+        "red.global.add.u64 [%t1], %r6;",
+        // small -= 3 (clang: `w2 += -3`) on a 32-bit global.
+        "red.global.add.u32 [%t1], 4294967293;",
+    ] {
+        assert!(entry.contains(red), "{red}:\n{entry}");
+    }
+    assert!(
+        !entry.contains("ld.global") && !entry.contains("st.global"),
+        "{entry}"
+    );
+    let exit = function_text(&ptx, "plain_exit");
+    assert_eq!(exit.matches("ld.global.u64").count(), 2, "{exit}");
+    assert_eq!(exit.matches("st.global.u64").count(), 2, "{exit}");
+    assert!(!exit.contains("red."), "{exit}");
+    // Only 64-bit adds shard a map (the host sums replicas as u64 words).
+    for (map, sharded) in [("hits", true), ("lanes", false), ("tickets", false)] {
+        let d = descriptor(&ptx, map);
+        let want = if sharded {
+            ", 256, 128, 0, 0};"
+        } else {
+            ", 0, 0, 0, 0};"
+        };
+        assert!(d.contains(want), "{map}: {d}");
+    }
+    // A host-placed map puts the module's atomics at .sys scope, these included.
+    let host = compile_ok(&obj, &["--target", "sm_90", "--map", "per_sm=host"]);
+    let entry = function_text(&host, "plain_entry");
+    assert!(
+        entry.contains("red.sys.global.add.u64 [%t1], 1;"),
+        "{entry}"
+    );
+    assert!(!entry.contains("red.global."), "{entry}");
+}

@@ -1,6 +1,7 @@
 //! Every PTX the backend emits is accepted by ptxas for sm_70, sm_80 and sm_90: all 313
-//! conformance programs (with their `.entry` kernels) and every BPF object under tests/
-//! and benches/gpu-runtime (each must lower; a failure to lower fails the test too).
+//! conformance programs (with their `.entry` kernels) and every BPF object under tests/,
+//! benches/gpu-runtime and examples/probes (the benchmark probes; each must lower; a
+//! failure to lower fails the test too).
 //!
 //! ptxas comes from `$PTXAS`, else the project's venv (`.venv`, which `.ci/run` creates
 //! with `pip install nvidia-cuda-nvcc-cu12`), else `PATH`. Without it the test fails,
@@ -75,6 +76,7 @@ fn ptxas_accepts_all_emitted_ptx() {
         "tests/gpu/probes",
         "tests/inject/probes",
         "benches/gpu-runtime/obj",
+        "examples/probes",
     ] {
         for f in files_with_ext(&repo_root().join(dir), "o") {
             let name = f.file_name().unwrap().to_string_lossy().replace('.', "_");

@@ -12,14 +12,16 @@
 //! continues with that length (the subsumed state's paths are a subset of the explored
 //! ones). The longest path of the whole walk is the cost bound.
 
+use crate::plain_add::{self, Triple};
 use crate::scalar::Scalar;
 use crate::state::{Frame, Reg, Region, Slot, State};
-use crate::{Diagnostic, Entry, Facts, Rule};
+use crate::{Diagnostic, Entry, Facts, PlainAdd, Rule};
 use bpf2ptx_compiler::isa::table::{
     AluOp, AtomicOp, CallKind, Cond, Kind, Pseudo, Size, Src, Width,
 };
 use bpf2ptx_compiler::isa::Insn;
 use bpf2ptx_compiler::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::maps::MAP_PER_THREAD_ARRAY;
 use bpf2ptx_runtime::{Access, Arg, Ret};
 
 /// Instructions the exploration may process before it gives up on a program.
@@ -37,6 +39,8 @@ pub const MAX_CALL_DEPTH: usize = 8;
 pub const MAX_STACK: i64 = 512;
 /// `BPF_F_RDONLY_PROG`.
 const RDONLY_PROG: u32 = 0x80;
+/// The bit of `Facts::regions` for map values.
+const REGION_MAP_VALUE: u8 = 8;
 
 /// A remembered state at a prune point.
 struct Stored {
@@ -112,6 +116,17 @@ pub(crate) struct Explorer<'a> {
     seen: Vec<bool>,
     /// Per instruction: whether a path reached it and set its `Facts::const_value`.
     seen_const: Vec<bool>,
+    /// Loads, adds and stores with the shape of a plain counter update (`*v += x`), found
+    /// in the code; the paths decide which become `Facts::plain_add`.
+    triples: Vec<Triple>,
+    /// Per instruction: the triple whose load or store it is.
+    triple_of: Vec<Option<usize>>,
+    /// Per triple: whether a path reached its load, and the map it loads from when the
+    /// same on every path.
+    triple_map: Vec<(bool, Option<u32>)>,
+    /// (triple, map) for every map a triple's load or store touched on some path: those
+    /// maps stay shardable only if the triple becomes a 64-bit atomic add.
+    triple_maps: std::collections::BTreeSet<(usize, u32)>,
 }
 
 /// Keeps a per-instruction fact that must hold on every path: the first visit sets it,
@@ -232,6 +247,12 @@ impl<'a> Explorer<'a> {
             prune_point[f.start] = true;
         }
         let relevant = relevance(prog, &pcs, &idx_of_pc);
+        let triples = plain_add::triples(prog, &pcs, &idx_of_pc);
+        let mut triple_of = vec![None; n];
+        for (k, t) in triples.iter().enumerate() {
+            triple_of[t.load] = Some(k);
+            triple_of[t.store] = Some(k);
+        }
         Explorer {
             obj,
             prog,
@@ -261,6 +282,10 @@ impl<'a> Explorer<'a> {
             adding: false,
             seen: vec![false; n],
             seen_const: vec![false; n],
+            triple_map: vec![(false, None); triples.len()],
+            triples,
+            triple_of,
+            triple_maps: std::collections::BTreeSet::new(),
         }
     }
 
@@ -478,6 +503,41 @@ impl<'a> Explorer<'a> {
             .map(|i| self.pcs[i])
             .collect();
         self.facts.reached = self.visits.iter().map(|&v| v > 0).collect();
+        self.finish_plain_adds();
+    }
+
+    /// Every path explored: a triple becomes `Facts::plain_add` where on every path its
+    /// load and store touch only map values, aligned, and none of a per-thread array (a
+    /// thread's own slots, like its stack: nothing races there and an atomic only costs).
+    /// Pruned paths agree: a pruned state's pointers have the regions of the state that
+    /// pruned it and offsets within its offsets, so they touch nothing else and stay
+    /// aligned. The maps a triple touched stay shardable only if it became a 64-bit
+    /// atomic add.
+    fn finish_plain_adds(&mut self) {
+        let f = &mut self.facts;
+        let mut fused = vec![false; self.triples.len()];
+        for (k, t) in self.triples.iter().enumerate() {
+            let map_value = |i: usize| f.regions[i] == REGION_MAP_VALUE && f.aligned[i];
+            let private = self
+                .triple_maps
+                .range((k, 0)..=(k, u32::MAX))
+                .any(|&(_, m)| self.obj.maps[m as usize].map_type == MAP_PER_THREAD_ARRAY);
+            if !(f.reached[t.load] && map_value(t.load) && map_value(t.store)) || private {
+                continue;
+            }
+            fused[k] = true;
+            f.plain_add[t.load] = Some(PlainAdd::Load);
+            f.plain_add[t.add] = Some(PlainAdd::Add);
+            f.plain_add[t.store] = Some(PlainAdd::Store {
+                addend: t.addend,
+                map: self.triple_map[k].1,
+            });
+        }
+        for &(k, map) in &self.triple_maps {
+            if !(fused[k] && self.triples[k].size == Size::DW) {
+                f.map_only_adds[map as usize] = false;
+            }
+        }
     }
 
     /// Remembered state `k` of instruction `i` has had every path explored.
@@ -1119,16 +1179,27 @@ impl<'a> Explorer<'a> {
     }
 
     fn note_region(&mut self, i: usize, r: Region) {
-        if let Region::MapValue { map } = r {
-            if !self.adding {
-                self.facts.map_only_adds[map as usize] = false;
+        let map = match r {
+            Region::MapValue { map } => Some(map),
+            _ => None,
+        };
+        match (map, self.triple_of[i]) {
+            // Decided once every path is explored (`finish_plain_adds`).
+            (Some(m), Some(k)) => {
+                self.triple_maps.insert((k, m));
             }
+            (Some(m), None) if !self.adding => self.facts.map_only_adds[m as usize] = false,
+            _ => {}
+        }
+        if let Some(k) = self.triple_of[i].filter(|&k| self.triples[k].load == i) {
+            let (seen, fact) = &mut self.triple_map[k];
+            same_on_every_path(seen, fact, map);
         }
         let bit = match r {
             Region::Stack { .. } => 1,
             Region::Ctx => 2,
             Region::Mem => 4,
-            Region::MapValue { .. } => 8,
+            Region::MapValue { .. } => REGION_MAP_VALUE,
             Region::Record { .. } => 16,
         };
         self.facts.regions[i] |= bit;
@@ -1894,6 +1965,57 @@ const R0_5: u16 = 0b11_1111;
 /// r1-r5: a call's arguments.
 const R1_5: u16 = 0b11_1110;
 
+/// Each function's instructions, `[start, end)` by index (the whole program when it
+/// lists no functions).
+pub(crate) fn func_bounds(prog: &Program) -> Vec<(usize, usize)> {
+    let n = prog.insns.len();
+    let mut bounds: Vec<(usize, usize)> = prog
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (f.start, prog.funcs.get(k + 1).map_or(n, |g| g.start)))
+        .collect();
+    if bounds.is_empty() {
+        bounds.push((0, n));
+    }
+    bounds
+}
+
+/// The instructions control may reach right after instruction `i` of the function `[a, b)`:
+/// jump targets and the next instruction (a call returns there). A target outside the
+/// function is left out (the structural pass rejects it).
+pub(crate) fn successors(
+    prog: &Program,
+    pcs: &[usize],
+    idx_of_pc: &[Option<usize>],
+    i: usize,
+    (a, b): (usize, usize),
+) -> Vec<usize> {
+    let ins = &prog.insns[i];
+    let rel = match ins.kind() {
+        Kind::Exit => return Vec::new(),
+        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+        Kind::Gotol => Some(ins.imm),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    if let Some(rel) = rel {
+        let t = usize::try_from(pcs[i] as i64 + 1 + rel)
+            .ok()
+            .and_then(|pc| idx_of_pc.get(pc).copied().flatten());
+        if let Some(t) = t.filter(|&t| t >= a && t < b) {
+            out.push(t);
+        }
+        if matches!(ins.kind(), Kind::Ja | Kind::Gotol) {
+            return out;
+        }
+    }
+    if i + 1 < b {
+        out.push(i + 1);
+    }
+    out
+}
+
 /// Per instruction: the registers whose numeric value, on entry to it, can still
 /// influence a safety decision on some path from it: a branch condition, a memory
 /// address, a helper argument the prototype checks, a divisor (a fact for the backend), a
@@ -1906,44 +2028,12 @@ const R1_5: u16 = 0b11_1110;
 fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<u16> {
     let n = prog.insns.len();
     let bit = |r: u8| 1u16 << r;
-    let mut bounds: Vec<(usize, usize)> = prog
-        .funcs
-        .iter()
-        .enumerate()
-        .map(|(k, f)| (f.start, prog.funcs.get(k + 1).map_or(n, |g| g.start)))
-        .collect();
-    if bounds.is_empty() {
-        bounds.push((0, n));
-    }
+    let bounds = func_bounds(prog);
     // Whether anything calls the entry function (then its exits return r0 to a caller).
     let entry_called = prog.insns.iter().enumerate().any(|(i, ins)| {
         ins.kind() == Kind::Call(CallKind::Local) && pcs[i] as i64 + 1 + ins.imm == 0
     });
-    let succs = |i: usize, (a, b): (usize, usize)| -> Vec<usize> {
-        let ins = &prog.insns[i];
-        let rel = match ins.kind() {
-            Kind::Exit => return Vec::new(),
-            Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
-            Kind::Gotol => Some(ins.imm),
-            _ => None,
-        };
-        let mut out = Vec::new();
-        if let Some(rel) = rel {
-            let t = usize::try_from(pcs[i] as i64 + 1 + rel)
-                .ok()
-                .and_then(|pc| idx_of_pc.get(pc).copied().flatten());
-            if let Some(t) = t.filter(|&t| t >= a && t < b) {
-                out.push(t);
-            }
-            if matches!(ins.kind(), Kind::Ja | Kind::Gotol) {
-                return out;
-            }
-        }
-        if i + 1 < b {
-            out.push(i + 1);
-        }
-        out
-    };
+    let succs = |i: usize, f: (usize, usize)| successors(prog, pcs, idx_of_pc, i, f);
     let mut relevant = vec![0u16; n];
     for (k, &(a, b)) in bounds.iter().enumerate() {
         if a >= b {

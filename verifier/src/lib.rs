@@ -11,7 +11,8 @@
 //!    │             prototypes, null checks, ringbuf references, loops   [`analysis`]
 //!    ▼
 //!  Facts for the backend (address space of each access, divisions that need a zero
-//!  check, the worst-case instruction count, the stack size)
+//!  check, plain counter updates that may be one atomic add, the worst-case instruction
+//!  count, the stack size)
 //! ```
 //!
 //! Every rule, by the name diagnostics print ([`Rule`]):
@@ -58,6 +59,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod plain_add;
 pub mod scalar;
 pub mod state;
 pub mod structure;
@@ -69,6 +71,7 @@ use bpf2ptx_compiler::program::{LineRef, Object};
 use serde::Serialize;
 use std::fmt;
 
+pub use bpf2ptx_compiler::back::{Addend, PlainAdd};
 pub use structure::{check, StructError};
 
 /// A rule a program can break.
@@ -350,9 +353,20 @@ pub struct Facts {
     /// pruning never merged paths that disagree on it).
     pub const_value: Vec<Option<u64>>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
-    /// that do not fetch (no other load, store, helper access or update of the map), so
-    /// the values may be sharded into per-SM replicas that the host sums.
+    /// that do not fetch, or 64-bit plain counter updates that become such adds
+    /// (`plain_add`), and makes no other load, store, helper access or update of the map,
+    /// so the values may be sharded into per-SM replicas that the host sums.
     pub map_only_adds: Vec<bool>,
+    /// Per instruction: its part in a counter update written as plain code (`*v += 1`,
+    /// `*v = *v + x`) that may run as one atomic add without fetch: a load and a store of
+    /// the same 4 or 8 bytes of a map value threads share (aligned, on every path; not a
+    /// per-thread array's) through one register, an add of a constant or of a register
+    /// the loaded value does not feed, and in between only arithmetic on other registers;
+    /// neither the loaded value nor the sum is read anywhere else. Sound because every
+    /// result of the atomic add is one the racy load-add-store can give (specs/verifier.md,
+    /// "Plain counter updates"); without it threads sharing the value lose almost every
+    /// update. A 64-bit one counts as an atomic add for `map_only_adds`.
+    pub plain_add: Vec<Option<PlainAdd>>,
     /// Slots of instructions no path reaches.
     pub unreachable: Vec<usize>,
     /// Per instruction: some path reaches it (the backend emits nothing for the others).
@@ -382,6 +396,7 @@ impl Facts {
             const_value: vec![None; n],
             lookup_in_range: vec![None; n],
             call_size: vec![None; n],
+            plain_add: vec![None; n],
             ..Facts::default()
         }
     }

@@ -68,12 +68,13 @@ impl fmt::Display for StructError {
 }
 
 /// Registers as a bit set (bit n = rN).
-type Regs = u16;
+pub(crate) type Regs = u16;
 const R10: Regs = 1 << 10;
-const ARGS: Regs = 0b11_1110;
+/// r1-r5: the arguments of a call, which it leaves undefined.
+pub(crate) const ARGS: Regs = 0b11_1110;
 
 /// The registers an instruction reads, writes, and leaves undefined (a call's clobbers).
-fn uses_defs(i: &Insn) -> (Regs, Regs, Regs) {
+pub(crate) fn uses_defs(i: &Insn) -> (Regs, Regs, Regs) {
     let d = 1u16 << i.dst;
     let s = 1u16 << i.src;
     match i.kind() {

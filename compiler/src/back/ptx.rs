@@ -28,6 +28,7 @@
 //!   lives in host-pinned memory ([`Options::host`]): the host then reads it while the
 //!   kernel runs, and the device must see the consumer positions the host writes.
 
+use super::{Addend, PlainAdd};
 use crate::isa::insn::Insn;
 use crate::isa::table::{AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
@@ -169,6 +170,11 @@ pub struct Hints {
     /// A helper call whose memory argument's size is this constant on every path: a
     /// `ringbuf_output` of a known ring is then inlined with straight-line copies.
     pub call_size: Vec<Option<u64>>,
+    /// A counter update written as plain code (`*v += x`) that may run as one atomic add
+    /// without fetch (the verifier's `Facts::plain_add`): its load and add emit nothing,
+    /// its store is the `red.add`, warp-aggregated like an atomic add of a constant. Run
+    /// by many threads the load-add-store would lose almost every update.
+    pub plain_add: Vec<Option<PlainAdd>>,
 }
 
 impl Hints {
@@ -1412,6 +1418,19 @@ impl<'a> FuncWriter<'a> {
                 _ => {}
             }
         }
+        let plain = self
+            .hints
+            .and_then(|h| h.plain_add.get(i).copied().flatten());
+        match (ins.kind(), plain) {
+            (Kind::Ldx(..), Some(PlainAdd::Load)) | (Kind::Alu(..), Some(PlainAdd::Add)) => {
+                return Ok(())
+            }
+            (Kind::Stx(size), Some(PlainAdd::Store { addend, map })) => {
+                self.plain_add(size, d, ins.off, addend, map);
+                return Ok(());
+            }
+            _ => {}
+        }
         match ins.kind() {
             Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..)
                 if constant.is_some() =>
@@ -2500,23 +2519,9 @@ impl<'a> FuncWriter<'a> {
     ) {
         // Atomics must be naturally aligned (BPF requires it too), so no byte-wise path.
         let slot = folded(fp, base, off, size, frame);
-        let global = slot.is_none() && self.proven(|h| &h.global);
-        let addr = if slot.is_none() {
-            if global {
-                self.l(format!("cvta.to.global.u64 %t1, %r{base};"));
-                self.l(format!("add.u64 %t1, %t1, {off};"));
-            } else {
-                self.l(format!("add.u64 %t1, %r{base}, {off};"));
-            }
-            "%t1"
-        } else {
-            ""
-        };
-        let space = match (self.sys, global) {
-            (true, true) => ".sys.global",
-            (true, false) => ".sys",
-            (false, true) => ".global",
-            (false, false) => "",
+        let (space, addr) = match slot {
+            None => (self.atomic_address(base, off), "%t1"),
+            Some(_) => ("", ""),
         };
         let wide = size == Size::DW;
         // Operand registers: 64-bit use the BPF registers, 32-bit their low halves.
@@ -2567,22 +2572,13 @@ impl<'a> FuncWriter<'a> {
                 AtomicOp::Cmpxchg => ("cas", bt),
             };
             if !fetch {
-                let c = self
-                    .hints
-                    .and_then(|h| h.add_const.get(self.cur).copied().flatten());
-                // Into an array whose lookups are inlined, ptxas sees the address and
-                // aggregates the warp's adds itself where it is uniform (cheaper than
-                // `match.any`); the address a runtime call returns (hash maps) it cannot.
-                let array = self
-                    .hints
-                    .and_then(|h| h.atomic_map.get(self.cur).copied().flatten())
-                    .and_then(|m| self.obj.maps.get(m as usize))
-                    .is_some_and(|m| matches!(m.map_type, 2 | 6 | 1503) && m.key_size == 4);
-                match c {
-                    Some(c) if op == AtomicOp::Add && !array => {
-                        self.aggregated_add(space, wide, addr, c)
-                    }
-                    _ => self.l(format!("red{space}.{name}.{t} [{addr}], {v};")),
+                if op == AtomicOp::Add {
+                    let h = self.hints;
+                    let c = h.and_then(|h| h.add_const.get(self.cur).copied().flatten());
+                    let map = h.and_then(|h| h.atomic_map.get(self.cur).copied().flatten());
+                    self.red_add(space, wide, &v, c, map);
+                } else {
+                    self.l(format!("red{space}.{name}.{t} [{addr}], {v};"));
                 }
                 return;
             }
@@ -2602,6 +2598,61 @@ impl<'a> FuncWriter<'a> {
             return;
         }
         writeback(self, if op == AtomicOp::Cmpxchg { 0 } else { src });
+    }
+
+    /// Puts the address of an atomic on `%r{base} + off` outside the frame in `%t1`;
+    /// returns the state space and scope the atomic takes (global where the verifier
+    /// proved it, `.sys` when a map of the module is in host memory).
+    fn atomic_address(&mut self, base: u8, off: i16) -> &'static str {
+        let global = self.proven(|h| &h.global);
+        if global {
+            self.l(format!("cvta.to.global.u64 %t1, %r{base};"));
+            self.l(format!("add.u64 %t1, %t1, {off};"));
+        } else {
+            self.l(format!("add.u64 %t1, %r{base}, {off};"));
+        }
+        match (self.sys, global) {
+            (true, true) => ".sys.global",
+            (true, false) => ".sys",
+            (false, true) => ".global",
+            (false, false) => "",
+        }
+    }
+
+    /// `red.add [%t1], v` (64-bit when `wide`), v being the constant `c` on every path
+    /// where that is known. Then the lanes that add to one address add once for the group
+    /// ([`FuncWriter::aggregated_add`]), except into an array (`map`) whose lookups are
+    /// inlined: ptxas sees that address and aggregates the warp's adds itself where it is
+    /// uniform (cheaper than `match.any`); the address a runtime call returns (hash maps)
+    /// it cannot.
+    fn red_add(&mut self, space: &str, wide: bool, v: &str, c: Option<u64>, map: Option<u32>) {
+        let array = map
+            .and_then(|m| self.obj.maps.get(m as usize))
+            .is_some_and(|m| matches!(m.map_type, 2 | 6 | 1503) && m.key_size == 4);
+        match c {
+            Some(c) if !array => self.aggregated_add(space, wide, "%t1", c),
+            _ => self.l(format!(
+                "red{space}.add.{} [%t1], {v};",
+                if wide { "u64" } else { "u32" }
+            )),
+        }
+    }
+
+    /// The store of a plain counter update the verifier fused ([`Hints::plain_add`]): one
+    /// `red.add` of the addend at the store's address (map memory, aligned: no frame slot,
+    /// no byte-wise path); its load and add emitted nothing. A register addend still holds
+    /// its value here, as the add that would have overwritten it was dropped.
+    fn plain_add(&mut self, size: Size, base: u8, off: i16, addend: Addend, map: Option<u32>) {
+        let space = self.atomic_address(base, off);
+        let wide = size == Size::DW;
+        match addend {
+            Addend::Const(c) => self.red_add(space, wide, &c.to_string(), Some(c), map),
+            Addend::Reg(r) if wide => self.red_add(space, wide, &format!("%r{r}"), None, map),
+            Addend::Reg(r) => {
+                self.l(format!("cvt.u32.u64 %w1, %r{r};"));
+                self.red_add(space, wide, "%w1", None, map);
+            }
+        }
     }
 }
 
