@@ -272,15 +272,24 @@ def case_churn(ctx, part, warp):
         f"{a.launches} launches run back to back without clearing it; after each launch the host checks that the "
         f"histogram grew by exactly {units}, `missed` is 0, the count word is 0 (map empty) and `full`/`busy` are 0; "
         f"after the last, that every slot is free with overflow count 0. {a.series} series (variants interleaved, "
-        "order rotated); per-launch figures are medians over the series, `100 launches` the median of the series' sums.")
+        "order rotated, 3 native launches before each to wake the GPU); per-launch figures are medians over the "
+        f"series, `{a.launches} launches` the median of the series' sums. `scrambled keys`: the same with key = "
+        "MIX_KEY(id) = id x 0x9E3779B1 (mod 2^32): FNV-1a gives consecutive ids distinct home slots (no key ever "
+        "leaves its home), scrambled ids collide as random keys do, so overflow counts and displaced keys come in.")
     vec = Vec(n)
-    vs = [ctx.native(vec)]
-    vs.append(hash_variant(ctx, "bpf2ptx inject", f"{probe}", "start", vec, extra_maps=("hist", "missed")))
-    vs.append(twin_variant(ctx, "twin (spec protocol)", f"churn_{gran}", vec, max_e, arrays=True))
+    nat = ctx.native(vec)
+    inj = hash_variant(ctx, "bpf2ptx inject", probe, "start", vec, extra_maps=("hist", "missed"))
+    twin = twin_variant(ctx, "twin (spec protocol)", probe, vec, max_e, arrays=True)
+    vs = [nat, inj, twin]
     if not warp:
         vs.append(twin_variant(ctx, "twin, count per lane (pre-ca7df46 protocol)", "churn_thread_perlane", vec, max_e,
                                arrays=True))
-    inj = vs[1]
+        vs[-1].extra["vs"] = twin.label
+    inj_mix = hash_variant(ctx, "bpf2ptx inject, scrambled keys", probe + "_mix", "start", vec,
+                           extra_maps=("hist", "missed"))
+    twin_mix = twin_variant(ctx, "twin, scrambled keys", probe + "_mix", vec, max_e, arrays=True)
+    vs += [inj_mix, twin_mix]
+    inj.extra["vs"], inj_mix.extra["vs"] = twin.label, twin_mix.label
 
     def hist_sum(v):
         if v.kind == "injected":
@@ -311,9 +320,12 @@ def case_churn(ctx, part, warp):
     live = [v for v in vs if v.error is None]
 
     bad = {v.label: [] for v in live}
+    probe_len = {}
     for s in range(a.series):
         for v in rotate(live, s):
             v.zero()
+            for _ in range(3):
+                nat.launch()
             cupy.cuda.Device().synchronize()
             prev = 0
             times = []
@@ -350,6 +362,15 @@ def case_churn(ctx, part, warp):
             v.ok &= part.check(f"{v.label}: every launch of every series (hist +{units}, missed 0, map empty, "
                                f"full 0, busy 0) and a clean table after the last",
                                not bad[v.label], "; ".join(bad[v.label]) or "all launches exact")
+    # the tables are empty after each launch, so how often the keys' homes collide is
+    # computed on the host
+    ids = np.arange(units, dtype=np.uint64)
+    for mix, lbl in ((False, "ids"), (True, "scrambled")):
+        k = (ids * np.uint64(0x9E3779B1) & np.uint64(0xFFFFFFFF)) if mix else ids
+        homes = hashhost.fnv1a_u32(k.astype(np.uint32)) & np.uint64(hashhost.slots_for(max_e) - 1)
+        probe_len[lbl] = int(np.unique(homes).size)
+    part.note(f"distinct home slots of the {units} keys in {hashhost.slots_for(max_e)} slots: "
+              f"{probe_len['ids']} with the ids as keys, {probe_len['scrambled']} scrambled")
 
     stats = {}
     for v in live:
@@ -359,35 +380,40 @@ def case_churn(ctx, part, warp):
                           "last10": float(med[-10:].mean()), "total": float(np.median(arr.sum(axis=1))),
                           "per_launch": [round(float(x), 5) for x in med]}
     part.d["raw"]["churn"] = stats
-    nat = stats.get(vs[0].label, {}).get("total")
-    twin = stats.get(vs[2].label, {}).get("total")
+    nat_total = stats.get(nat.label, {}).get("total")
     rows = []
     for v in vs:
         if v.label not in stats:
             rows.append([v.label, "-", "-", "-", "-", "-", "-", "-", "-", v.error or "failed"])
             continue
         st = stats[v.label]
+        ref = stats.get(v.extra.get("vs", ""), {}).get("total")
         rows.append([v.label, fmt_ms(st["l1"]), fmt_ms(st["lN"]), fmt_x(st["lN"] / st["l1"]),
                      fmt_ms(st["first10"]), fmt_ms(st["last10"]), f"{st['total']:.3f}",
-                     fmt_x(ratio(st["total"], twin)) if v.kind != "native" else "-",
-                     fmt_x(ratio(st["total"], nat)), "ok" if v.ok else "**FAIL**"])
+                     fmt_x(ratio(st["total"], ref)), fmt_x(ratio(st["total"], nat_total)),
+                     "ok" if v.ok else "**FAIL**"])
+    k = min(10, a.launches)
     part.table(f"{a.launches} launches of vecadd 2^20 (ms)",
-               ["variant", "launch 1", f"launch {a.launches}", f"{a.launches}th / 1st", "mean 1-10",
-                f"mean {a.launches - 9}-{a.launches}", f"{a.launches} launches", "vs twin", "vs native", "checks"],
+               ["variant", "launch 1", f"launch {a.launches}", f"{a.launches}th / 1st", f"mean 1-{k}",
+                f"mean {a.launches - k + 1}-{a.launches}", f"{a.launches} launches", "vs twin", "vs native", "checks"],
                rows)
-    pick = [1, 2, 10, 25, 50, 75, a.launches]
-    pick = [p for p in pick if p <= a.launches]
+    pick = [p for p in [1, 2, 10, 25, 50, 75, a.launches] if p <= a.launches]
+    pick = sorted(set(pick))
     part.table("per-launch medians (ms) at launches " + ", ".join(map(str, pick)),
                ["variant"] + [str(p) for p in pick],
                [[lbl] + [fmt_ms(st["per_launch"][p - 1]) for p in pick] for lbl, st in stats.items()])
-    si = stats.get(inj.label)
-    part.target(f"churn per {gran}: injected launch {a.launches} / launch 1",
-                si["lN"] / si["l1"] if si else None, 1.1, "launch 1")
-    part.target(f"churn per {gran}: injected {a.launches} launches / twin",
-                ratio(si["total"], twin) if si else None, 1.5, "twin")
-    st = stats.get(vs[2].label)
-    if st:
-        part.note(f"twin (spec protocol) launch {a.launches} / launch 1 = {st['lN'] / st['l1']:.3f}x")
+    for v, what in ((inj, ""), (inj_mix, ", scrambled keys")):
+        si = stats.get(v.label)
+        ref = stats.get(v.extra["vs"], {}).get("total")
+        part.target(f"churn per {gran}{what}: injected launch {a.launches} / launch 1",
+                    si["lN"] / si["l1"] if si else None, 1.1, "launch 1")
+        part.target(f"churn per {gran}{what}: injected {a.launches} launches / twin",
+                    ratio(si["total"], ref) if si else None, 1.5, "twin")
+    for v in (twin, twin_mix):
+        st = stats.get(v.label)
+        if st:
+            part.note(f"{v.label}: launch {a.launches} / launch 1 = {st['lN'] / st['l1']:.3f}x, "
+                      f"mean of the last {k} / the first {k} = {st['last10'] / st['first10']:.3f}x")
 
 
 # ----------------------------------------------------------------------------- case 2
@@ -562,20 +588,35 @@ def case_published(ctx, part):
 
 # ----------------------------------------------------------------------------- case 4
 
+def mix_keys(n):
+    """probes/common.h MIX_KEY of the ids 0..n-1."""
+    return (np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B1) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
 def case_insert(ctx, part):
     a = ctx.a
     n = 1 << 22
     part.d["title"] = "4. Insert and update throughput: 2^22 distinct keys into 2^22 entries (2^23 slots, load 1/2)"
     part.d["intro"].append(
         "Insert: every thread of vecadd 2^22 inserts its key (global thread id, VALUE_OF(key), BPF_ANY) at entry; each "
-        f"timed launch from a zeroed map. Update: the same keys replaced with BPF_EXIST (value ~VALUE_OF(key)) in a "
-        f"table the insert built (the injected update module gets a device copy of the injected insert module's "
+        "timed launch from a zeroed map. Update: the same keys replaced with BPF_EXIST (value ~VALUE_OF(key)) in a "
+        "table the insert built (the injected update module gets a device copy of the injected insert module's "
         f"table and counts block). Medians of {a.reps} launches, round robin. Mkeys/s = 2^22 / time; `net` subtracts "
-        "native vecadd 2^22.")
+        "native vecadd 2^22. `scrambled keys`: key = MIX_KEY(thread id): thread ids have distinct FNV-1a homes "
+        "(every key at its home, probe length 1), scrambled ones collide as random keys do.")
     vec = Vec(n)
-    ins = [ctx.native(vec), hash_variant(ctx, "insert: bpf2ptx inject", "insert", "table", vec),
-           twin_variant(ctx, "insert: twin (spec protocol)", "insert_any", vec, n),
-           twin_variant(ctx, "insert: twin, count per lane (pre-ca7df46 protocol)", "insert_any_perlane", vec, n)]
+    nat = ctx.native(vec)
+    mk = mix_keys(n)
+    inj = hash_variant(ctx, "insert: bpf2ptx inject", "insert", "table", vec)
+    twin = twin_variant(ctx, "insert: twin (spec protocol)", "insert_any", vec, n)
+    perlane = twin_variant(ctx, "insert: twin, count per lane (pre-ca7df46 protocol)", "insert_any_perlane", vec, n)
+    inj_m = hash_variant(ctx, "insert: bpf2ptx inject, scrambled keys", "insert_mix", "table", vec)
+    twin_m = twin_variant(ctx, "insert: twin, scrambled keys", "insert_any_mix", vec, n)
+    for v, ref, mix in ((inj, twin, False), (twin, None, False), (perlane, twin, False), (inj_m, twin_m, True),
+                        (twin_m, None, True)):
+        v.extra["vs"] = ref.label if ref else None
+        v.extra["mix"] = mix
+    ins = [nat, inj, twin, perlane, inj_m, twin_m]
     for v in [x for x in ins if x.error is None]:
         try:
             v.zero()
@@ -584,9 +625,10 @@ def case_insert(ctx, part):
                 part.check(f"{v.label}: output", same, "reference")
                 continue
             c = v.table.counts()
-            r = v.table.check(keys=n, value_fn=value_of)
+            r = v.table.check(key_set=mk, value_fn=value_of) if v.extra["mix"] else \
+                v.table.check(keys=n, value_fn=value_of)
             cok = c is not None and c["full"] == 0 and c["busy"] == 0
-            v.ok &= part.check(f"{v.label}: one launch from a zeroed map: keys exactly 0..2^22-1, values",
+            v.ok &= part.check(f"{v.label}: one launch from a zeroed map: exactly the 2^22 keys, their values",
                                same and r.ok and cok,
                                f"{'output == native' if same else 'OUTPUT DIFFERS'}; {r.text}; {counts_text(c)}")
             v.extra["fig"] = r.figures
@@ -602,29 +644,42 @@ def case_insert(ctx, part):
                 v.times.append(t)
     part.save()
 
-    # update: tables filled by one more insert launch each
-    upd = [ctx.native(vec, "native (nvcc PTX), update round")]
-    inj_ins, twin_ins = ins[1], ins[2]
-    u = hash_variant(ctx, "update: bpf2ptx inject", "update", "table", vec)
-    if u.error is None and inj_ins.error is None:
-        inj_ins.zero()
-        inj_ins.launch()
-        u.table.copy_from(inj_ins.table)
-    elif u.error is None:
-        u.error = "insert module not available to fill the table"
-    upd.append(u)
-    tu = Variant("update: twin (spec protocol)", "twin", error=twin_ins.error)
-    if twin_ins.error is None:
+    # update: each on a table its insert variant fills with one more launch
+    def injected_update(label, probe, src, mix):
+        u = hash_variant(ctx, label, probe, "table", vec)
+        if u.error is None and src.error is None:
+            src.zero()
+            src.launch()
+            u.table.copy_from(src.table)
+        elif u.error is None:
+            u.error = "its insert module is not available to fill the table"
+        u.extra["mix"] = mix
+        return u
+
+    def twin_update(label, kernel, src, mix):
+        if src.error is not None:
+            return Variant(label, "twin", error=src.error, mix=mix)
         try:
-            fn = ctx.twin("update_exist")
-            twin_ins.zero()
-            twin_ins.launch()
-            args = twin_ins.table.twin_args()
-            tu = Variant("update: twin (spec protocol)", "twin",
-                         launch=lambda: fn(vec.grid, vec.block, vec.args() + args), table=twin_ins.table)
+            fn = ctx.twin(kernel)
+            src.zero()
+            src.launch()
+            args = src.table.twin_args()
+            return Variant(label, "twin", launch=lambda: fn(vec.grid, vec.block, vec.args() + args),
+                           table=src.table, mix=mix)
         except Exception as e:  # noqa: BLE001
-            tu = Variant("update: twin (spec protocol)", "twin", error=str(e))
-    upd.append(tu)
+            return Variant(label, "twin", error=str(e), mix=mix)
+
+    u_nat = ctx.native(vec, "native (nvcc PTX), update round")
+    u_inj = injected_update("update: bpf2ptx inject", "update", inj, False)
+    u_twin = twin_update("update: twin (spec protocol)", "update_exist", twin, False)
+    u_inj_m = injected_update("update: bpf2ptx inject, scrambled keys", "update_mix", inj_m, True)
+    u_twin_m = twin_update("update: twin, scrambled keys", "update_exist_mix", twin_m, True)
+    u_inj.extra["vs"], u_inj_m.extra["vs"] = u_twin.label, u_twin_m.label
+    upd = [u_nat, u_inj, u_twin, u_inj_m, u_twin_m]
+
+    def upd_check(v):
+        return v.table.check(key_set=mk, value_fn=not_value_of) if v.extra["mix"] else \
+            v.table.check(keys=n, value_fn=not_value_of)
     for v in upd[1:]:
         if v.error is not None:
             part.check(f"{v.label}", False, v.error)
@@ -632,11 +687,12 @@ def case_insert(ctx, part):
         try:
             same = ctx.check_output(v, vec)
             c = v.table.counts()
-            r = v.table.check(keys=n, value_fn=not_value_of)
+            r = upd_check(v)
             cok = c is not None and c["count"] == n and c["full"] == 0 and c["busy"] == 0
             v.ok &= part.check(f"{v.label}: one launch: every value replaced, keys and count unchanged",
                                same and r.ok and cok,
                                f"{'output == native' if same else 'OUTPUT DIFFERS'}; {r.text}; {counts_text(c)}")
+            v.extra["fig"] = r.figures
         except Exception as e:  # noqa: BLE001
             v.error = f"{type(e).__name__}: {e}"
             part.check(f"{v.label}: one launch", False, v.error)
@@ -647,28 +703,30 @@ def case_insert(ctx, part):
             if r >= a.warmup:
                 v.times.append(t)
     for v in live_u[1:]:
-        r = v.table.check(keys=n, value_fn=not_value_of)
+        r = upd_check(v)
         v.ok &= part.check(f"{v.label}: table after the timed launches", r.ok, r.text)
 
     med = {v.label: float(np.median(v.times)) for v in ins + upd if v.times}
     part.d["raw"]["medians"] = med
-    nat = med.get(ins[0].label)
+    t_nat = med.get(nat.label)
     rows = []
-    for v, twin in [(x, ins[2]) for x in ins] + [(x, upd[2]) for x in upd[1:]]:
+    for v in ins + upd[1:]:
         m = med.get(v.label)
-        mk = n / (m * 1e3) if m else None
-        net = n / ((m - nat) * 1e3) if m and nat and m > nat else None
+        mk_s = n / (m * 1e3) if m else None
+        net = n / ((m - t_nat) * 1e3) if m and t_nat and m > t_nat else None
         fig = v.extra.get("fig", {})
-        rows.append([v.label, fmt_ms(m), fmt_x(ratio(m, nat)),
-                     fmt_x(ratio(m, med.get(twin.label))) if v.kind == "injected" else "-",
-                     "-" if mk is None or v.kind == "native" else f"{mk:.0f}",
+        rows.append([v.label, fmt_ms(m), fmt_x(ratio(m, t_nat)),
+                     fmt_x(ratio(m, med.get(v.extra.get("vs") or ""))),
+                     "-" if mk_s is None or v.kind == "native" else f"{mk_s:.0f}",
                      "-" if net is None or v.kind == "native" else f"{net:.0f}",
                      f"{fig['mean_probe']:.3f} / {fig['max_probe']}" if fig else "-",
                      v.error or ("ok" if v.ok else "**FAIL**")])
     part.table("vecadd 2^22 (ms)", ["variant", "median ms", "vs native", "vs twin", "Mkeys/s", "Mkeys/s net",
                                     "probe mean / max", "checks"], rows)
-    part.target("insert: injected / twin", ratio(med.get(ins[1].label), med.get(ins[2].label)), 1.2, "twin")
-    part.target("update (BPF_EXIST): injected / twin", ratio(med.get(upd[1].label), med.get(upd[2].label)), 1.2, "twin")
+    for v, what in ((inj, "insert"), (u_inj, "update (BPF_EXIST)"), (inj_m, "insert, scrambled keys"),
+                    (u_inj_m, "update (BPF_EXIST), scrambled keys")):
+        part.target(f"{what}: injected / twin", ratio(med.get(v.label), med.get(v.extra.get("vs") or "")), 1.2,
+                    "twin")
 
 
 def child(a):

@@ -104,9 +104,11 @@ class Walk:
         self.key_pad = (words[:, 1] >> np.uint64(32)).astype(np.uint32)   # 0: stored zero-extended
         self.value = words[:, 2].copy()
 
-    def check(self, count=None, keys=None, key_below=None, n_full=None, value_fn=None, value_eq=None):
+    def check(self, count=None, keys=None, key_set=None, key_below=None, n_full=None, value_fn=None,
+              value_eq=None):
         """The invariants of a table at rest, and what the caller expects of it:
-        keys=n: exactly the keys 0..n-1; key_below=n: every key < n; n_full: that many
+        keys=n: exactly the keys 0..n-1; key_set: exactly these keys (a numpy u32 array);
+        key_below=n: every key < n; n_full: that many
         live keys; value_fn(keys) or value_eq: the values; count: the counts block's
         count word (must equal the live keys)."""
         aux = self.aux
@@ -149,6 +151,10 @@ class Walk:
         if keys is not None:
             if full.size != keys or not np.array_equal(np.sort(k), np.arange(keys, dtype=np.uint32)):
                 problems.append(f"keys are not exactly 0..{keys - 1}")
+        if key_set is not None:
+            ks = np.sort(np.asarray(key_set, dtype=np.uint32))
+            if full.size != ks.size or not np.array_equal(np.sort(k), ks):
+                problems.append(f"keys are not exactly the {ks.size} expected")
         if key_below is not None and full.size and int(k.max()) >= key_below:
             problems.append(f"a key >= {key_below}")
         if value_fn is not None or value_eq is not None:
@@ -201,8 +207,8 @@ class HashMap:
         if w[3] != sp.ptr:
             notes.append(f"word 3 ({w[3]:#x}) is not bpf2ptx_mapdata_{name} ({sp.ptr:#x})")
         nbytes = storage_bytes(t, ks, vs, me)
-        size = getattr(sp.mem, "size", None)
-        if size is not None and size < nbytes:
+        size = getattr(sp.mem, "size", 0)   # CuPy gives 0 for module globals
+        if size and size < nbytes:
             raise ValueError(f"map {name}: storage {size} bytes < {nbytes} the layout needs")
         storage = cupy.ndarray((nbytes,), dtype=cupy.uint8, memptr=sp)
         counts = None

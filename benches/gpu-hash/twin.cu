@@ -46,6 +46,12 @@ __device__ __forceinline__ void vecadd(VEC_ARGS)
 		c[i] = a[i] + b[i];
 }
 
+// probes/common.h MIX_KEY: a bijective scramble of an id, so that homes collide.
+__device__ __forceinline__ u32 key_of(u64 id, bool mix)
+{
+	return mix ? (u32)id * 0x9E3779B1u : (u32)id;
+}
+
 // The value the inserting probes store (probes/common.h VALUE_OF).
 __device__ __forceinline__ u64 value_of(u32 k)
 {
@@ -58,14 +64,23 @@ extern "C" __global__ void vecadd_native(VEC_ARGS)
 }
 
 // Case 1, churn (probes/churn.h): update(start, id, now, ANY) at entry; at exit lookup,
-// hist[log2(now - start)] += 1 and delete, or missed += 1.
-template <bool WARP, bool AGG>
+// hist[log2(now - start)] += 1 and delete, or missed += 1. Per warp the lanes that
+// arrived together wait for their leader's update (__syncwarp): without it the leader,
+// alone after the inlined update's loops, reached the exit apart from its warp and the
+// exit ran twice per warp (seen on an H200).
+template <bool WARP, bool AGG, bool MIX>
 __device__ __forceinline__ void churn(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
 {
 	HMap m{data, cnt, aux, max_entries, false};
-	u32 key = (u32)(global_tid() >> (WARP ? 5 : 0));
-	if (!WARP || warp_leader())
+	u32 key = key_of(global_tid() >> (WARP ? 5 : 0), MIX);
+	if (WARP) {
+		unsigned arrived = __activemask();
+		if (warp_leader())
+			hp::update<AGG>(m, key, hp::globaltimer(), hp::ANY);
+		__syncwarp(arrived);
+	} else {
 		hp::update<AGG>(m, key, hp::globaltimer(), hp::ANY);
+	}
 	vecadd(a, b, c, n);
 	if (!WARP || warp_leader()) {
 		u64 *v = hp::lookup(m, key);
@@ -81,17 +96,25 @@ __device__ __forceinline__ void churn(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *misse
 
 extern "C" __global__ void churn_warp(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
 {
-	churn<true, true>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+	churn<true, true, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
 }
 extern "C" __global__ void churn_thread(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
 {
-	churn<false, true>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+	churn<false, true, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+}
+extern "C" __global__ void churn_warp_mix(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
+{
+	churn<true, true, true>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+}
+extern "C" __global__ void churn_thread_mix(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
+{
+	churn<false, true, true>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
 }
 // The same with one atom.add per lane on the count word to reserve and give back (the
 // protocol before ca7df46; a data point for what aggregating the count buys).
 extern "C" __global__ void churn_thread_perlane(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *missed)
 {
-	churn<false, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
+	churn<false, false, false>(a, b, c, n, data, cnt, aux, max_entries, hist, missed);
 }
 
 // Case 2, over-full (probes/overfull.h): update(keys, tid, VALUE_OF(tid), ANY) at entry.
@@ -125,25 +148,37 @@ extern "C" __global__ void published(VEC_ARGS, HASH_ARGS)
 }
 
 // Case 4, insert and update throughput (probes/insert.bpf.c, probes/update.bpf.c).
-template <bool AGG> __device__ __forceinline__ void insert(VEC_ARGS, HASH_ARGS)
+template <bool AGG, bool MIX> __device__ __forceinline__ void insert(VEC_ARGS, HASH_ARGS)
 {
 	HMap m{data, cnt, aux, max_entries, false};
-	u32 key = (u32)global_tid();
+	u32 key = key_of(global_tid(), MIX);
 	hp::update<AGG>(m, key, value_of(key), hp::ANY);
 	vecadd(a, b, c, n);
 }
 extern "C" __global__ void insert_any(VEC_ARGS, HASH_ARGS)
 {
-	insert<true>(a, b, c, n, data, cnt, aux, max_entries);
+	insert<true, false>(a, b, c, n, data, cnt, aux, max_entries);
+}
+extern "C" __global__ void insert_any_mix(VEC_ARGS, HASH_ARGS)
+{
+	insert<true, true>(a, b, c, n, data, cnt, aux, max_entries);
 }
 extern "C" __global__ void insert_any_perlane(VEC_ARGS, HASH_ARGS)
 {
-	insert<false>(a, b, c, n, data, cnt, aux, max_entries);
+	insert<false, false>(a, b, c, n, data, cnt, aux, max_entries);
+}
+template <bool MIX> __device__ __forceinline__ void update(VEC_ARGS, HASH_ARGS)
+{
+	HMap m{data, cnt, aux, max_entries, false};
+	u32 key = key_of(global_tid(), MIX);
+	hp::update<true>(m, key, ~value_of(key), hp::EXIST);
+	vecadd(a, b, c, n);
 }
 extern "C" __global__ void update_exist(VEC_ARGS, HASH_ARGS)
 {
-	HMap m{data, cnt, aux, max_entries, false};
-	u32 key = (u32)global_tid();
-	hp::update<true>(m, key, ~value_of(key), hp::EXIST);
-	vecadd(a, b, c, n);
+	update<false>(a, b, c, n, data, cnt, aux, max_entries);
+}
+extern "C" __global__ void update_exist_mix(VEC_ARGS, HASH_ARGS)
+{
+	update<true>(a, b, c, n, data, cnt, aux, max_entries);
 }

@@ -8,9 +8,13 @@
  * launch 1.
  *
  * The includer defines GRAN, SHIFT (5 per warp: global thread id / 32 = global warp id
- * with 256-thread blocks; 0 per thread) and MAX_ENTRIES.
+ * with 256-thread blocks; 0 per thread) and MAX_ENTRIES, and may define KEY_OF (common.h:
+ * the id itself, or MIX_KEY for keys whose homes collide).
  */
 #include "common.h"
+#ifndef KEY_OF
+#define KEY_OF(id) ((__u32)(id))
+#endif
 
 U32_U64_MAP(start, BPF_MAP_TYPE_HASH, MAX_ENTRIES);
 U32_U64_MAP(hist, BPF_MAP_TYPE_ARRAY, 64);
@@ -19,7 +23,7 @@ U32_U64_MAP(missed, BPF_MAP_TYPE_ARRAY, 1);
 SEC("gpu/entry" GRAN "/*")
 int churn_enter(struct bpf2ptx_kernel_ctx *ctx)
 {
-	__u32 key = (__u32)(bpf2ptx_get_global_thread_id() >> SHIFT);
+	__u32 key = KEY_OF(bpf2ptx_get_global_thread_id() >> SHIFT);
 	__u64 now = bpf_ktime_get_ns();
 
 	bpf_map_update_elem(&start, &key, &now, BPF_ANY);
@@ -29,7 +33,7 @@ int churn_enter(struct bpf2ptx_kernel_ctx *ctx)
 SEC("gpu/exit" GRAN "/*")
 int churn_exit(struct bpf2ptx_kernel_ctx *ctx)
 {
-	__u32 key = (__u32)(bpf2ptx_get_global_thread_id() >> SHIFT);
+	__u32 key = KEY_OF(bpf2ptx_get_global_thread_id() >> SHIFT);
 	__u64 *v = bpf_map_lookup_elem(&start, &key);
 	__u64 *slot;
 	__u32 b, zero = 0;

@@ -5,6 +5,9 @@
  * key's value in place with BPF_EXIST (value ~VALUE_OF(key)).
  */
 #include "common.h"
+#ifndef KEY_OF
+#define KEY_OF(id) ((__u32)(id))
+#endif
 
 #define TABLE_ENTRIES (1 << 22)
 U32_U64_MAP(table, BPF_MAP_TYPE_HASH, TABLE_ENTRIES);
@@ -12,7 +15,7 @@ U32_U64_MAP(table, BPF_MAP_TYPE_HASH, TABLE_ENTRIES);
 SEC("gpu/entry/*")
 int update_key(struct bpf2ptx_kernel_ctx *ctx)
 {
-	__u32 key = (__u32)bpf2ptx_get_global_thread_id();
+	__u32 key = KEY_OF(bpf2ptx_get_global_thread_id());
 	__u64 value = ~VALUE_OF(key);
 
 	bpf_map_update_elem(&table, &key, &value, BPF_EXIST);
