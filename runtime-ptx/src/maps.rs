@@ -477,8 +477,8 @@ $Lhashof_done:
 // Adds `delta` to the u64 at `addr` for every converged lane calling with the same
 // `addr`: one atom.add of the group's sum by its lowest lane, which broadcasts the old
 // value; each lane gets the value the word had plus the deltas of the group's lanes
-// below it (its place in the group's sum). A million threads counting into one word
-// then cost one atomic per warp.
+// below it (its place in the group's sum), with release and acquire semantics for every
+// member. A million threads counting into one word then cost one atomic per warp.
 .func (.param .b64 ret) bpf2ptx_map_group_add(.param .b64 addr, .param .b64 delta)
 {
 	.reg .pred %p<2>;
@@ -498,7 +498,10 @@ $Lhashof_done:
 	cvt.u64.u32 %rd3, %r5;
 	mul.lo.u64 %rd3, %rd3, %rd2;
 	mov.u64 %rd4, 0;
-	@%p1 atom.relaxed.gpu.add.u64 %rd4, [%rd1], %rd3;
+	// The barrier orders every member's earlier accesses (a lock it took) before the
+	// leader's release, as if each had added its own share.
+	bar.warp.sync %r2;
+	@%p1 atom.acq_rel.gpu.add.u64 %rd4, [%rd1], %rd3;
 	mov.b64 {%r7, %r8}, %rd4;
 	shfl.sync.idx.b32 %r7, %r7, %r6, 31, %r2;
 	shfl.sync.idx.b32 %r8, %r8, %r6, 31, %r2;
@@ -516,9 +519,14 @@ $Lhashof_done:
 // waited for (the key being written there is not in the map yet). At most aux slots.
 //
 // Keys of 8 bytes or fewer: one relaxed load of the header (state, meta) and one of the
-// key word per slot, both in flight at once; a slot that looks like a hit is read again
-// with acquire (so its value, published before the state, is visible) and its key word
-// after that. Longer keys: the state with acquire, then the key bytes compared.
+// key word per slot, both in flight at once, as a filter; a slot that passes is decided
+// by three ordered loads: the state (acquire: the value published before it is visible),
+// the key word (acquire), the state again. Live, the key, live means the key was live in
+// the slot at some point between the first and the third: if the key word changed to
+// this key after the first load, an insertion of it wrote it there, and the slot was
+// not freed before that insertion published (insertions store the key with release
+// after their claim, so the third load is no older than the claim). Longer keys: the
+// state with acquire, the key bytes, a fence, the state again.
 .func (.param .b64 ret) bpf2ptx_map_hash_find(.param .b64 desc, .param .b64 key, .param .b64 hash, .param .b64 word)
 {
 	.reg .pred %p<6>;
@@ -556,7 +564,9 @@ $Lfind_probe:
 	or.pred %p2, %p2, %p3;
 	@%p2 bra $Lfind_next;
 	ld.acquire.gpu.b32 %r4, [%rd12];
-	ld.relaxed.gpu.b64 %rd14, [%rd12+8];
+	ld.acquire.gpu.b64 %rd14, [%rd12+8];
+	ld.relaxed.gpu.b32 %r5, [%rd12];
+	and.b32 %r4, %r4, %r5;
 	and.b32 %r4, %r4, 2;
 	setp.ne.u32 %p2, %r4, 0;
 	setp.eq.u64 %p3, %rd14, %rd15;
@@ -581,6 +591,12 @@ $Lfind_long:
 	call (r), bpf2ptx_map_key_eq, (a0, a1, a2);
 	ld.param.b32 %r5, [r];
 	}
+	setp.eq.u32 %p3, %r5, 0;
+	@%p3 bra $Lfind_next;
+	// The key matched: the state again, after the key bytes, must still be live.
+	fence.acq_rel.gpu;
+	ld.relaxed.gpu.b32 %r5, [%rd12];
+	and.b32 %r5, %r5, 2;
 	setp.ne.u32 %p3, %r5, 0;
 	@%p3 bra $Lfind_hit;
 $Lfind_next:
@@ -961,17 +977,24 @@ $Lhlookup_done:
 // Hash map update (flags already checked to be 0, 1 or 2), specs/abi.md "Hash maps":
 // find the key; present: -EEXIST for BPF_NOEXIST, else hold the slot (full -> held: the
 // key stays live for lookups and insertions), check it still holds the key, copy the
-// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST;
-// reserve one in the count (full: -E2BIG counted, or an LRU eviction that passes its
-// reservation on); take the home slot's lock, find again (an insertion of this key holds
-// the same lock, so it is seen), claim the first free slot from home with atom.cas,
-// adding 1 to the overflow count of every slot passed, write key and value, publish,
-// unlock. A slot freed or reused under the caller, or a key inserted meanwhile, makes it
-// start again, @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
+// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST; a full hash map whose
+// home lock was free refuses at once (-E2BIG, counted); otherwise take the home slot's
+// lock, find again (an insertion of this key holds the same lock, so it is seen), reserve
+// a place in the count (none left: -E2BIG counted, or an LRU eviction that passes its
+// place on), claim the first free slot from home with atom.cas, adding 1 to the overflow
+// count of every slot passed, write key and value, publish, unlock. A slot freed or
+// reused under the caller, or a key inserted meanwhile, makes it start again,
+// @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
+//
+// Why the refusal without the lock is right: the count is read (acquire) before the home
+// lock word (acquire) and both before find. A reservation is taken under the home lock
+// with release, so if the count read includes an insertion of this key, the lock word
+// read comes after that insertion took the lock: it is still held (then the slow path
+// decides) or released after the key was published (then find sees the key).
 .func (.param .b64 ret) bpf2ptx_map_hash_update(.param .b64 desc, .param .b64 key, .param .b64 value, .param .b64 flags)
 {
 	.reg .pred %p<10>;
-	.reg .b32 %r<10>;
+	.reg .b32 %r<12>;
 	.reg .b64 %rd<32>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
@@ -1027,12 +1050,50 @@ $Lhupd_find:
 	setp.ge.u32 %p1, %r6, @UPDATE_ROUNDS@;
 	@%p1 bra $Lhupd_busy;
 	add.u32 %r6, %r6, 1;
+	// The count, then the home lock word, then find (see above).
+	ld.acquire.gpu.b64 %rd22, [%rd13];
+	ld.acquire.gpu.b32 %r10, [%rd17+4];
 	{
 	.param .b64 a0;
 	.param .b64 a1;
 	.param .b64 a2;
-	.param .b64 r;
 	.param .b64 a3;
+	.param .b64 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd15;
+	st.param.b64 [a3], %rd25;
+	call (r), bpf2ptx_map_hash_find, (a0, a1, a2, a3);
+	ld.param.b64 %rd18, [r];
+	}
+	setp.ne.s64 %p2, %rd18, -1;
+	@%p2 bra $Lhupd_present;
+	// Absent: BPF_EXIST fails; a full hash map (not LRU) whose home lock was free
+	// refuses without taking it.
+	setp.eq.u64 %p3, %rd4, 2;
+	@%p3 bra $Lhupd_noent;
+	setp.ge.u64 %p6, %rd22, %rd14;
+	and.b32 %r10, %r10, 0x80000000;
+	setp.eq.u32 %p7, %r10, 0;
+	and.pred %p6, %p6, %p7;
+	setp.ne.u32 %p7, %r5, 9;
+	and.pred %p6, %p6, %p7;
+	@%p6 bra $Lhupd_full;
+	{
+	.param .b64 a0;
+	.param .b32 r;
+	st.param.b64 [a0], %rd17;
+	call (r), bpf2ptx_map_hash_lock, (a0);
+	ld.param.b32 %r7, [r];
+	}
+	setp.eq.u32 %p7, %r7, 0;
+	@%p7 bra $Lhupd_busy;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	.param .b64 a3;
+	.param .b64 r;
 	st.param.b64 [a0], %rd1;
 	st.param.b64 [a1], %rd2;
 	st.param.b64 [a2], %rd15;
@@ -1041,7 +1102,103 @@ $Lhupd_find:
 	ld.param.b64 %rd18, [r];
 	}
 	setp.eq.s64 %p2, %rd18, -1;
-	@%p2 bra $Lhupd_absent;
+	@%p2 bra $Lhupd_reserve;
+	// Another thread inserted the key meanwhile: unlock, then treat it as present.
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	bra $Lhupd_present;
+$Lhupd_reserve:
+	// Under the lock: one place in the count per lane, one atomic (with release) per
+	// group of converged lanes; a place past max_entries is given back.
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], 1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	ld.param.b64 %rd22, [r];
+	}
+	setp.lt.u64 %p6, %rd22, %rd14;
+	@%p6 bra $Lhupd_claim;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], -1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	}
+	// The map holds max_entries keys: a hash map refuses; an LRU map evicts one entry,
+	// whose place in the count passes to this insertion.
+	setp.ne.u32 %p7, %r5, 9;
+	@%p7 bra $Lhupd_unlock_full;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd15;
+	call (r), bpf2ptx_map_hash_evict, (a0, a1);
+	ld.param.b32 %r7, [r];
+	}
+	setp.ne.u32 %p7, %r7, 0;
+	@%p7 bra $Lhupd_claim;
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	bra $Lhupd_busy;
+$Lhupd_unlock_full:
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	bra $Lhupd_full;
+$Lhupd_claim:
+	mov.u64 %rd23, 0;
+$Lhupd_walk:
+	setp.ge.u64 %p8, %rd23, %rd11;
+	@%p8 bra $Lhupd_nofree;
+	add.s64 %rd19, %rd16, %rd23;
+	and.b64 %rd19, %rd19, %rd12;
+	mad.lo.u64 %rd20, %rd19, %rd9, %rd10;
+	atom.relaxed.gpu.cas.b32 %r7, [%rd20], 0, 1;
+	setp.eq.u32 %p8, %r7, 0;
+	@%p8 bra $Lhupd_fill;
+	red.relaxed.gpu.add.u32 [%rd20+4], 1;
+	add.s64 %rd23, %rd23, 1;
+	bra $Lhupd_walk;
+$Lhupd_fill:
+	// Claimed: key (with release, ordered after the claim: a lookup that reads this key
+	// then reads the slot's state no older than the claim), value, publish (the release
+	// orders them and the overflow counts first), unlock. A key of 8 bytes or fewer is
+	// stored as its whole word (zero-extended), which find compares.
+	add.s64 %rd21, %rd20, 8;
+	setp.gt.u64 %p8, %rd5, 8;
+	@%p8 bra $Lhupd_longkey;
+	st.release.gpu.b64 [%rd21], %rd25;
+	bra $Lhupd_value;
+$Lhupd_longkey:
+	fence.acq_rel.gpu;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd21;
+	st.param.b64 [a1], %rd2;
+	st.param.b64 [a2], %rd5;
+	call bpf2ptx_copy, (a0, a1, a2);
+	}
+$Lhupd_value:
+	add.s64 %rd21, %rd20, %rd8;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 a2;
+	st.param.b64 [a0], %rd21;
+	st.param.b64 [a1], %rd3;
+	st.param.b64 [a2], %rd6;
+	call bpf2ptx_copy, (a0, a1, a2);
+	}
+	mov.u32 %r9, 2;
+	st.release.gpu.b32 [%rd20], %r9;
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	bra $Lhupd_stamp;
+$Lhupd_present:
 	// Present: BPF_NOEXIST fails; otherwise update in place as the slot's only writer.
 	setp.eq.u64 %p3, %rd4, 1;
 	@%p3 bra $Lhupd_exists;
@@ -1089,128 +1246,6 @@ $Lhupd_inplace:
 	call bpf2ptx_copy, (a0, a1, a2);
 	}
 	st.release.gpu.b32 [%rd20], %r9;
-	bra $Lhupd_stamp;
-$Lhupd_absent:
-	// Absent: BPF_EXIST fails; otherwise reserve a place in the count.
-	setp.eq.u64 %p3, %rd4, 2;
-	@%p3 bra $Lhupd_noent;
-	ld.relaxed.gpu.b64 %rd22, [%rd13];
-	setp.ge.u64 %p6, %rd22, %rd14;
-	@%p6 bra $Lhupd_room;
-	// One reservation per lane, one atomic per group of converged lanes; the lanes
-	// whose place is past max_entries give theirs back (again one atomic per group).
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 r;
-	st.param.b64 [a0], %rd13;
-	st.param.b64 [a1], 1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
-	ld.param.b64 %rd22, [r];
-	}
-	setp.lt.u64 %p6, %rd22, %rd14;
-	@%p6 bra $Lhupd_reserved;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 r;
-	st.param.b64 [a0], %rd13;
-	st.param.b64 [a1], -1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
-	}
-$Lhupd_room:
-	// The map holds max_entries keys: an LRU map evicts one (its place in the count
-	// passes to this insertion); the others refuse.
-	setp.ne.u32 %p7, %r5, 9;
-	@%p7 bra $Lhupd_full;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b32 r;
-	st.param.b64 [a0], %rd1;
-	st.param.b64 [a1], %rd15;
-	call (r), bpf2ptx_map_hash_evict, (a0, a1);
-	ld.param.b32 %r7, [r];
-	}
-	setp.eq.u32 %p7, %r7, 0;
-	@%p7 bra $Lhupd_busy;
-$Lhupd_reserved:
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd17;
-	call (r), bpf2ptx_map_hash_lock, (a0);
-	ld.param.b32 %r7, [r];
-	}
-	setp.eq.u32 %p7, %r7, 0;
-	@%p7 bra $Lhupd_unreserve;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 a2;
-	.param .b64 r;
-	.param .b64 a3;
-	st.param.b64 [a0], %rd1;
-	st.param.b64 [a1], %rd2;
-	st.param.b64 [a2], %rd15;
-	st.param.b64 [a3], %rd25;
-	call (r), bpf2ptx_map_hash_find, (a0, a1, a2, a3);
-	ld.param.b64 %rd18, [r];
-	}
-	setp.eq.s64 %p2, %rd18, -1;
-	@%p2 bra $Lhupd_claim;
-	// Another thread inserted the key meanwhile: unlock, give the reservation back and
-	// start again (the key is present now).
-	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
-	red.relaxed.gpu.add.u64 [%rd13], -1;
-	bra $Lhupd_find;
-$Lhupd_claim:
-	mov.u64 %rd23, 0;
-$Lhupd_walk:
-	setp.ge.u64 %p8, %rd23, %rd11;
-	@%p8 bra $Lhupd_nofree;
-	add.s64 %rd19, %rd16, %rd23;
-	and.b64 %rd19, %rd19, %rd12;
-	mad.lo.u64 %rd20, %rd19, %rd9, %rd10;
-	atom.relaxed.gpu.cas.b32 %r7, [%rd20], 0, 1;
-	setp.eq.u32 %p8, %r7, 0;
-	@%p8 bra $Lhupd_fill;
-	red.relaxed.gpu.add.u32 [%rd20+4], 1;
-	add.s64 %rd23, %rd23, 1;
-	bra $Lhupd_walk;
-$Lhupd_fill:
-	// Claimed: key and value, then publish (the release orders them and the overflow
-	// counts first), then unlock. A key of 8 bytes or fewer is stored as its whole word
-	// (zero-extended), which find compares.
-	add.s64 %rd21, %rd20, 8;
-	setp.gt.u64 %p8, %rd5, 8;
-	@%p8 bra $Lhupd_longkey;
-	st.b64 [%rd21], %rd25;
-	bra $Lhupd_value;
-$Lhupd_longkey:
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 a2;
-	st.param.b64 [a0], %rd21;
-	st.param.b64 [a1], %rd2;
-	st.param.b64 [a2], %rd5;
-	call bpf2ptx_copy, (a0, a1, a2);
-	}
-$Lhupd_value:
-	add.s64 %rd21, %rd20, %rd8;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 a2;
-	st.param.b64 [a0], %rd21;
-	st.param.b64 [a1], %rd3;
-	st.param.b64 [a2], %rd6;
-	call bpf2ptx_copy, (a0, a1, a2);
-	}
-	mov.u32 %r9, 2;
-	st.release.gpu.b32 [%rd20], %r9;
-	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
 $Lhupd_stamp:
 	setp.ne.u32 %p9, %r5, 9;
 	@%p9 bra $Lhupd_ok;
@@ -1223,8 +1258,9 @@ $Lhupd_stamp:
 	}
 	bra $Lhupd_ok;
 $Lhupd_nofree:
-	// No free slot within aux probes (impossible while count <= max_entries < aux):
-	// give back the overflow counts taken (all aux of them), the lock, the reservation.
+	// No free slot within aux probes (possible only when deletes and insertions outrun
+	// the walk, since count <= max_entries < aux): give back the overflow counts taken
+	// (all aux of them), the reservation and the lock.
 	mov.u64 %rd23, 0;
 $Lhupd_undo:
 	setp.ge.u64 %p8, %rd23, %rd11;
@@ -1236,9 +1272,8 @@ $Lhupd_undo:
 	add.s64 %rd23, %rd23, 1;
 	bra $Lhupd_undo;
 $Lhupd_undone:
-	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
-$Lhupd_unreserve:
 	red.relaxed.gpu.add.u64 [%rd13], -1;
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
 $Lhupd_busy:
 	{
 	.param .b64 a0;
