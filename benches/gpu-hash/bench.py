@@ -46,7 +46,7 @@ except ImportError:  # the parent process does not need it
 CASES = ["churn_warp", "churn_thread", "overfull", "overfull_lru", "published", "insert"]
 # seconds a case may take (the parent also keeps to --budget in all)
 CASE_TIMEOUT = {"churn_warp": 80, "churn_thread": 110, "overfull": 60, "overfull_lru": 60,
-                "published": 60, "insert": 80}
+                "published": 60, "insert": 150}
 BLOCK = 256
 SHARDS = 256          # bpf2ptx's sharded arrays: 256 replicas (hist, missed)
 
