@@ -6,8 +6,12 @@
 // (runtime-ptx/src/maps.rs), so that a twin is the floor an injected probe is measured
 // against.
 //
-// As the spec stands at commit ca7df46 ("held state (3) ... fast path for keys of 8 bytes
-// or fewer ... warp-aggregated count reservation and release").
+// As specs/abi.md stands at commit ca7df46 ("held state (3) ... fast path for keys of 8
+// bytes or fewer ... warp-aggregated count reservation and release") with the changes of
+// runtime-ptx/src/maps.rs at 26f3c89 that the text does not have yet: reservation, count
+// check and LRU eviction under the home lock (a full map refused without the lock only
+// when the home lock word read free after the count), a hit decided by three ordered
+// loads, the key word stored with release, group_add acq_rel after bar.warp.sync.
 //
 // Storage: aux slots of 24 bytes (u32 state: 0 free, 1 busy, 2 full, 3 held; u32 meta =
 // lock bit 31 | overflow count; the key word: the u32 key zero-extended to 8 bytes; the
@@ -53,12 +57,6 @@ enum : u32 { SHARDS = 32 };
 #ifdef __CUDACC__
 #define HD __device__ __forceinline__
 
-HD u64 ld_acquire_u64(const void *p)
-{
-	u64 v;
-	asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
 HD u64 ld_relaxed_u64(const void *p)
 {
 	u64 v;
@@ -117,6 +115,23 @@ HD u64 atom_add_u64(void *p, u64 v)
 	asm volatile("atom.relaxed.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
 	return old;
 }
+HD u64 atom_add_acq_rel_u64(void *p, u64 v)
+{
+	u64 old;
+	asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+	return old;
+}
+HD u64 ld_acquire_u64(const void *p)
+{
+	u64 v;
+	asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+HD void st_release_u64(void *p, u64 v)
+{
+	asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+HD void warp_sync(u32 mask) { __syncwarp(mask); }
 HD void red_add_u64(void *p, u64 v)
 {
 	asm volatile("red.relaxed.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -153,7 +168,6 @@ HD u32 lanemask_lt()
 #else
 #define HD static inline
 
-HD u64 ld_acquire_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_ACQUIRE); }
 HD u64 ld_relaxed_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_RELAXED); }
 HD u32 ld_relaxed_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_RELAXED); }
 HD u32 ld_acquire_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_ACQUIRE); }
@@ -173,6 +187,10 @@ HD u32 or_acquire(void *p, u32 v) { return __atomic_fetch_or((u32 *)p, v, __ATOM
 HD void and_release(void *p, u32 v) { __atomic_fetch_and((u32 *)p, v, __ATOMIC_RELEASE); }
 HD void red_add_u32(void *p, u32 v) { __atomic_fetch_add((u32 *)p, v, __ATOMIC_RELAXED); }
 HD u64 atom_add_u64(void *p, u64 v) { return __atomic_fetch_add((u64 *)p, v, __ATOMIC_RELAXED); }
+HD u64 atom_add_acq_rel_u64(void *p, u64 v) { return __atomic_fetch_add((u64 *)p, v, __ATOMIC_ACQ_REL); }
+HD u64 ld_acquire_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_ACQUIRE); }
+HD void st_release_u64(void *p, u64 v) { __atomic_store_n((u64 *)p, v, __ATOMIC_RELEASE); }
+HD void warp_sync(u32) {}
 HD void red_add_u64(void *p, u64 v) { __atomic_fetch_add((u64 *)p, v, __ATOMIC_RELAXED); }
 HD void sleep_ns(u32 ns)
 {
@@ -233,15 +251,18 @@ HD void stamp(const HMap &m, u64 i)
 
 // maps.rs group_add: `delta` added for every converged lane calling with the same word
 // (at one call site of the twins that is every lane there: one map, one SM), one
-// atom.add of the group's sum by its lowest lane; each lane gets the old value plus the
-// deltas of the group's lanes below it.
+// atom.add of the group's sum by its lowest lane, acq_rel after a bar.warp.sync of the
+// group (every member's earlier accesses, a lock it took, are ordered before the
+// leader's release); each lane gets the old value plus the deltas of the group's lanes
+// below it.
 HD u64 group_add(u64 *word, u64 delta)
 {
 	u32 g = activemask();
 	u32 lead = lowest_lane(g);
 	u64 old = 0;
+	warp_sync(g);
 	if (laneid() == lead)
-		old = atom_add_u64(word, delta * popc(g));
+		old = atom_add_acq_rel_u64(word, delta * popc(g));
 	old = shfl_u64(g, old, lead);
 	return old + delta * popc(g & lanemask_lt());
 }
@@ -268,9 +289,9 @@ HD bool wait_clear_lock(u32 *p)
 
 // find(K): distance from home of the slot holding K live (full or held), or -1. The fast
 // path of keys of 8 bytes or fewer: per slot one relaxed load of the header (state,
-// meta) and one of the key word, both in flight; a slot that looks like a hit is read
-// again, the state with acquire (its value, published before it, is then visible) and
-// the key word after it. Overflow count 0 = miss; a busy slot is not waited for.
+// meta) and one of the key word, both in flight, as a filter; a slot that passes is
+// decided by three ordered loads: the state (acquire), the key word (acquire), the state
+// again (relaxed). Overflow count 0 = miss; a busy slot is not waited for.
 HD long long find(const HMap &m, u32 key, u64 home)
 {
 	u64 mask = m.aux - 1;
@@ -280,8 +301,10 @@ HD long long find(const HMap &m, u32 key, u64 home)
 		u64 h = ld_relaxed_u64(slot(m, i));
 		u64 k = ld_relaxed_u64(keyp(m, i));
 		if ((h & HELD_OR_FULL) && k == kw) {
-			u32 st = ld_acquire_u32(statep(m, i));
-			if ((st & HELD_OR_FULL) && ld_relaxed_u64(keyp(m, i)) == kw)
+			u32 s1 = ld_acquire_u32(statep(m, i));
+			u64 k2 = ld_acquire_u64(keyp(m, i));
+			u32 s3 = ld_relaxed_u32(statep(m, i));
+			if ((s1 & s3 & HELD_OR_FULL) && k2 == kw)
 				return (long long)d;
 		}
 		if (((u32)(h >> 32) & OVF) == 0)
@@ -319,15 +342,12 @@ HD void unlink(const HMap &m, u64 home, u64 d)
 	st_release_u32(statep(m, (home + d) & mask), FREE);
 }
 
-// Reserve a place in the count: a relaxed look first (a full map refuses without an
-// atomic); then, with AGG (the spec), one atom.add per converged group, each lane taking
-// the place after the lanes below it and the lanes past max_entries giving theirs back
-// (one atomic per group again); without AGG (the protocol before ca7df46, a data point),
-// one atom.add per lane. true: reserved.
+// Reserve a place in the count (under the home lock): with AGG (the spec) one atom.add
+// per converged group (group_add), each lane taking the place after the lanes below it
+// and the lanes past max_entries giving theirs back (one atomic per group again);
+// without AGG (before ca7df46, a data point), one atom.add per lane. true: reserved.
 template <bool AGG> HD bool reserve(const HMap &m)
 {
-	if (ld_relaxed_u64(m.cnt) >= m.max)
-		return false;
 	if (AGG) {
 		if (group_add(m.cnt, 1) < m.max)
 			return true;
@@ -388,89 +408,112 @@ HD u64 *lookup(const HMap &m, u32 key)
 	return valp(m, i);
 }
 
-// bpf_map_update_elem: 0 or -errno.
+// Update in place at slot i (found live): hold it (full -> held; the key stays live),
+// check the key, copy the value, publish (held -> full). 0 done; 1 find again (the slot
+// is not live any more, or holds another key); -E_BUSY still held by another.
+HD int in_place(const HMap &m, u64 i, u32 key, u64 value)
+{
+	int c = hold(statep(m, i));
+	if (c == 2)
+		return -E_BUSY;
+	if (c == 0)
+		return 1;
+	if (*keyp(m, i) != (u64)key) {
+		st_release_u32(statep(m, i), FULL);
+		return 1;
+	}
+	*valp(m, i) = value;
+	HP_IN_PLACE_HOOK();
+	st_release_u32(statep(m, i), FULL);
+	stamp(m, i);
+	return 0;
+}
+
+// Take the home lock (atom.or of bit 31, acquire; relaxed re-reads with nanosleep while
+// it is held). false: timed out.
+HD bool lock_home(u32 *lock)
+{
+	for (;;) {
+		if (!(or_acquire(lock, LOCK) & LOCK))
+			return true;
+		if (!wait_clear_lock(lock))
+			return false;
+	}
+}
+
+// bpf_map_update_elem: 0 or -errno. As maps.rs at 26f3c89: the count (acquire), the home
+// lock word (acquire), then find. Present: NOEXIST refuses, else update in place.
+// Absent: EXIST refuses; a full hash map whose home lock was free refuses without the
+// lock; else take the home lock, find again (present: unlock, update in place), reserve
+// a place in the count under the lock (none left: refuse, or an LRU map evicts under the
+// lock and takes the victim's place), claim the first free slot from home (+1 overflow on
+// every slot passed), store the key word with release, the value, publish, unlock.
 template <bool AGG = true> HD int update(const HMap &m, u32 key, u64 value, int flags)
 {
 	u64 mask = m.aux - 1;
 	u64 hash = fnv1a(key);
 	u64 home = hash & mask;
+	u32 *lock = metap(m, home);
 	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
+		u64 cnt = ld_acquire_u64(m.cnt);
+		u32 lw = ld_acquire_u32(lock);
 		long long d = find(m, key, home);
-		if (d >= 0) {
-			// 1. Present: NOEXIST refuses; else update in place as the slot's only writer,
-			// the key live all along (held).
-			if (flags == NOEXIST)
-				return -E_EXIST;
-			u64 i = (home + (u64)d) & mask;
-			int c = hold(statep(m, i));
-			if (c == 2)
-				break;
-			if (c == 0)
-				continue;
-			if (*keyp(m, i) != (u64)key) {
-				st_release_u32(statep(m, i), FULL);
-				continue;
-			}
-			*valp(m, i) = value;
-			HP_IN_PLACE_HOOK();
-			st_release_u32(statep(m, i), FULL);
-			stamp(m, i);
-			return 0;
-		}
-		// 2. Absent: EXIST refuses; else reserve a place in the count.
-		if (flags == EXIST)
-			return -E_NOENT;
-		if (!reserve<AGG>(m)) {
-			if (!m.lru) {
+		if (d < 0) {
+			if (flags == EXIST)
+				return -E_NOENT;
+			if (!m.lru && cnt >= m.max && !(lw & LOCK)) {
 				note(m, C_FULL);
 				return -E_2BIG;
 			}
-			if (!evict(m, hash))
+			if (!lock_home(lock))
 				break;
-		}
-		// 3. The home lock, then find again under it.
-		u32 *lock = metap(m, home);
-		bool locked = false;
-		for (;;) {
-			if (!(or_acquire(lock, LOCK) & LOCK)) {
-				locked = true;
-				break;
+			d = find(m, key, home);
+			if (d < 0) {
+				// Under the lock: a place in the count, one atomic per converged group.
+				if (!reserve<AGG>(m)) {
+					if (!m.lru) {
+						and_release(lock, ~LOCK);
+						note(m, C_FULL);
+						return -E_2BIG;
+					}
+					if (!evict(m, hash)) {
+						and_release(lock, ~LOCK);
+						break;
+					}
+				}
+				u64 j = 0;
+				for (; j < m.aux; j++) {
+					u64 i = (home + j) & mask;
+					if (cas_relaxed(statep(m, i), FREE, BUSY) == FREE)
+						break;
+					red_add_u32(metap(m, i), 1);
+				}
+				if (j == m.aux) {
+					for (u64 k = 0; k < m.aux; k++)
+						red_add_u32(metap(m, (home + k) & mask), (u32)-1);
+					red_add_u64(m.cnt, (u64)-1);
+					and_release(lock, ~LOCK);
+					break;
+				}
+				u64 i = (home + j) & mask;
+				st_release_u64(keyp(m, i), key); // the whole key word, zero-extended
+				*valp(m, i) = value;
+				st_release_u32(statep(m, i), FULL);
+				and_release(lock, ~LOCK);
+				stamp(m, i);
+				return 0;
 			}
-			if (!wait_clear_lock(lock))
-				break;
-		}
-		if (!locked) {
-			red_add_u64(m.cnt, (u64)-1);
-			break;
-		}
-		if (find(m, key, home) >= 0) {
-			// Inserted meanwhile: unlock, give the reservation back, start again.
+			// Inserted meanwhile: unlock, then it is present.
 			and_release(lock, ~LOCK);
-			red_add_u64(m.cnt, (u64)-1);
+		}
+		if (flags == NOEXIST)
+			return -E_EXIST;
+		int r = in_place(m, (home + (u64)d) & mask, key, value);
+		if (r == 1)
 			continue;
-		}
-		// 4. Claim the first free slot from home; +1 overflow on every slot passed.
-		u64 j = 0;
-		for (; j < m.aux; j++) {
-			u64 i = (home + j) & mask;
-			if (cas_relaxed(statep(m, i), FREE, BUSY) == FREE)
-				break;
-			red_add_u32(metap(m, i), 1);
-		}
-		if (j == m.aux) {
-			for (u64 k = 0; k < m.aux; k++)
-				red_add_u32(metap(m, (home + k) & mask), (u32)-1);
-			and_release(lock, ~LOCK);
-			red_add_u64(m.cnt, (u64)-1);
-			break;
-		}
-		u64 i = (home + j) & mask;
-		*keyp(m, i) = key; // the whole key word, zero-extended
-		*valp(m, i) = value;
-		st_release_u32(statep(m, i), FULL);
-		and_release(lock, ~LOCK);
-		stamp(m, i);
-		return 0;
+		if (r == 0)
+			return 0;
+		break;
 	}
 	note(m, C_BUSY);
 	return -E_BUSY;
