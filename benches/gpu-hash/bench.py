@@ -43,9 +43,9 @@ try:
 except ImportError:  # the parent process does not need it
     cupy = None
 
-CASES = ["churn_warp", "churn_thread", "overfull", "overfull_lru", "published", "insert"]
+CASES = ["churn_warp", "warp_split", "churn_thread", "overfull", "overfull_lru", "published", "insert"]
 # seconds a case may take (the parent also keeps to --budget in all)
-CASE_TIMEOUT = {"churn_warp": 80, "churn_thread": 110, "overfull": 60, "overfull_lru": 60,
+CASE_TIMEOUT = {"churn_warp": 80, "warp_split": 40, "churn_thread": 110, "overfull": 60, "overfull_lru": 60,
                 "published": 60, "insert": 150}
 BLOCK = 256
 SHARDS = 256          # bpf2ptx's sharded arrays: 256 replicas (hist, missed)
@@ -416,6 +416,44 @@ def case_churn(ctx, part, warp):
                       f"mean of the last {k} / the first {k} = {st['last10'] / st['first10']:.3f}x")
 
 
+def case_warp_split(ctx, part):
+    """Diagnostic of churn per warp: how many lanes each per-warp probe run stands for."""
+    n = 1 << 20
+    warps = n // 32
+    part.d["title"] = "1c. Per-warp probes: do warps reach the exit probe whole? (diagnostic of case 1a)"
+    part.d["intro"].append(
+        "probes/diag_warp.bpf.c is churn per warp plus, at entry and at exit, `lanes[popcount(get_active_mask())] += 1` "
+        "(the lanes the per-warp run stands for); probes/diag_noop.bpf.c only counts, with no map update at entry. "
+        f"One launch of vecadd 2^20 each ({warps} warps, all full). A warp that reaches a site whole adds 1 to "
+        "lanes[32]; one that arrives split runs the probe once per piece.")
+    vec = Vec(n)
+    from bpf2ptx_host import Maps
+    rows = []
+    for probe, what in (("diag_warp", "entry updates the hash (as churn_warp)"), ("diag_noop", "entry only counts")):
+        try:
+            mod, fn = ctx.injected(probe)
+            maps = Maps(mod)
+            for m in (("lanes_in", "lanes_out", "missed", "start") if probe == "diag_warp" else ("lanes_in", "lanes_out")):
+                maps.zero(m)
+            fn(vec.grid, vec.block, vec.args())
+            cupy.cuda.Device().synchronize()
+            hist = {}
+            for m in ("lanes_in", "lanes_out"):
+                v = maps.counts(m)
+                hist[m] = {int(i): int(v[i]) for i in np.nonzero(v)[0]}
+            txt = {m: ", ".join(f"[{k}]={c}" for k, c in sorted(h.items())) for m, h in hist.items()}
+            rows.append([probe, what, txt["lanes_in"], txt["lanes_out"]])
+            part.check(f"{probe}: every warp runs the entry probe once, for 32 lanes", hist["lanes_in"] == {32: warps},
+                       txt["lanes_in"])
+            part.check(f"{probe}: every warp runs the exit probe once, for 32 lanes", hist["lanes_out"] == {32: warps},
+                       txt["lanes_out"])
+        except Exception as e:  # noqa: BLE001
+            rows.append([probe, what, "-", f"not run: {e}"])
+            part.check(f"{probe}", False, str(e))
+    part.table("lanes per per-warp run (popcount of get_active_mask: runs)",
+               ["probe", "entry probe", "at entry", "at exit"], rows)
+
+
 # ----------------------------------------------------------------------------- case 2
 
 def case_overfull(ctx, part, lru):
@@ -737,6 +775,8 @@ def child(a):
         print(f"[{a.child}] GPU {part.d['device']['name']}, CuPy {cupy.__version__}", flush=True)
         if a.child == "churn_warp":
             case_churn(ctx, part, True)
+        elif a.child == "warp_split":
+            case_warp_split(ctx, part)
         elif a.child == "churn_thread":
             case_churn(ctx, part, False)
         elif a.child == "overfull":
@@ -767,12 +807,44 @@ def sh(cmd):
         return f"({e})"
 
 
+def registers(build):
+    """(module, kernel, registers, stack bytes) of every injected module (ptxas -v, sm_90)
+    and of the twins (run.sh's twin.log)."""
+    import glob
+    import re
+    rows = []
+
+    def parse(text, module):
+        kern = None
+        for line in text.splitlines():
+            m = re.search(r"Compiling entry function '([^']+)'", line)
+            if m:
+                kern = m.group(1)
+            m = re.search(r"Used (\d+) registers.*?(\d+) bytes cumulative stack", line) or \
+                re.search(r"Used (\d+) registers", line)
+            if m and kern:
+                rows.append((module, kern, int(m.group(1)), int(m.group(2)) if m.lastindex > 1 else 0))
+                kern = None
+    for f in sorted(glob.glob(os.path.join(build, "vecadd.*.ptx"))):
+        try:
+            out = subprocess.run(["ptxas", "-arch=sm_90", "-v", f, "-o", os.devnull], capture_output=True,
+                                 text=True, timeout=120)
+            parse(out.stderr + out.stdout, os.path.basename(f))
+        except Exception:  # noqa: BLE001
+            pass
+    tl = os.path.join(build, "twin.log")
+    if os.path.exists(tl):
+        parse(open(tl).read(), "twin.cubin")
+    return rows
+
+
 def render(parts, a, env):
     dev = next((p["device"] for p in parts if p.get("device")), {})
     L = ["# Hash maps on the GPU (issue 12): churn, over-full, as published, insert/update\n"]
     L.append(f"Measured {env['date']} on {dev.get('name', '(GPU unknown)')} ({dev.get('sms', '?')} SMs, "
              f"compute capability {dev.get('cc', '?')}, L2 {dev.get('l2_mib', '?')} MiB), driver {env['driver']}, "
-             f"{env['nvcc']}, CuPy {dev.get('cupy', '?')}; bpf2ptx `{env['bpf2ptx']}` at {env['git']}.\n")
+             f"{env['nvcc']}, CuPy {dev.get('cupy', '?')}; bpf2ptx `{env['bpf2ptx']}` ({env['bin']}); "
+             f"repository {env['git']}.\n")
     L.append("Command (on the GPU machine, from the repository root):\n")
     L.append(f"```sh\n{a.command}\n```\n")
     L.append("`run.sh` builds `benches/gpu-hash/twin.cu` with `nvcc -cubin -arch=sm_90 -O3`, injects each probe of "
@@ -781,7 +853,9 @@ def render(parts, a, env):
              "Each case runs in its own process, which loads the native vecadd (nvcc PTX), the injected modules and "
              "the twins (hand-written CUDA C++ of the same protocol, specs/abi.md \"Hash maps\": hash_proto.cuh) "
              "together, checks exact results, and times every launch with CUDA events (variants interleaved). "
-             "Maps stay in device memory; the host zeroes storage and counts block with CuPy between cases.\n")
+             "Maps stay in device memory; the host zeroes storage and counts block with CuPy between cases. "
+             "The twins follow specs/abi.md \"Hash maps\" at ca7df46 with the changes of runtime-ptx/src/maps.rs at "
+             "26f3c89 (hash_proto.cuh says which).\n")
     L.append("## Targets (issue 12, \"Must hold\")\n")
     L.append("| case | target | measured | limit | result |")
     L.append("|---|---|---:|---:|---|")
@@ -823,6 +897,14 @@ def render(parts, a, env):
                 L.append("```text\n" + p["error"].strip()[-2000:] + "\n```\n")
         if "elapsed_s" in p:
             L.append(f"({p['elapsed_s']} s)\n")
+    if env.get("regs"):
+        L.append("## Registers per thread (ptxas -v, sm_90)\n")
+        L.append("Occupancy follows: 256-thread blocks, 64K registers per SM (at most 32 registers for 2048 threads).\n")
+        L.append("| module | kernel | registers | stack bytes |")
+        L.append("|---|---|---:|---:|")
+        for r in env["regs"]:
+            L.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |")
+        L.append("")
     return "\n".join(L) + "\n"
 
 
@@ -833,6 +915,15 @@ def parent(a):
            "bpf2ptx": a.bpf2ptx or "?",
            "git": sh(f"git -C {ROOT} log -1 --format='%h %cd' --date=short") +
            (" (work tree modified)" if sh(f"git -C {ROOT} status --porcelain --untracked-files=no") else "")}
+    try:
+        import hashlib
+        with open(a.bpf2ptx, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        env["bin"] = (f"{sh(a.bpf2ptx + ' --version')}, sha256 {digest}, built "
+                      f"{datetime.datetime.fromtimestamp(os.path.getmtime(a.bpf2ptx)).strftime('%Y-%m-%d %H:%M')}")
+    except Exception:  # noqa: BLE001
+        env["bin"] = "binary not readable"
+    env["regs"] = registers(a.build)
     cases = [c for c in a.cases.split(",") if c]
     parts = []
     t_start = time.time()
@@ -889,9 +980,9 @@ def main():
     ap.add_argument("--out", help="markdown report")
     ap.add_argument("--json", help="raw results of every case")
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--series", type=int, default=3, help="churn: series of --launches launches per variant")
+    ap.add_argument("--series", type=int, default=5, help="churn: series of --launches launches per variant")
     ap.add_argument("--launches", type=int, default=100, help="churn: consecutive launches without clearing")
-    ap.add_argument("--reps", type=int, default=20, help="timed launches per variant (other cases)")
+    ap.add_argument("--reps", type=int, default=30, help="timed launches per variant (other cases)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--kinds", default="native,injected,twin", help="variants to run (native always runs)")
     ap.add_argument("--budget", type=float, default=330.0, help="seconds for all cases together")

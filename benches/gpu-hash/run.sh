@@ -23,7 +23,7 @@ if [ -z "$BPF2PTX" ]; then
 	if [ -x target/release/bpf2ptx ]; then BPF2PTX=target/release/bpf2ptx; else BPF2PTX=gpu-carry/bpf2ptx; fi
 fi
 REPORT="${REPORT:-benches/results/hash-maps.md}"
-PROBES="churn_warp churn_warp_mix churn_thread churn_thread_mix overfull_small overfull_room overfull_lru published insert insert_mix update update_mix"
+PROBES="churn_warp churn_warp_mix diag_warp diag_noop churn_thread churn_thread_mix overfull_small overfull_room overfull_lru published insert insert_mix update update_mix"
 export PYTHONUNBUFFERED=1
 
 echo "== nvcc twin.cu ($(nvcc --version | tail -1))"
