@@ -193,15 +193,16 @@ static void churn_interleaved()
 	       "churn interleaved: 8 threads x 2000 rounds x 256 keys of their own, no miss, empty after");
 }
 
-static void overfull(bool lru)
+template <bool EARLY = false> static void overfull(bool lru)
 {
 	const u32 n = 1 << 16, max = 4096;
 	Table t(max, lru);
 	parallel(T, [&](int id) {
 		for (u32 k = id; k < n; k += T)
-			hp::update<false>(t.m, k, value_of(k), hp::ANY);
+			hp::update<true, EARLY>(t.m, k, value_of(k), hp::ANY);
 	});
-	dump(t, lru ? "overfull_lru" : "overfull");
+	if (!EARLY)
+		dump(t, lru ? "overfull_lru" : "overfull");
 	std::map<u32, u64> kv;
 	bool ok = t.check(lru ? "overfull_lru" : "overfull", &kv);
 	bool vals = true;
@@ -209,8 +210,8 @@ static void overfull(bool lru)
 		vals &= p.first < n && p.second == value_of(p.first);
 	u64 full = t.counter(hp::C_FULL), busy = t.counter(hp::C_BUSY), ev = t.counter(hp::C_EVICTED);
 	char buf[256];
-	snprintf(buf, sizeof buf, "over-full %s: 2^16 keys into 4096: stored %zu, count %llu, full %llu, busy %llu, evicted %llu%s",
-		 lru ? "LRU" : "hash", kv.size(), t.counts[0], full, busy, ev,
+	snprintf(buf, sizeof buf, "over-full %s%s: 2^16 keys into 4096: stored %zu, count %llu, full %llu, busy %llu, evicted %llu%s",
+		 lru ? "LRU" : "hash", EARLY ? " (reservation before the lock)" : "", kv.size(), t.counts[0], full, busy, ev,
 		 lru ? " (evicted + busy = 2^16 - 4096)" : "");
 	if (lru) // -EBUSY is allowed (sampled eviction found no victim): counted, never lost
 		ok &= kv.size() == max && full == 0 && ev + busy == n - max;
@@ -219,7 +220,7 @@ static void overfull(bool lru)
 	expect(ok && vals, buf);
 }
 
-static void published()
+template <bool EARLY = false> static void published()
 {
 	const u32 n = 1 << 16, max = 1024;
 	Table t(max, false);
@@ -230,7 +231,7 @@ static void published()
 				if (v)
 					__atomic_fetch_add(v, 1, __ATOMIC_RELAXED);
 				else
-					hp::update<false>(t.m, k, 1, hp::NOEXIST);
+					hp::update<true, EARLY>(t.m, k, 1, hp::NOEXIST);
 			}
 		});
 		std::map<u32, u64> kv;
@@ -239,8 +240,9 @@ static void published()
 		for (auto &p : kv)
 			vals &= p.second == (u64)launch;
 		char buf[200];
-		snprintf(buf, sizeof buf, "as published, launch %d: 2^16 threads, 1024 entries: stored %zu, each value %d: %s, full %llu",
-			 launch, kv.size(), launch, vals ? "yes" : "no", t.counter(hp::C_FULL));
+		snprintf(buf, sizeof buf, "as published%s, launch %d: 2^16 threads, 1024 entries: stored %zu, each value %d: %s, full %llu",
+			 EARLY ? " (reservation before the lock)" : "", launch, kv.size(), launch, vals ? "yes" : "no",
+			 t.counter(hp::C_FULL));
 		expect(ok && vals && kv.size() == max && t.counter(hp::C_FULL) == (u64)launch * (n - max), buf);
 	}
 }
@@ -320,7 +322,10 @@ int main(int argc, char **argv)
 	churn_interleaved();
 	overfull(false);
 	overfull(true);
+	overfull<true>(false);
+	overfull<true>(true);
 	published();
+	published<true>();
 	insert_update(true);
 	insert_update(false);
 	same_key(true);

@@ -441,36 +441,51 @@ HD bool lock_home(u32 *lock)
 	}
 }
 
-// bpf_map_update_elem: 0 or -errno. As maps.rs at 26f3c89: the count (acquire), the home
+// bpf_map_update_elem: 0 or -errno. As maps.rs at 26f3c89 (EARLY: the reservation as
+// specs/abi.md at ca7df46 has it, before the lock): the count (acquire), the home
 // lock word (acquire), then find. Present: NOEXIST refuses, else update in place.
 // Absent: EXIST refuses; a full hash map whose home lock was free refuses without the
 // lock; else take the home lock, find again (present: unlock, update in place), reserve
 // a place in the count under the lock (none left: refuse, or an LRU map evicts under the
 // lock and takes the victim's place), claim the first free slot from home (+1 overflow on
 // every slot passed), store the key word with release, the value, publish, unlock.
-template <bool AGG = true> HD int update(const HMap &m, u32 key, u64 value, int flags)
+template <bool AGG = true, bool EARLY = false> HD int update(const HMap &m, u32 key, u64 value, int flags)
 {
 	u64 mask = m.aux - 1;
 	u64 hash = fnv1a(key);
 	u64 home = hash & mask;
 	u32 *lock = metap(m, home);
 	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
-		u64 cnt = ld_acquire_u64(m.cnt);
-		u32 lw = ld_acquire_u32(lock);
+		u64 cnt = EARLY ? 0 : ld_acquire_u64(m.cnt);
+		u32 lw = EARLY ? 0 : ld_acquire_u32(lock);
 		long long d = find(m, key, home);
 		if (d < 0) {
 			if (flags == EXIST)
 				return -E_NOENT;
-			if (!m.lru && cnt >= m.max && !(lw & LOCK)) {
+			if (EARLY) {
+				// specs/abi.md at ca7df46: reserve (relaxed look, then one atomic per
+				// group) before the lock; refuse or evict without it.
+				if (ld_relaxed_u64(m.cnt) >= m.max || !reserve<AGG>(m)) {
+					if (!m.lru) {
+						note(m, C_FULL);
+						return -E_2BIG;
+					}
+					if (!evict(m, hash))
+						break;
+				}
+			} else if (!m.lru && cnt >= m.max && !(lw & LOCK)) {
 				note(m, C_FULL);
 				return -E_2BIG;
 			}
-			if (!lock_home(lock))
+			if (!lock_home(lock)) {
+				if (EARLY)
+					red_add_u64(m.cnt, (u64)-1);
 				break;
+			}
 			d = find(m, key, home);
 			if (d < 0) {
-				// Under the lock: a place in the count, one atomic per converged group.
-				if (!reserve<AGG>(m)) {
+				// maps.rs at 26f3c89: a place in the count under the lock.
+				if (!EARLY && !reserve<AGG>(m)) {
 					if (!m.lru) {
 						and_release(lock, ~LOCK);
 						note(m, C_FULL);
@@ -503,8 +518,10 @@ template <bool AGG = true> HD int update(const HMap &m, u32 key, u64 value, int 
 				stamp(m, i);
 				return 0;
 			}
-			// Inserted meanwhile: unlock, then it is present.
+			// Inserted meanwhile: unlock (EARLY: give the place back), then it is present.
 			and_release(lock, ~LOCK);
+			if (EARLY)
+				red_add_u64(m.cnt, (u64)-1);
 		}
 		if (flags == NOEXIST)
 			return -E_EXIST;

@@ -76,10 +76,10 @@ __device__ __forceinline__ void churn(VEC_ARGS, HASH_ARGS, u64 *hist, u64 *misse
 	if (WARP) {
 		unsigned arrived = __activemask();
 		if (warp_leader())
-			hp::update<AGG>(m, key, hp::globaltimer(), hp::ANY);
+			hp::update<AGG, !AGG>(m, key, hp::globaltimer(), hp::ANY);
 		__syncwarp(arrived);
 	} else {
-		hp::update<AGG>(m, key, hp::globaltimer(), hp::ANY);
+		hp::update<AGG, !AGG>(m, key, hp::globaltimer(), hp::ANY);
 	}
 	vecadd(a, b, c, n);
 	if (!WARP || warp_leader()) {
@@ -118,24 +118,33 @@ extern "C" __global__ void churn_thread_perlane(VEC_ARGS, HASH_ARGS, u64 *hist, 
 }
 
 // Case 2, over-full (probes/overfull.h): update(keys, tid, VALUE_OF(tid), ANY) at entry.
-template <bool LRU> __device__ __forceinline__ void overfull(VEC_ARGS, HASH_ARGS)
+template <bool LRU, bool EARLY> __device__ __forceinline__ void overfull(VEC_ARGS, HASH_ARGS)
 {
 	HMap m{data, cnt, aux, max_entries, LRU};
 	u32 key = (u32)global_tid();
-	hp::update<true>(m, key, value_of(key), hp::ANY);
+	hp::update<true, EARLY>(m, key, value_of(key), hp::ANY);
 	vecadd(a, b, c, n);
 }
 extern "C" __global__ void overfull_hash(VEC_ARGS, HASH_ARGS)
 {
-	overfull<false>(a, b, c, n, data, cnt, aux, max_entries);
+	overfull<false, false>(a, b, c, n, data, cnt, aux, max_entries);
 }
 extern "C" __global__ void overfull_lru(VEC_ARGS, HASH_ARGS)
 {
-	overfull<true>(a, b, c, n, data, cnt, aux, max_entries);
+	overfull<true, false>(a, b, c, n, data, cnt, aux, max_entries);
+}
+// _early: the reservation before the home lock (specs/abi.md at ca7df46), for comparison.
+extern "C" __global__ void overfull_hash_early(VEC_ARGS, HASH_ARGS)
+{
+	overfull<false, true>(a, b, c, n, data, cnt, aux, max_entries);
+}
+extern "C" __global__ void overfull_lru_early(VEC_ARGS, HASH_ARGS)
+{
+	overfull<true, true>(a, b, c, n, data, cnt, aux, max_entries);
 }
 
 // Case 3, as published (probes/published.bpf.c): lookup; add 1, or insert 1 NOEXIST.
-extern "C" __global__ void published(VEC_ARGS, HASH_ARGS)
+template <bool EARLY> __device__ __forceinline__ void published(VEC_ARGS, HASH_ARGS)
 {
 	HMap m{data, cnt, aux, max_entries, false};
 	u32 key = (u32)global_tid();
@@ -143,16 +152,24 @@ extern "C" __global__ void published(VEC_ARGS, HASH_ARGS)
 	if (v)
 		atomicAdd(v, 1ull);
 	else
-		hp::update<true>(m, key, 1, hp::NOEXIST);
+		hp::update<true, EARLY>(m, key, 1, hp::NOEXIST);
 	vecadd(a, b, c, n);
+}
+extern "C" __global__ void published(VEC_ARGS, HASH_ARGS)
+{
+	published<false>(a, b, c, n, data, cnt, aux, max_entries);
+}
+extern "C" __global__ void published_early(VEC_ARGS, HASH_ARGS)
+{
+	published<true>(a, b, c, n, data, cnt, aux, max_entries);
 }
 
 // Case 4, insert and update throughput (probes/insert.bpf.c, probes/update.bpf.c).
-template <bool AGG, bool MIX> __device__ __forceinline__ void insert(VEC_ARGS, HASH_ARGS)
+template <bool AGG, bool MIX, bool EARLY = false> __device__ __forceinline__ void insert(VEC_ARGS, HASH_ARGS)
 {
 	HMap m{data, cnt, aux, max_entries, false};
 	u32 key = key_of(global_tid(), MIX);
-	hp::update<AGG>(m, key, value_of(key), hp::ANY);
+	hp::update<AGG, EARLY>(m, key, value_of(key), hp::ANY);
 	vecadd(a, b, c, n);
 }
 extern "C" __global__ void insert_any(VEC_ARGS, HASH_ARGS)
@@ -163,9 +180,13 @@ extern "C" __global__ void insert_any_mix(VEC_ARGS, HASH_ARGS)
 {
 	insert<true, true>(a, b, c, n, data, cnt, aux, max_entries);
 }
+extern "C" __global__ void insert_any_mix_early(VEC_ARGS, HASH_ARGS)
+{
+	insert<true, true, true>(a, b, c, n, data, cnt, aux, max_entries);
+}
 extern "C" __global__ void insert_any_perlane(VEC_ARGS, HASH_ARGS)
 {
-	insert<false, false>(a, b, c, n, data, cnt, aux, max_entries);
+	insert<false, false, true>(a, b, c, n, data, cnt, aux, max_entries);
 }
 template <bool MIX> __device__ __forceinline__ void update(VEC_ARGS, HASH_ARGS)
 {
