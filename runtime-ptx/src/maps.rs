@@ -475,7 +475,7 @@ $Lhashof_done:
 }
 
 // Adds `delta` to the u64 at `addr` for every converged lane calling with the same
-// `addr`: one atom.add of the group's sum by its lowest lane, which broadcasts the old
+// `addr` and `delta`: one atom.add of the group's sum by its lowest lane, which broadcasts the old
 // value; each lane gets the value the word had plus the deltas of the group's lanes
 // below it (its place in the group's sum), with release and acquire semantics for every
 // member. A million threads counting into one word then cost one atomic per warp.
@@ -486,8 +486,13 @@ $Lhashof_done:
 	.reg .b64 %rd<7>;
 	ld.param.b64 %rd1, [addr];
 	ld.param.b64 %rd2, [delta];
+	// The group: converged lanes adding the same delta to the same word (lanes that
+	// called from different sites may run this code together under independent thread
+	// scheduling, so the delta is part of the group's key).
 	activemask.b32 %r1;
 	match.any.sync.b64 %r2, %rd1, %r1;
+	match.any.sync.b64 %r9, %rd2, %r2;
+	and.b32 %r2, %r2, %r9;
 	mov.u32 %r3, %lanemask_lt;
 	and.b32 %r3, %r3, %r2;
 	popc.b32 %r4, %r3;
@@ -796,10 +801,13 @@ $Lunlink_free:
 }
 
 // LRU (9): evicts one live entry to make room, keeping its place in the map's count for
-// the caller's insertion: 1 done, 0 not (after @LRU_TRIES@ samples). Sampled LRU: from a
-// slot picked by the hash's upper half, read @LRU_SAMPLE@ slots and take the full one
-// with the oldest stamp; claim it without waiting (a slot another thread holds is not
-// worth waiting for: sample again from the next slots), unlink it, count it as evicted.
+// the caller's insertion: 1 done, 0 not (no full slot could be claimed in the whole
+// table). Sampled LRU: from a slot picked by the hash's upper half, read @LRU_SAMPLE@
+// slots and take the full one with the oldest stamp (age = now - stamp as a signed
+// number: a stamp written after `now` was read is young, not old); claim it without
+// waiting (a slot another thread holds is not worth waiting for: sample again from the
+// next slots), unlink it, count it as evicted. After @LRU_TRIES@ failed samples, the first
+// full slot that can be claimed, whatever its age.
 .func (.param .b32 ret) bpf2ptx_map_hash_evict(.param .b64 desc, .param .b64 hash)
 {
 	.reg .pred %p<6>;
@@ -845,7 +853,7 @@ $Levict_scan:
 	add.s64 %rd16, %rd16, %rd9;
 	ld.u32 %r7, [%rd16];
 	sub.u32 %r8, %r3, %r7;
-	setp.lt.u32 %p4, %r8, %r5;
+	setp.lt.s32 %p4, %r8, %r5;
 	setp.ne.s64 %p5, %rd12, -1;
 	and.pred %p4, %p4, %p5;
 	@%p4 bra $Levict_scan;
@@ -860,6 +868,7 @@ $Levict_pick:
 	atom.acquire.gpu.cas.b32 %r6, [%rd15], 2, 1;
 	setp.ne.u32 %p3, %r6, 2;
 	@%p3 bra $Levict_sample;
+$Levict_take:
 	// Ours: its home from its key, its distance from there, then unlink it.
 	add.s64 %rd17, %rd15, 8;
 	{
@@ -894,6 +903,22 @@ $Levict_pick:
 	st.param.b32 [ret], %r9;
 	ret;
 $Levict_fail:
+	// Every sample failed (the slots it saw were being claimed by other evictions): take
+	// the first full slot that can be claimed, from where the samples ended, over the
+	// whole table, ignoring age.
+	mov.u64 %rd13, 0;
+$Levict_scan_all:
+	setp.ge.u64 %p2, %rd13, %rd7;
+	@%p2 bra $Levict_none;
+	add.s64 %rd12, %rd11, %rd13;
+	and.b64 %rd12, %rd12, %rd8;
+	add.s64 %rd13, %rd13, 1;
+	mad.lo.u64 %rd15, %rd12, %rd5, %rd6;
+	atom.acquire.gpu.cas.b32 %r6, [%rd15], 2, 1;
+	setp.eq.u32 %p3, %r6, 2;
+	@%p3 bra $Levict_take;
+	bra $Levict_scan_all;
+$Levict_none:
 	mov.u32 %r9, 0;
 	st.param.b32 [ret], %r9;
 	ret;
@@ -977,20 +1002,18 @@ $Lhlookup_done:
 // Hash map update (flags already checked to be 0, 1 or 2), specs/abi.md "Hash maps":
 // find the key; present: -EEXIST for BPF_NOEXIST, else hold the slot (full -> held: the
 // key stays live for lookups and insertions), check it still holds the key, copy the
-// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST; a full hash map whose
-// home lock was free refuses at once (-E2BIG, counted); otherwise take the home slot's
-// lock, find again (an insertion of this key holds the same lock, so it is seen), reserve
-// a place in the count (none left: -E2BIG counted, or an LRU eviction that passes its
-// place on), claim the first free slot from home with atom.cas, adding 1 to the overflow
-// count of every slot passed, write key and value, publish, unlock. A slot freed or
-// reused under the caller, or a key inserted meanwhile, makes it start again,
-// @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
+// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST; reserve a place in the
+// count (none left: -E2BIG counted, or an LRU eviction that passes its place on), take
+// the home slot's lock, find again (an insertion of this key holds the same lock, so it
+// is seen: the place is given back), claim the first free slot from home with atom.cas,
+// adding 1 to the overflow count of every slot passed, write key and value, publish,
+// unlock. A slot freed or reused under the caller makes it start again, @UPDATE_ROUNDS@
+// rounds at most; a wait that times out gives -EBUSY, counted.
 //
-// Why the refusal without the lock is right: the count is read (acquire) before the home
-// lock word (acquire) and both before find. A reservation is taken under the home lock
-// with release, so if the count read includes an insertion of this key, the lock word
-// read comes after that insertion took the lock: it is still held (then the slow path
-// decides) or released after the key was published (then find sees the key).
+// The reservation comes before the lock so that a full map refuses with one load and
+// no lock (a refusal under the lock queues every refused insertion of a full map on its
+// home lock: 30x slower on an H200). The price, stated in specs/abi.md: when the map
+// fills, an insertion racing another insertion of the same key can be refused.
 .func (.param .b64 ret) bpf2ptx_map_hash_update(.param .b64 desc, .param .b64 key, .param .b64 value, .param .b64 flags)
 {
 	.reg .pred %p<10>;
@@ -1050,9 +1073,6 @@ $Lhupd_find:
 	setp.ge.u32 %p1, %r6, @UPDATE_ROUNDS@;
 	@%p1 bra $Lhupd_busy;
 	add.u32 %r6, %r6, 1;
-	// The count, then the home lock word, then find (see above).
-	ld.acquire.gpu.b64 %rd22, [%rd13];
-	ld.acquire.gpu.b32 %r10, [%rd17+4];
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1068,17 +1088,52 @@ $Lhupd_find:
 	}
 	setp.ne.s64 %p2, %rd18, -1;
 	@%p2 bra $Lhupd_present;
-	// Absent: BPF_EXIST fails; a full hash map (not LRU) whose home lock was free
-	// refuses without taking it.
+	// Absent: BPF_EXIST fails; a map that holds max_entries keys refuses (LRU: evicts)
+	// without an atomic; otherwise one place in the count per lane, one atomic per group
+	// of converged lanes, and a place past max_entries is given back.
 	setp.eq.u64 %p3, %rd4, 2;
 	@%p3 bra $Lhupd_noent;
+	ld.relaxed.gpu.b64 %rd22, [%rd13];
 	setp.ge.u64 %p6, %rd22, %rd14;
-	and.b32 %r10, %r10, 0x80000000;
-	setp.eq.u32 %p7, %r10, 0;
-	and.pred %p6, %p6, %p7;
+	@%p6 bra $Lhupd_room;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], 1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	ld.param.b64 %rd22, [r];
+	}
+	setp.lt.u64 %p6, %rd22, %rd14;
+	@%p6 bra $Lhupd_reserved;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], -1;
+	call (r), bpf2ptx_map_group_add, (a0, a1);
+	}
+$Lhupd_room:
+	// The map holds max_entries keys: a hash map refuses; an LRU map evicts one entry,
+	// whose place in the count passes to this insertion.
 	setp.ne.u32 %p7, %r5, 9;
-	and.pred %p6, %p6, %p7;
-	@%p6 bra $Lhupd_full;
+	@%p7 bra $Lhupd_full;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd15;
+	call (r), bpf2ptx_map_hash_evict, (a0, a1);
+	ld.param.b32 %r7, [r];
+	}
+	setp.eq.u32 %p7, %r7, 0;
+	@%p7 bra $Lhupd_busy;
+$Lhupd_reserved:
+	// The home lock, then find again: an insertion of this key holds the same lock, so
+	// it is seen; if it is there, the place is given back and the key is present.
 	{
 	.param .b64 a0;
 	.param .b32 r;
@@ -1087,7 +1142,7 @@ $Lhupd_find:
 	ld.param.b32 %r7, [r];
 	}
 	setp.eq.u32 %p7, %r7, 0;
-	@%p7 bra $Lhupd_busy;
+	@%p7 bra $Lhupd_unreserve;
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1102,52 +1157,10 @@ $Lhupd_find:
 	ld.param.b64 %rd18, [r];
 	}
 	setp.eq.s64 %p2, %rd18, -1;
-	@%p2 bra $Lhupd_reserve;
-	// Another thread inserted the key meanwhile: unlock, then treat it as present.
+	@%p2 bra $Lhupd_claim;
 	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	red.relaxed.gpu.add.u64 [%rd13], -1;
 	bra $Lhupd_present;
-$Lhupd_reserve:
-	// Under the lock: one place in the count per lane, one atomic (with release) per
-	// group of converged lanes; a place past max_entries is given back.
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 r;
-	st.param.b64 [a0], %rd13;
-	st.param.b64 [a1], 1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
-	ld.param.b64 %rd22, [r];
-	}
-	setp.lt.u64 %p6, %rd22, %rd14;
-	@%p6 bra $Lhupd_claim;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 r;
-	st.param.b64 [a0], %rd13;
-	st.param.b64 [a1], -1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
-	}
-	// The map holds max_entries keys: a hash map refuses; an LRU map evicts one entry,
-	// whose place in the count passes to this insertion.
-	setp.ne.u32 %p7, %r5, 9;
-	@%p7 bra $Lhupd_unlock_full;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b32 r;
-	st.param.b64 [a0], %rd1;
-	st.param.b64 [a1], %rd15;
-	call (r), bpf2ptx_map_hash_evict, (a0, a1);
-	ld.param.b32 %r7, [r];
-	}
-	setp.ne.u32 %p7, %r7, 0;
-	@%p7 bra $Lhupd_claim;
-	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
-	bra $Lhupd_busy;
-$Lhupd_unlock_full:
-	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
-	bra $Lhupd_full;
 $Lhupd_claim:
 	mov.u64 %rd23, 0;
 $Lhupd_walk:
@@ -1272,8 +1285,9 @@ $Lhupd_undo:
 	add.s64 %rd23, %rd23, 1;
 	bra $Lhupd_undo;
 $Lhupd_undone:
-	red.relaxed.gpu.add.u64 [%rd13], -1;
 	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+$Lhupd_unreserve:
+	red.relaxed.gpu.add.u64 [%rd13], -1;
 $Lhupd_busy:
 	{
 	.param .b64 a0;
@@ -1951,30 +1965,39 @@ pub mod model {
         }
 
         /// LRU eviction as the device samples: windows of [`LRU_SAMPLE`] slots from
-        /// `hash >> 32`, the full slot with the oldest stamp (the later one on a tie).
+        /// `hash >> 32`, the full slot with the oldest stamp (age `now - stamp` as a
+        /// signed number; the later slot on a tie), then any full slot.
         fn evict(&mut self, hash: u64) -> bool {
             let mut start = (hash >> 32) as usize;
             for _ in 0..LRU_TRIES {
-                let mut best: Option<(usize, u32)> = None;
+                let mut best: Option<(usize, i32)> = None;
                 for j in 0..LRU_SAMPLE as usize {
                     let i = (start + j) & self.mask();
                     if self.state(i) != SLOT_FULL {
                         continue;
                     }
-                    let age = self.now.wrapping_sub(self.stamp(i));
+                    let age = self.now.wrapping_sub(self.stamp(i)) as i32;
                     if best.is_none_or(|(_, a)| age >= a) {
                         best = Some((i, age));
                     }
                 }
                 start += LRU_SAMPLE as usize;
                 if let Some((i, _)) = best {
-                    let home = self.home(&self.key(i).to_vec());
-                    self.unlink(home, i);
-                    self.counts[Count::Evicted as usize] += 1;
+                    self.evict_slot(i);
                     return true;
                 }
             }
-            false
+            // The device's last resort: the first full slot from where the samples ended.
+            let found = (0..self.slots)
+                .map(|j| (start + j) & self.mask())
+                .find(|&i| self.state(i) == SLOT_FULL);
+            found.inspect(|&i| self.evict_slot(i)).is_some()
+        }
+
+        fn evict_slot(&mut self, i: usize) {
+            let home = self.home(&self.key(i).to_vec());
+            self.unlink(home, i);
+            self.counts[Count::Evicted as usize] += 1;
         }
 
         /// `map_delete_elem`: 0 or -ENOENT.

@@ -793,6 +793,23 @@ pub fn granularity_test(g: Granularity, w: &str, p: &str, skip: &str) -> String 
     }
 }
 
+/// What follows a site's skip label: for a warp, the lanes [`granularity_test`] left in
+/// `{w}0` (those that arrived together: the leader, which ran the program, and the lanes
+/// sent past it) wait for each other with a `match.any.sync` over that mask, so the warp
+/// goes on as it arrived. Without it, a program whose code diverges (the map runtime's
+/// locks and waits) can leave the leader apart from its lanes after the site, and the
+/// next per-warp site then runs once for each part (seen on an H200: an exit probe ran
+/// twice per warp, for 1 lane and for 31). `match.sync`, unlike `bar.warp.sync`, is
+/// defined to wait only for the non-exited lanes of its mask, so a leader whose program
+/// ended its thread (`gpu_exit`) does not hold the others up. Uses `{w}1`. Nothing for
+/// threads and blocks.
+pub fn granularity_rejoin(g: Granularity, w: &str) -> String {
+    match g {
+        Granularity::Warp => format!("match.any.sync.b32 {w}1, {w}0, {w}0;\n"),
+        _ => String::new(),
+    }
+}
+
 /// What a site passes a program as r5: for a per-warp program the lanes its leader stands
 /// for, the `activemask` that [`granularity_test`] left in `{w}0` (the program's
 /// `get_active_mask`, see `FuncWriter::lanes`); 0 otherwise. One statement setting `dst`.

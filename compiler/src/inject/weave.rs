@@ -641,7 +641,9 @@ fn site_block(
             probe.symbol
         )),
     }
-    s.push_str(&format!("{skip}:\n}}\n"));
+    s.push_str(&format!("{skip}:\n"));
+    s.push_str(&crate::back::ptx::granularity_rejoin(g, "%bpf2ptx_w"));
+    s.push_str("}\n");
     s
 }
 
