@@ -96,7 +96,8 @@ for ring_bytes, mode, start in [(65536, 0, 0), (32 << 20, 0, 0), (65536, 1, 3 * 
                                 (32 << 20, 1, (32 << 20) - 4088), (32 << 20, 1, 0)]:
     ring = cp.zeros(ring_bytes, dtype=cp.uint8)
     ctr = cp.asarray(np.array([start, start], dtype=np.uint64))
-    desc = cp.asarray(np.array([27, 0, 0, ring.data.ptr, ring_bytes, ctr.data.ptr, 0, 0], dtype=np.uint64))
+    # Word 7, the bound, starts at the producer (specs/abi.md).
+    desc = cp.asarray(np.array([27, 0, 0, ring.data.ptr, ring_bytes, ctr.data.ptr, 0, start], dtype=np.uint64))
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
     kern((GRID,), (BLOCK,), (desc, np.uint64(mode)))
@@ -116,9 +117,9 @@ for ring_bytes, mode, start in [(65536, 0, 0), (32 << 20, 0, 0), (65536, 1, 3 * 
             bad += 1
         ids.append(tid)
     dup = len(ids) - len(set(ids))
-    ok = (len(recs) + drops == N and dup == 0 and bad == 0 and stop == prod and int(d[7]) == 0
+    ok = (len(recs) + drops == N and dup == 0 and bad == 0 and stop == prod and int(d[7]) == prod
           and prod - cons <= ring_bytes)
     print(f"{label} ring={ring_bytes} mode={'16B' if mode == 0 else 'mixed8-32'} start={start}: "
           f"records={len(recs)} drops={drops} sum={len(recs) + drops} dup={dup} bad={bad} "
-          f"used={prod - cons} pending={prod - stop} inflight={int(d[7])} kernel={dt * 1e3:.2f}ms "
+          f"used={prod - cons} pending={prod - stop} inflight={int(d[7]) - prod} kernel={dt * 1e3:.2f}ms "
           f"{'OK' if ok else 'FAIL'}", flush=True)
