@@ -1174,10 +1174,7 @@ mod tests {
         // A 64-byte ring gives bytes back every 16 (a quarter ring): after the record and
         // after the discarded one; the busy one stops the pass.
         assert_eq!(r.every, 16);
-        assert_eq!(
-            pass(&mut r, &mut st),
-            (1, vec![(0xd000, 16), (0xd000, 32)])
-        );
+        assert_eq!(pass(&mut r, &mut st), (1, vec![(0xd000, 16), (0xd000, 32)]));
         assert_eq!(data(&st), vec![(0, &b"abc"[..])]);
         // What was consumed is zero; the busy record is untouched.
         assert!(ring.bytes()[..32].iter().all(|&b| b == 0));
@@ -1238,7 +1235,11 @@ mod tests {
             .unwrap();
         assert_eq!((p.records, seen), (3, vec![16, 40, 56]));
         assert!(ring.bytes()[..56].iter().all(|&b| b == 0));
-        assert_eq!(ring.words[7], u64::from(BUSY) << 32 | 8, "the busy header stays");
+        assert_eq!(
+            ring.words[7],
+            u64::from(BUSY) << 32 | 8,
+            "the busy header stays"
+        );
     }
 
     #[test]
@@ -1318,7 +1319,10 @@ mod tests {
                 if need <= c + SIZE {
                     break;
                 }
-                assert!(t0.elapsed().as_secs() < 60, "the drainer gave no room back: need {need}, published {c}");
+                assert!(
+                    t0.elapsed().as_secs() < 60,
+                    "the drainer gave no room back: need {need}, published {c}"
+                );
                 std::thread::yield_now();
             };
             let at = |pos: u64| (base + (pos % SIZE) as usize) as *mut u8;
@@ -1332,7 +1336,10 @@ mod tests {
                 let off = p % SIZE;
                 if off + t > SIZE {
                     wait_room(p + (SIZE - off));
-                    header(p).store(u64::from(DISCARD) << 32 | (SIZE - off - 8), Ordering::Release);
+                    header(p).store(
+                        u64::from(DISCARD) << 32 | (SIZE - off - 8),
+                        Ordering::Release,
+                    );
                     p += SIZE - off;
                 }
                 wait_room(p + t);
@@ -1363,7 +1370,11 @@ mod tests {
         for (i, r) in st.records.iter().enumerate() {
             let len = 8 * (1 + i as u64 % 3);
             assert_eq!(r.data.len() as u64, len, "record {i}");
-            assert!(r.data.iter().enumerate().all(|(k, &b)| b == (i as u8).wrapping_add(k as u8)));
+            assert!(r
+                .data
+                .iter()
+                .enumerate()
+                .all(|(k, &b)| b == (i as u8).wrapping_add(k as u8)));
         }
         assert_eq!(stats.records, N);
         // Every record of 16 to 32 bytes passed through a 4096-byte ring: more than a
@@ -1371,7 +1382,7 @@ mod tests {
         assert!(stats.publishes >= p / SIZE, "{stats:?}");
         assert!(stats.max_pass_records <= SIZE / 16, "{stats:?}");
         assert!(stats.first_record_us <= stats.last_record_us);
-        assert!(stats.passes >= stats.idle_passes + 1);
+        assert!(stats.passes > stats.idle_passes, "{stats:?}");
     }
 
     #[test]

@@ -1104,7 +1104,11 @@ mod tests {
                 parts.push((pos, ring[i..i + len as usize].to_vec()));
             });
             assert_eq!(s.error, None);
-            assert!(s.consumer >= (at + 40).min(c + 128), "stopped early at {}", s.consumer);
+            assert!(
+                s.consumer >= (at + 40).min(c + 128),
+                "stopped early at {}",
+                s.consumer
+            );
             stops.push(s.consumer - c);
             at = s.consumer;
         }
@@ -1318,7 +1322,9 @@ mod tests {
         let pos: Vec<usize> = order.iter().map(|l| at(l)).collect();
         assert!(pos.windows(2).all(|w| w[0] < w[1]), "{order:?}");
         // The only backward branch of reserve is the second round of a padded record.
-        let reserve = &text[text.find(".func (.param .b64 ret) bpf2ptx_ringbuf_reserve(").unwrap()..];
+        let reserve = &text[text
+            .find(".func (.param .b64 ret) bpf2ptx_ringbuf_reserve(")
+            .unwrap()..];
         let reserve = &reserve[..reserve.find("\n}\n").unwrap()];
         assert!(!reserve.contains("$Lrsv_claim:"));
         assert_eq!(reserve.matches("bra $Lrsv_round;").count(), 1);

@@ -304,7 +304,10 @@ impl Setting<'_> {
                 "the producer passed consumer + aux: {s:?}"
             );
             if self.protocol == Protocol::Bound {
-                assert!(s.word7 >= s.producer, "the bound fell below the producer: {s:?}");
+                assert!(
+                    s.word7 >= s.producer,
+                    "the bound fell below the producer: {s:?}"
+                );
             }
             let live: Vec<usize> = (0..self.lanes.len())
                 .filter(|&k| s.leaders[k].pc != Pc::Done)
@@ -335,7 +338,11 @@ impl Setting<'_> {
             .iter()
             .map(|l| l.took.expect("decided"))
             .collect();
-        assert_eq!(s.producer, start.producer + took.iter().sum::<u64>(), "{s:?}");
+        assert_eq!(
+            s.producer,
+            start.producer + took.iter().sum::<u64>(),
+            "{s:?}"
+        );
         let whole = |k: usize| took[k] == self.lanes[k].iter().sum::<u64>();
         for (k, &t) in took.iter().enumerate() {
             assert_eq!(t, prefix(self.lanes[k], t), "not whole records: {s:?}");
@@ -441,7 +448,10 @@ fn the_in_flight_word_counted_a_claim_twice() {
 #[test]
 fn leaders_that_see_the_host_free_the_ring_get_it() {
     let bound = Protocol::Bound;
-    let (once, old) = (Protocol::InFlight { tries: 1 }, Protocol::InFlight { tries: OLD_TRIES });
+    let (once, old) = (
+        Protocol::InFlight { tries: 1 },
+        Protocol::InFlight { tries: OLD_TRIES },
+    );
     for (aux, lanes, protocols) in [
         (8, vec![&[4][..], &[4], &[4]], vec![bound, once, old]),
         (8, vec![&[2, 2][..], &[3], &[3]], vec![bound, once]),
@@ -513,4 +523,3 @@ fn with_the_bound_a_group_keeps_its_lowest_lanes_that_fit() {
         );
     }
 }
-
