@@ -70,7 +70,8 @@
 //! A size of 0, or above `aux / 2`, is also a drop (counted): such a record could never be
 //! (usefully) stored. Word 7 equals the producer at rest (the compiler emits both as 0): a
 //! host that sets the producer (resets or moves the ring's positions between launches)
-//! sets word 7 to the same value. A descriptor that is unbound (`data` or `aux2` 0), of
+//! sets word 7 to the same value (a bound below the consumer makes every reservation drop,
+//! one below the producer lets reservations overwrite records not yet read). A descriptor that is unbound (`data` or `aux2` 0), of
 //! another map type, or whose `aux` is not a power of two in 4096..=2^32 makes `reserve`
 //! return NULL and `output` -EINVAL, without counting. The ring functions need PTX ISA
 //! [`MIN_PTX`] (6.2, for `activemask`) and sm_70.
