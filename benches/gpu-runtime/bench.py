@@ -411,16 +411,20 @@ def ring_op(placement):
     d[5] = ours_ctr.data.ptr
     d[6] = 0
     d[7] = 0
-    # The twin's in-flight and drop words sit in device memory, like descriptor words 6-7.
+    # The twin's bound and drop words sit in device memory, like descriptor words 7 and 6.
     twin_aux = cp.zeros(2, cp.uint64)
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tf = twin("twin_ring_output", placement)
 
-    def prep_o():  # the consumer has read everything: both positions back to 0
+    # The consumer has read everything: both positions back to 0, and the bound (word 7,
+    # the producer plus the claims in flight: specs/abi.md) with the producer.
+    def prep_o():
         ours_ctr.fill(0)
+        d[7] = 0
 
     def prep_t():
         twin_ctr.fill(0)
+        twin_aux[0] = 0
 
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
     lt = lambda: tf(
@@ -438,12 +442,12 @@ def ring_op(placement):
     t_o, t_t, _, _ = bench(lo, lt, prep_o, prep_t, bufs=bufs)
     check_launches(lo, lt, prep_o, prep_t, bufs=bufs)
     n = threads
-    for who, ring, ctr, drops, infl in (
+    for who, ring, ctr, drops, bound in (
         ("ours", bufs.ours, ours_ctr, lambda: int(d[6]), lambda: int(d[7])),
         ("twin", bufs.twin, twin_ctr, lambda: int(twin_aux[1]), lambda: int(twin_aux[0])),
     ):
         check("ring", f"{who} drops 0", drops() == 0)
-        check("ring", f"{who} in flight 0", infl() == 0)
+        check("ring", f"{who} bound == producer", bound() == int(ctr[0]))
         check("ring", f"{who} producer == 24 * threads", int(ctr[0]) == 24 * n)
         rec = cp.asnumpy(u64(ring[: 24 * n])).reshape(n, 3)
         check("ring", f"{who} headers {{16, 0}}", np.all(rec[:, 0] == 16))

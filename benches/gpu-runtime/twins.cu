@@ -13,7 +13,7 @@
 // SYSTEM_SCOPE builds the host-placement twins: system-scope atomics and acquire/release,
 // what bpf2ptx emits for a map compiled with `--map NAME=host` (the host reads it while
 // the kernel runs), so host rows compare the same operation. A ring placed in the host
-// has only its bytes there: its counters, in-flight claim and drops stay in device memory
+// has only its bytes there: its counters, bound and drops stay in device memory
 // with `.gpu` atomics in both builds, and only the record stores (header, release of the
 // flags) take the system scope, as bpf2ptx does (runtime-ptx/src/ringbuf.rs, "Placement").
 #include <cstdint>
@@ -206,12 +206,14 @@ extern "C" __global__ void twin_hash_update(Slot *t, u64 *result, u64 nslots)
 
 // Ring buffer output of 16 bytes {gid, ~gid}: the bpf2ptx ring layout (8-byte header
 // {u32 len, u32 flags (bit 31 busy)}, records 8-aligned, never wrapping; counters
-// {producer, consumer}; `inflight` is descriptor word 7), reserved per warp: the lowest
-// active lane claims the warp's bytes in flight, checks the room with fresh counters,
-// takes them with one atomicAdd on the producer and gives the claim back; each lane writes
-// its record at its prefix and publishes it with a release store. A record that does not
-// fit is dropped and counted. The counters, claim and drops are in device memory in both
-// builds (plain, `.gpu`, atomics); the record's stores use SCOPE.
+// {producer, consumer}; `bound` is descriptor word 7, the producer plus the claims in
+// flight), reserved per warp: the lowest active lane reads the consumer and the bound,
+// claims as many records as fit on the bound with one atomicAdd, keeps those that fit
+// below what it returned, gives the rest back and takes the kept ones with one atomicAdd on
+// the producer; each lane writes its record at its prefix and publishes it with a release
+// store. A record that does not fit is dropped and counted. The counters, bound and drops
+// are in device memory in both builds (plain, `.gpu`, atomics); the record's stores use
+// SCOPE.
 #ifdef SYSTEM_SCOPE
 #undef atomicAdd
 #endif
@@ -229,31 +231,36 @@ __device__ __forceinline__ u64 ld_acquire64(const u64 *p)
 }
 
 extern "C" __global__ void twin_ring_output(unsigned char *ring, u64 *ctr, u64 *result,
-					     u64 size, u64 *inflight, u64 *drops)
+					     u64 size, u64 *bound, u64 *drops)
 {
 	const u64 t = 8 + 16;
 	unsigned mask = __activemask();
 	unsigned lane = threadIdx.x & 31;
 	unsigned leader = __ffs(mask) - 1;
 	unsigned rank = __popc(mask & ((1u << lane) - 1));
-	u64 total = (u64)__popc(mask) * t;
+	unsigned n = __popc(mask);
 	u64 pos = 0;
 	unsigned ok = 0;
 	if (lane == leader) {
-		u64 claimed = atomicAdd(inflight, total);
-		u64 prod = ld_relaxed(&ctr[0]);
 		u64 cons = ld_acquire64(&ctr[1]);
-		if (prod + claimed + total - cons <= size && cons <= prod) {
-			pos = atomicAdd(&ctr[0], total);
-			ok = 1;
+		u64 b = ld_relaxed(bound);
+		u64 room = cons <= b && b <= cons + size ? cons + size - b : 0;
+		unsigned k0 = (unsigned)min((u64)n, room / t);
+		if (k0) {
+			u64 old = atomicAdd(bound, k0 * t);
+			u64 left = cons <= old && old <= cons + size ? cons + size - old : 0;
+			ok = (unsigned)min((u64)k0, left / t);
+			if (ok < k0)
+				atomicAdd(bound, (u64)0 - (k0 - ok) * t);
+			if (ok)
+				pos = atomicAdd(&ctr[0], ok * t);
 		}
-		atomicAdd(inflight, (u64)0 - total);
-		if (!ok)
-			atomicAdd(drops, (u64)__popc(mask));
+		if (ok < n)
+			atomicAdd(drops, (u64)(n - ok));
 	}
 	ok = __shfl_sync(mask, ok, leader);
 	pos = __shfl_sync(mask, pos, leader);
-	if (ok) {
+	if (rank < ok) {
 		u64 off = (pos + rank * t) & (size - 1);
 		if (off + t <= size) {
 			u64 *rec = (u64 *)(ring + off);

@@ -309,35 +309,77 @@ impl Drop for HostBuffer {
 /// copies while a kernel runs: it is created non-blocking (`CU_STREAM_NON_BLOCKING`), so its
 /// copies neither wait for the kernels of the default stream nor make them wait, and the
 /// copy engines run them beside the kernel. The host loader publishes a drained ring's
-/// consumer position through it ([`CopyStream::write_u64`]).
+/// consumer position through it ([`CopyStream::post_u64`]).
+///
+/// A copy is posted without waiting for it to land: the copies of one stream land in
+/// order, so a consumer published later never lands before one published earlier, and the
+/// drainer walks on while a copy travels instead of idling for its round trip each time it
+/// gives bytes back. Each copy
+/// in flight reads its own slot of pinned staging memory; the stream is waited for only
+/// when every slot was used since the last wait.
 pub struct CopyStream {
     stream: Arc<CudaStream>,
-    /// 8 bytes of pinned memory the copy reads from (a pageable source could make the
-    /// copy wait).
+    /// [`STAGING_SLOTS`] u64s of pinned memory the copies read from (a pageable source
+    /// could make the copy wait).
     staging: HostBuffer,
+    /// Slots used since the stream was last waited for.
+    used: usize,
 }
 
+/// Copies a [`CopyStream`] may have in flight at once.
+pub const STAGING_SLOTS: usize = 64;
+
 impl CopyStream {
-    /// Copies `value` to the 8 device bytes at `dst` (8-aligned) and waits for that copy,
-    /// and only for that copy: a kernel running on another stream goes on. Stores the
-    /// caller made to host memory before the call are done before the copy is issued.
-    pub fn write_u64(&mut self, dst: u64, value: u64) -> Result<(), GpuError> {
+    /// Makes the stream's context current on the calling thread, which every copy needs
+    /// (a drain thread does it once, before the kernel starts, so its first copy does not
+    /// pay for it).
+    pub fn bind(&self) -> Result<(), GpuError> {
         self.stream
             .context()
             .bind_to_thread()
-            .map_err(driver("bind context"))?;
-        // SAFETY: `staging` holds 8 writable, 8-aligned bytes (cuMemHostAlloc) and no copy
-        // reads them now: every copy is waited for before this returns.
-        unsafe { std::ptr::write_volatile(self.staging.host.cast::<u64>(), value) };
+            .map_err(driver("bind context"))
+    }
+
+    /// Issues a copy of `value` to the 8 device bytes at `dst` (8-aligned) and returns
+    /// without waiting for it, unless all [`STAGING_SLOTS`] are in use (then it first waits
+    /// for the copies posted before). Copies land in the order they were posted. Stores the
+    /// caller made to host memory before the call are done before the copy is issued.
+    pub fn post_u64(&mut self, dst: u64, value: u64) -> Result<(), GpuError> {
+        self.bind()?;
+        if self.used == STAGING_SLOTS {
+            self.wait()?;
+        }
+        // SAFETY: `staging` holds STAGING_SLOTS writable, 8-aligned u64s (cuMemHostAlloc);
+        // slot `used` is read by no copy now: every copy that read it was waited for, since
+        // slots are used in order and counted from the last wait.
+        let slot = unsafe { self.staging.host.cast::<u64>().add(self.used) };
+        // SAFETY: as above.
+        unsafe { std::ptr::write_volatile(slot, value) };
         // SAFETY: `dst` is 8 bytes of device memory the caller got from `global` or
-        // `alloc`; the source is the pinned staging buffer, alive until the copy is waited
-        // for below.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, self.staging.host, 8, self.stream.cu_stream()) }
+        // `alloc`; the source is the pinned staging slot, not written again until the copy
+        // was waited for.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, slot.cast(), 8, self.stream.cu_stream()) }
             .result()
             .map_err(driver("async copy to device"))?;
+        self.used += 1;
+        Ok(())
+    }
+
+    /// Waits for every copy posted so far: on return the device sees each of them.
+    pub fn wait(&mut self) -> Result<(), GpuError> {
+        self.bind()?;
         self.stream
             .synchronize()
-            .map_err(driver("copy stream synchronize"))
+            .map_err(driver("copy stream synchronize"))?;
+        self.used = 0;
+        Ok(())
+    }
+
+    /// Copies `value` to the 8 device bytes at `dst` and waits for that copy (and those
+    /// posted before), and only for them: a kernel running on another stream goes on.
+    pub fn write_u64(&mut self, dst: u64, value: u64) -> Result<(), GpuError> {
+        self.post_u64(dst, value)?;
+        self.wait()
     }
 }
 
@@ -475,12 +517,16 @@ impl Gpu {
         Ok(buf)
     }
 
-    /// A [`CopyStream`]: a second, non-blocking stream of this context with an 8-byte
-    /// pinned staging buffer.
+    /// A [`CopyStream`]: a second, non-blocking stream of this context with
+    /// [`STAGING_SLOTS`] u64s of pinned staging memory.
     pub fn copy_stream(&self) -> Result<CopyStream, GpuError> {
         let stream = self.ctx.new_stream().map_err(driver("stream"))?;
-        let staging = self.alloc_host(8)?;
-        Ok(CopyStream { stream, staging })
+        let staging = self.alloc_host(8 * STAGING_SLOTS)?;
+        Ok(CopyStream {
+            stream,
+            staging,
+            used: 0,
+        })
     }
 
     /// A zeroed device allocation of `len` bytes.

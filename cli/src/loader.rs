@@ -6,13 +6,15 @@
 //!  Object (the probe's maps) + Module (PTX with the probe: bpf2ptx's own, or injected)
 //!    │ Loader::new      descriptors found by symbol; host-placed maps moved to pinned
 //!    │                  mapped memory (descriptor word 3 rewritten; a ring's counters
-//!    │                  stay in device memory)
+//!    │                  stay in device memory); each ring's bound (word 7) set to its
+//!    │                  producer
 //!    ▼
 //!  Loader::launch(kernel, dims, params)   per-thread and per-warp arrays sized from
-//!    │                  dims, then Gpu::start; a host thread drains host-placed
-//!    │                  rings until the kernel ends (records kept, bytes zeroed, the
-//!    │                  consumer published to the device through a CopyStream, so the
-//!    │                  ring never fills while the host keeps up)
+//!    │                  dims; a host thread starts draining host-placed rings, then
+//!    │                  Gpu::start; it drains until the kernel ends (records kept,
+//!    │                  bytes zeroed, the consumer published to the device through a
+//!    │                  CopyStream every quarter ring, so the ring never fills while
+//!    │                  the host keeps up)
 //!    ▼
 //!  Loader::maps_json / records / printk   maps read back (sharded arrays summed, per-SM
 //!                                          arrays per SM)
@@ -29,10 +31,12 @@
 //! A ring placed in host memory has only its bytes there; its counters `[producer,
 //! consumer]` stay in the module's device memory (runtime-ptx's ringbuf module doc,
 //! "Placement"). While the kernel runs the drainer walks the records from its own consumer
-//! position ([`ringbuf::scan`]: it stops at a BUSY or all-zero header and never needs the
-//! producer), zeroes what it consumed, and then copies the new consumer into the device
-//! counter on a stream of its own ([`crate::gpu::CopyStream`]), waiting for that copy.
-//! After the kernel, every ring is read through its descriptor as in device placement.
+//! position ([`ringbuf::scan_to`]: it stops at a BUSY or all-zero header and never needs
+//! the producer), and after every quarter ring it walked (at most 1 MiB) and at the end of
+//! a pass zeroes what it consumed and posts the new consumer to the device counter on a
+//! stream of its own ([`crate::gpu::CopyStream`]), without waiting for the copy (copies of
+//! one stream land in order). It waits for its copies once, after the kernel; then every
+//! ring is read through its descriptor as in device placement.
 //!
 //! The loader works on any module holding the probe's symbols, so it serves an
 //! application kernel with a probe injected just as well as bpf2ptx's own
@@ -148,6 +152,30 @@ pub struct LaunchReport {
     pub drained: u64,
     /// Records taken from them after it ended (what was left).
     pub drained_after: u64,
+    /// What the live drainer did (all 0 when it did not run).
+    pub drain: DrainStats,
+}
+
+/// What the live drainer did during one launch: a few counters, kept whether or not anyone
+/// reads them (`bpf2ptx run` prints them with `BPF2PTX_DRAIN_STATS=1`), to tell a drainer
+/// that kept up from one that started late, published seldom or found the ring full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrainStats {
+    /// Records taken while the kernel ran (= [`LaunchReport::drained`]).
+    pub records: u64,
+    /// Passes over the host rings (each walks every ring once, in parts).
+    pub passes: u64,
+    /// Passes that took no record.
+    pub idle_passes: u64,
+    /// Consumer positions published to the device.
+    pub publishes: u64,
+    /// Most records one pass took.
+    pub max_pass_records: u64,
+    /// Microseconds from the drainer's start (just before the launch) to the end of the
+    /// first pass that took a record, and of the last one (0 when none did).
+    pub first_record_us: u64,
+    /// See [`DrainStats::first_record_us`].
+    pub last_record_us: u64,
 }
 
 /// What [`Loader::run_entry`] gives back.
@@ -326,6 +354,16 @@ impl<'a> Loader<'a> {
                 threads: 0,
                 ring: RingState::default(),
             };
+            // A ring's bound (word 7) must equal its producer whenever no reservation runs
+            // (specs/abi.md): set it from the producer, whatever moved the positions
+            // before this loader, so the first launch's reservations see the room there is.
+            if is_ring(m.map_type) {
+                let ctr = word(&gpu.read(desc, 64)?, 5);
+                if ctr != 0 {
+                    let producer = gpu.read(ctr, 8)?;
+                    gpu.write(desc + ringbuf::BOUND_OFFSET, &producer)?;
+                }
+            }
             // A ring's bytes move; its counters (word 5) stay in the module's device
             // memory, where the reserving leaders' atomics are fast.
             if placement == Placement::Host && !matches!(m.map_type, 1502 | 1600) {
@@ -403,7 +441,7 @@ impl<'a> Loader<'a> {
         let gpu = self.gpu;
         // Host rings: where the host reads them, where their consumer lives on the device,
         // and the consumer now (the kernel has not started: plain copies are fine).
-        let mut live: Vec<(LiveRing, usize)> = Vec::new();
+        let (mut live, mut which): (Vec<LiveRing>, Vec<usize>) = (Vec::new(), Vec::new());
         for (k, b) in self.maps.iter().enumerate() {
             let Some(Storage::Host(data)) = &b.data else {
                 continue;
@@ -417,67 +455,69 @@ impl<'a> Loader<'a> {
                 continue;
             }
             let consumer = word(&gpu.read(ctr + 8, 8)?, 0);
-            live.push((LiveRing::new(data, ctr + 8, consumer), k));
+            live.push(LiveRing::new(data, ctr + 8, consumer));
+            which.push(k);
         }
         let drain = self.live_drain && !live.is_empty();
         if drain && self.copies.is_none() {
             self.copies = Some(gpu.copy_stream()?);
         }
-        let mut states: Vec<RingState> = live
+        let mut states: Vec<RingState> = which
             .iter()
-            .map(|&(_, k)| std::mem::take(&mut self.maps[k].ring))
+            .map(|&k| std::mem::take(&mut self.maps[k].ring))
             .collect();
         let module = self.module;
         let copies = self.copies.as_mut();
         let stop = AtomicBool::new(false);
         let result = std::thread::scope(|s| {
-            let pending = gpu.start(module, kernel, dims, params)?;
+            // The drainer starts before the kernel: a ring fills within microseconds of the
+            // first reservations, and a thread started after the launch began to free it
+            // only after its own start-up.
             let drainer = copies.filter(|_| drain).map(|copies| {
                 let (live, states, stop) = (&mut live, &mut states, &stop);
-                s.spawn(move || -> Result<u64, GpuError> {
-                    let mut n = 0u64;
-                    while !stop.load(Ordering::Acquire) {
-                        let mut got = 0;
-                        for ((r, _), st) in live.iter_mut().zip(states.iter_mut()) {
-                            got += r.drain(st, |at, c| copies.write_u64(at, c))?;
-                        }
-                        n += got;
-                        if got == 0 {
-                            std::thread::yield_now();
-                        }
-                    }
-                    Ok(n)
+                s.spawn(move || -> Result<DrainStats, GpuError> {
+                    copies.bind()?;
+                    let stats = drain_until(live, states, stop, |at, c| copies.post_u64(at, c));
+                    // The last consumer posted is in device memory before the host reads
+                    // the ring after the kernel through its counters.
+                    let landed = copies.wait();
+                    let stats = stats?;
+                    landed?;
+                    Ok(stats)
                 })
             });
-            let waited = pending.wait();
+            let waited = gpu
+                .start(module, kernel, dims, params)
+                .and_then(|pending| pending.wait());
             stop.store(true, Ordering::Release);
             let drained = match drainer.map(|h| h.join()) {
-                None => Ok(0),
+                None => Ok(DrainStats::default()),
                 Some(Ok(r)) => r,
-                Some(Err(_)) => Ok(0),
+                Some(Err(_)) => Ok(DrainStats::default()),
             };
             // The kernel's error first: a fault makes the copies fail too.
             let ms = waited?;
             Ok::<_, GpuError>((ms, drained?))
         });
         // Give the states back before anything can fail, so no record is lost.
-        for (&(_, k), mut st) in live.iter().zip(states) {
+        for (&k, mut st) in which.iter().zip(states) {
             st.settle();
             self.maps[k].ring = st;
         }
-        let (kernel_ms, drained) = result?;
+        let (kernel_ms, drain) = result?;
         // The kernel has ended: what is left in host rings is committed; read it through
         // the descriptor (counters in device memory) as for device placement.
         let mut drained_after = 0;
-        for &(_, k) in &live {
+        for &k in &which {
             let before = self.maps[k].ring.records.len();
             self.collect_ring(k)?;
             drained_after += (self.maps[k].ring.records.len() - before) as u64;
         }
         Ok(LaunchReport {
             kernel_ms,
-            drained,
+            drained: drain.records,
             drained_after,
+            drain,
         })
     }
 
@@ -873,6 +913,28 @@ struct LiveRing {
     consumer_at: u64,
     /// The consumer position, as last published.
     consumer: u64,
+    /// A pass gives bytes back (zeroes them and publishes the consumer) every time it has
+    /// walked this many, not only at its end ([`publish_every`]).
+    every: u64,
+}
+
+/// Bytes a drain pass walks between two consumer publications: a quarter of the ring, at
+/// most 1 MiB. Producers that find the ring full get room back while the host is still
+/// walking the rest, instead of after a whole ring and a copy's round trip; a publication
+/// (an async copy, [`crate::gpu::CopyStream::post_u64`]) costs the host a few
+/// microseconds, about what walking a few hundred records does, so finer parts would
+/// spend the drainer's time on copies rather than records.
+fn publish_every(size: u64) -> u64 {
+    (size / 4).clamp(8, 1 << 20)
+}
+
+/// What one [`LiveRing::drain`] pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Pass {
+    /// Committed records taken.
+    records: u64,
+    /// Consumer positions published.
+    publishes: u64,
 }
 
 // SAFETY: the pointer is into a `HostBuffer` the loader owns and keeps alive for every use
@@ -901,42 +963,46 @@ impl LiveRing {
         LiveRing {
             data,
             // The compiler sizes rings as powers of two; a ring of another size (a
-            // different module) is not drained live ([`ringbuf::scan`] refuses it).
+            // different module) is not drained live ([`ringbuf::scan_to`] refuses it).
             size: len as u64,
             consumer_at,
             consumer,
+            every: publish_every(len as u64),
         }
     }
 
-    /// One pass: takes the committed records from the consumer on ([`ringbuf::scan`]: up
-    /// to the first BUSY or all-zero header, at most one ring's worth), zeroes their bytes,
-    /// then publishes the new consumer with `publish(consumer_at, consumer)`, which must
-    /// return once the device sees it; returns how many records it took. Each header is
-    /// read with acquire semantics (the flags were released by `submit`, `.sys`), so the
-    /// record's bytes read after it are the ones written before it.
+    /// One pass: takes the committed records from the consumer on, up to the first BUSY or
+    /// all-zero header and at most one ring's worth, in parts of [`LiveRing::every`] bytes
+    /// ([`ringbuf::scan_to`]); after each part it zeroes the part's bytes, then publishes
+    /// the new consumer with `publish(consumer_at, consumer)`, which issues the copy that
+    /// carries it to the device (copies land in the order issued). Each header is read with
+    /// acquire semantics (the flags were released by `submit`, `.sys`), so the record's
+    /// bytes read after it are the ones written before it. A publication that fails ends
+    /// the pass with the consumer where it was published last.
     fn drain(
         &mut self,
         st: &mut RingState,
         mut publish: impl FnMut(u64, u64) -> Result<(), GpuError>,
-    ) -> Result<u64, GpuError> {
-        if st.error.is_some() {
-            return Ok(0);
-        }
-        let (data, from) = (self.data, self.consumer);
+    ) -> Result<Pass, GpuError> {
+        let mut pass = Pass::default();
+        // At most one ring's worth per pass, so the drainer goes on to its other rings.
+        let (data, last) = (self.data, self.consumer.saturating_add(self.size));
         let header = |off: u64| {
-            // SAFETY: `scan` passes 8-aligned offsets below `size`: the header is inside
+            // SAFETY: `scan_to` passes 8-aligned offsets below `size`: the header is inside
             // the ring, which is 8-aligned.
             let h = unsafe { &*(data.add(off as usize) as *const AtomicU64) };
             h.load(Ordering::Acquire)
         };
-        let mut taken = 0;
-        let walk = ringbuf::scan(
-            self.size,
-            from,
-            from.saturating_add(self.size),
-            header,
-            |pos, off, len| {
-                // SAFETY: `scan` checked that the record lies inside the ring; its bytes
+        while st.error.is_none() {
+            // No record ends past the consumer published last plus the ring, which the
+            // parts before moved: the walk's end is that, not the pass's start plus the
+            // ring (a record the producers wrote into a part given back earlier in this
+            // pass may cross that).
+            let from = self.consumer;
+            let end = from.saturating_add(self.size);
+            let stop_at = from.saturating_add(self.every).min(last);
+            let walk = ringbuf::scan_to(self.size, from, end, stop_at, header, |pos, off, len| {
+                // SAFETY: `scan_to` checked that the record lies inside the ring; its bytes
                 // were released before the flags acquired above, and nobody writes them
                 // until this reader gives them back.
                 let bytes = unsafe {
@@ -947,14 +1013,15 @@ impl LiveRing {
                 };
                 st.staged_bytes.extend_from_slice(bytes);
                 st.staged.push((pos, len));
-                taken += 1;
-            },
-        );
-        if let Some(e) = walk.error {
-            st.error = Some(e);
-        }
-        let to = walk.consumer;
-        if to > from {
+                pass.records += 1;
+            });
+            if let Some(e) = walk.error {
+                st.error = Some(e);
+            }
+            let to = walk.consumer;
+            if to == from {
+                break;
+            }
             // Zero what was consumed (a header reserved there later must read as "not yet
             // written"), then publish the consumer: the zeroing stores are done before the
             // copy that carries it is issued.
@@ -969,9 +1036,50 @@ impl LiveRing {
             std::sync::atomic::fence(Ordering::SeqCst);
             publish(self.consumer_at, to)?;
             self.consumer = to;
+            pass.publishes += 1;
+            // Stopped short of the part's end (an uncommitted record), or one ring walked.
+            if to < stop_at || to >= last {
+                break;
+            }
         }
-        Ok(taken)
+        Ok(pass)
     }
+}
+
+/// The live drainer's loop, run by the thread [`Loader::launch`] starts before the kernel:
+/// passes over every ring without sleeping (a pass that found nothing yields the CPU once)
+/// until `stop`, each publishing its ring's consumer through `publish` as
+/// [`LiveRing::drain`] says; counts what it did. Stops at the first failed publication.
+fn drain_until(
+    live: &mut [LiveRing],
+    states: &mut [RingState],
+    stop: &AtomicBool,
+    mut publish: impl FnMut(u64, u64) -> Result<(), GpuError>,
+) -> Result<DrainStats, GpuError> {
+    let start = std::time::Instant::now();
+    let mut stats = DrainStats::default();
+    while !stop.load(Ordering::Acquire) {
+        let mut got = 0;
+        for (r, st) in live.iter_mut().zip(states.iter_mut()) {
+            let pass = r.drain(st, &mut publish)?;
+            got += pass.records;
+            stats.publishes += pass.publishes;
+        }
+        stats.passes += 1;
+        if got == 0 {
+            stats.idle_passes += 1;
+            std::thread::yield_now();
+            continue;
+        }
+        let us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if stats.records == 0 {
+            stats.first_record_us = us;
+        }
+        stats.last_record_us = us;
+        stats.records += got;
+        stats.max_pass_records = stats.max_pass_records.max(got);
+    }
+    Ok(stats)
 }
 
 /// A small printf for `trace_printk` formats: `%d %i %u %x %X %o %p %c %%` with `l`, `ll`,
@@ -1066,7 +1174,7 @@ pub fn format_printk(fmt: &str, args: [u64; 3]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{format_printk, host_flags, LiveRing, LoaderError, RingState};
+    use super::{drain_until, format_printk, host_flags, LiveRing, LoaderError, RingState};
     use bpf2ptx_compiler::back::ptx;
     use bpf2ptx_runtime::ringbuf::{RingError, BUSY, DISCARD};
 
@@ -1130,14 +1238,15 @@ mod tests {
     /// One pass; (records taken, consumers published).
     fn pass(r: &mut LiveRing, st: &mut RingState) -> (u64, Vec<(u64, u64)>) {
         let mut published = Vec::new();
-        let n = r
+        let p = r
             .drain(st, |at, c| {
                 published.push((at, c));
                 Ok(())
             })
             .unwrap();
         st.settle();
-        (n, published)
+        assert_eq!(p.publishes, published.len() as u64);
+        (p.records, published)
     }
 
     fn data(st: &RingState) -> Vec<(u64, &[u8])> {
@@ -1155,7 +1264,10 @@ mod tests {
         ring.put(32, 2, BUSY, b"zz");
         let mut r = ring.live(0);
         let mut st = RingState::default();
-        assert_eq!(pass(&mut r, &mut st), (1, vec![(0xd000, 32)]));
+        // A 64-byte ring gives bytes back every 16 (a quarter ring): after the record and
+        // after the discarded one; the busy one stops the pass.
+        assert_eq!(r.every, 16);
+        assert_eq!(pass(&mut r, &mut st), (1, vec![(0xd000, 16), (0xd000, 32)]));
         assert_eq!(data(&st), vec![(0, &b"abc"[..])]);
         // What was consumed is zero; the busy record is untouched.
         assert!(ring.bytes()[..32].iter().all(|&b| b == 0));
@@ -1167,7 +1279,10 @@ mod tests {
         ring.put(32, 2, 0, b"zz");
         ring.put(48, 8, DISCARD, b"");
         ring.put(64, 5, 0, b"hello");
-        assert_eq!(pass(&mut r, &mut st), (2, vec![(0xd000, 80)]));
+        assert_eq!(
+            pass(&mut r, &mut st),
+            (2, vec![(0xd000, 48), (0xd000, 64), (0xd000, 80)])
+        );
         assert_eq!(
             data(&st),
             vec![(0, &b"abc"[..]), (32, &b"zz"[..]), (64, &b"hello"[..])]
@@ -1186,9 +1301,181 @@ mod tests {
         }
         let mut r = ring.live(64);
         let mut st = RingState::default();
-        assert_eq!(pass(&mut r, &mut st), (4, vec![(0xd000, 128)]));
+        let every_16 = [80, 96, 112, 128].map(|c| (0xd000, c)).to_vec();
+        assert_eq!(pass(&mut r, &mut st), (4, every_16));
         assert_eq!(st.records.last().map(|r| r.offset), Some(112));
         assert!(ring.bytes().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn live_drain_gives_bytes_back_after_the_record_that_ends_a_part() {
+        // Records of 16, 24 and 16 bytes from 0 in a 64-byte ring (parts of 16 bytes): the
+        // second starts in the second part and ends in the third, so that part ends after
+        // it, at 40; the zeroing and each publication go exactly up to the part's end.
+        let mut ring = Ring::new();
+        ring.put(0, 8, 0, &[1; 8]);
+        ring.put(16, 16, 0, &[2; 16]);
+        ring.put(40, 8, 0, &[3; 8]);
+        ring.put(56, 8, BUSY, b"");
+        let mut r = ring.live(0);
+        let mut st = RingState::default();
+        let mut seen = Vec::new();
+        let p = r
+            .drain(&mut st, |_, c| {
+                seen.push(c);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!((p.records, seen), (3, vec![16, 40, 56]));
+        assert!(ring.bytes()[..56].iter().all(|&b| b == 0));
+        assert_eq!(
+            ring.words[7],
+            u64::from(BUSY) << 32 | 8,
+            "the busy header stays"
+        );
+    }
+
+    #[test]
+    fn live_drain_walks_records_written_into_parts_it_gave_back() {
+        // Consumer at 8: one record. After the first part is given back (consumer 24) the
+        // producers may write up to 24 + 64 = 88; they do, and their last record ([64, 80))
+        // crosses 72, where the pass began plus one ring. The pass takes it (the walk of a
+        // part ends at the consumer published last plus the ring, never before), and ends
+        // once it has walked one ring's worth.
+        let mut ring = Ring::new();
+        ring.put(8, 8, 0, &[1; 8]);
+        let mut r = ring.live(8);
+        let mut st = RingState::default();
+        let mut seen = Vec::new();
+        let p = r
+            .drain(&mut st, |_, c| {
+                if c == 24 {
+                    ring.put(24, 24, 0, &[2; 24]);
+                    ring.put(56, 0, DISCARD, b"");
+                    ring.put(64, 8, 0, &[3; 8]);
+                }
+                seen.push(c);
+                Ok(())
+            })
+            .unwrap();
+        st.settle();
+        assert_eq!(st.error, None);
+        assert_eq!((p.records, seen), (3, vec![24, 56, 80]));
+        assert_eq!(
+            data(&st),
+            vec![(8, &[1; 8][..]), (24, &[2; 24][..]), (64, &[3; 8][..])]
+        );
+    }
+
+    /// The drainer's loop beside a producer thread that follows the device's rules on a
+    /// 4096-byte ring: it writes a record only below the consumer it last saw published
+    /// plus the ring (acquire), finds those bytes zero (the drainer zeroed them before it
+    /// published), writes the data, then releases the header; a record that would cross the
+    /// ring's end is preceded by one padding record up to it. It waits when the ring is
+    /// full (the device would drop). Every record arrives once, in order, intact, and the
+    /// drainer, in parts of a quarter ring, took most of them while the producer ran.
+    #[test]
+    fn live_drain_keeps_up_with_a_producer_in_another_thread() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        const SIZE: u64 = 4096;
+        const N: u64 = 20_000;
+        let mut words = vec![0u64; (SIZE / 8) as usize];
+        let base = words.as_mut_ptr() as usize;
+        // SAFETY: 4096 bytes, 8-aligned, alive until the end of the test; the drainer and
+        // the producer share them by the ring's rules.
+        let mut live = [unsafe { LiveRing::from_raw(base as *mut u8, SIZE as usize, 0, 0) }];
+        let mut states = [RingState::default()];
+        let published = AtomicU64::new(0);
+        let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+        // Stops the drainer however the producer's side ends (a failed check panics, and
+        // the scope then waits for the drainer).
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let stats = std::thread::scope(|s| {
+            let _stop = Stop(&stop);
+            let drainer = s.spawn(|| {
+                drain_until(&mut live, &mut states, &stop, |at, c| {
+                    assert_eq!(at, 0);
+                    assert!(c > published.load(Ordering::Relaxed));
+                    published.store(c, Ordering::Release);
+                    Ok(())
+                })
+            });
+            let mut p = 0u64;
+            let t0 = std::time::Instant::now();
+            let wait_room = |need: u64| loop {
+                let c = published.load(Ordering::Acquire);
+                if need <= c + SIZE {
+                    break;
+                }
+                assert!(
+                    t0.elapsed().as_secs() < 60,
+                    "the drainer gave no room back: need {need}, published {c}"
+                );
+                std::thread::yield_now();
+            };
+            let at = |pos: u64| (base + (pos % SIZE) as usize) as *mut u8;
+            let header = |pos: u64| {
+                // SAFETY: an 8-aligned position's header, inside the ring.
+                unsafe { &*(at(pos) as *const AtomicU64) }
+            };
+            for i in 0..N {
+                let len = 8 * (1 + i % 3); // 8, 16 or 24 data bytes
+                let t = 8 + len;
+                let off = p % SIZE;
+                if off + t > SIZE {
+                    wait_room(p + (SIZE - off));
+                    header(p).store(
+                        u64::from(DISCARD) << 32 | (SIZE - off - 8),
+                        Ordering::Release,
+                    );
+                    p += SIZE - off;
+                }
+                wait_room(p + t);
+                // SAFETY: `t` bytes at `p`, inside the ring (no record crosses its end), given
+                // back by the drainer (zeroed, then published) and not yet written again.
+                let rec = unsafe { std::slice::from_raw_parts_mut(at(p), t as usize) };
+                assert!(rec.iter().all(|&b| b == 0), "record {i}: bytes not zeroed");
+                for (k, b) in rec[8..].iter_mut().enumerate() {
+                    *b = (i as u8).wrapping_add(k as u8);
+                }
+                header(p).store(len, Ordering::Release);
+                p += t;
+            }
+            done.store(true, Ordering::Release);
+            // Let the drainer take what it can, then stop it as the kernel's end does.
+            while published.load(Ordering::Acquire) < p && t0.elapsed().as_secs() < 60 {
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Release);
+            (drainer.join().unwrap().unwrap(), p)
+        });
+        let (stats, p) = stats;
+        assert!(done.load(Ordering::Acquire));
+        let st = &mut states[0];
+        st.settle();
+        assert_eq!(live[0].consumer, p, "everything given back");
+        assert_eq!(st.records.len() as u64, N);
+        for (i, r) in st.records.iter().enumerate() {
+            let len = 8 * (1 + i as u64 % 3);
+            assert_eq!(r.data.len() as u64, len, "record {i}");
+            assert!(r
+                .data
+                .iter()
+                .enumerate()
+                .all(|(k, &b)| b == (i as u8).wrapping_add(k as u8)));
+        }
+        assert_eq!(stats.records, N);
+        // Every record of 16 to 32 bytes passed through a 4096-byte ring: more than a
+        // hundred rings' worth, given back in parts of a quarter ring.
+        assert!(stats.publishes >= p / SIZE, "{stats:?}");
+        assert!(stats.max_pass_records <= SIZE / 16, "{stats:?}");
+        assert!(stats.first_record_us <= stats.last_record_us);
+        assert!(stats.passes > stats.idle_passes, "{stats:?}");
     }
 
     #[test]

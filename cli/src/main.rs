@@ -158,7 +158,9 @@ enum Command {
         #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
         placement: Vec<String>,
         /// Read rings in host memory only after the kernel, instead of draining them while
-        /// it runs (to see what a ring drops without a reader).
+        /// it runs (to see what a ring drops without a reader). With the environment
+        /// variable BPF2PTX_DRAIN_STATS set, a run that drained prints what the drainer did
+        /// (passes, consumer publishes, records, when) on stderr.
         #[arg(long)]
         no_drain: bool,
     },
@@ -658,6 +660,24 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
                 out!(", {} records drained live", r.report.drained);
             }
             outln!("]");
+            // What the live drainer did, on request (one line, stderr): the figures that
+            // tell a drainer that kept up from one that started late or published seldom.
+            let d = r.report.drain;
+            if d.passes > 0 && std::env::var_os("BPF2PTX_DRAIN_STATS").is_some() {
+                eprintln!(
+                    "drain: {} records live in {} passes ({} idle), {} consumer publishes, \
+                     at most {} records a pass, first taken after {} us, last after {} us \
+                     (kernel {ms:.3} ms); {} records after the kernel",
+                    d.records,
+                    d.passes,
+                    d.idle_passes,
+                    d.publishes,
+                    d.max_pass_records,
+                    d.first_record_us,
+                    d.last_record_us,
+                    r.report.drained_after
+                );
+            }
             for line in printk {
                 outln!("printk: {line}");
             }

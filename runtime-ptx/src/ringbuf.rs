@@ -26,45 +26,60 @@
 //!    record takes `t = record_size(size)` bytes, and its offset in the group, `pre`, is
 //!    the sum of `t` over the group's lower lanes (`popc` when all `t` agree, else one
 //!    `shfl.sync` per lane).
-//! 2. The leader reads `room = consumer + aux - producer`. The lanes whose record ends
-//!    within it (`pre + t <= room`: the group's lowest) take part; together they need `G`
-//!    bytes. The others drop.
-//! 3. The leader claims `G` with `atom.add` on the descriptor's in-flight word (word 7,
-//!    [`INFLIGHT_OFFSET`]), re-reads the counters, and checks `producer + in_flight + G -
-//!    consumer <= aux`, where `in_flight` is what the `atom.add` returned: the bytes other
-//!    leaders have claimed and not yet added to the producer. If it holds, it takes
-//!    `[p, p + G)` with `atom.add` on the producer (no `cas`: it always succeeds); either
-//!    way it then gives the claim back (`red.add` of `-G`). Every claim whose bytes are not
-//!    yet in the producer is counted by every later check, so the producer never passes
-//!    `consumer + aux` (a plain check-then-add could: two leaders reading the same producer
-//!    would both add). A claim only ever makes a concurrent check fail early, never pass:
-//!    a leader that moved the producer and has not yet given its claim back is counted
-//!    twice by a check that reads the moved producer. So a check that fails while other
-//!    claims were in flight (the `atom.add` returned more than 0) gives the claim back and
-//!    claims again, [`CLAIM_TRIES`] times in all, before the group drops. Why: on one H200
-//!    machine, 8 blocks of 250 threads writing 48,000 bytes into an empty 64 KiB ring
-//!    dropped 128 to 500 records in five runs in a row (tests/gpu/ring_wrap.py; whole
-//!    warps, as a check that counted other warps twice would); three other machines showed
-//!    no drop in 56 runs without the retry and 1 with it, so the retry is not yet seen to
-//!    cure it. `tests/ring_claims.rs` explores every interleaving of a few leaders on a
-//!    sequentially consistent model of this step: the producer never passes
-//!    `consumer + aux` (with or without the retry), the double count exists, and with the
-//!    retry a leader drops with room for everyone only after [`CLAIM_TRIES`] claims.
+//! 2. The leader reads the consumer (acquire) and the descriptor's **bound** (word 7,
+//!    [`BOUND_OFFSET`]): the producer plus every byte claimed by leaders that have not yet
+//!    moved the producer or given their claim back; `bound == producer` at rest. The room
+//!    is `consumer + aux - bound`. The lanes whose record ends within it (`pre + t <=
+//!    room`: the group's lowest) may take part; together they need `G0` bytes. When none
+//!    fits, the group drops without an atomic: a full ring costs each leader two loads,
+//!    and a leader that cannot succeed never holds a claim that makes another fail.
+//! 3. The leader claims `G0` with one `atom.add` on the bound. What it returns, `old`,
+//!    counts every byte taken or claimed before this claim exactly once, so the room
+//!    really left is `consumer + aux - old`: the lanes whose record ends within that too
+//!    take part (again the group's lowest; `G <= G0` bytes), the others drop. The leader
+//!    gives back `G0 - G` (`red.add`, only when not all fit) and takes `[p, p + G)` with
+//!    `atom.add` on the producer (no `cas`: it always succeeds).
 //! 4. The leader broadcasts `p`; each taking part lane's record lies at `p + pre`.
 //!
-//! Drops (no room, or a failed check) are counted in the descriptor's `drops` word, once
-//! per group by the leader; `reserve` returns NULL (`output` -EAGAIN). A size of 0, or
-//! above `aux / 2`, is also a drop (counted): such a record could never be (usefully)
-//! stored. Word 7 is 0 at rest (the compiler emits it so); it is not part of the ring's
-//! positions, so a host that resets `[producer, consumer]` between launches need not touch
-//! it. A descriptor that is unbound (`data` or `aux2` 0), of another map type, or whose
-//! `aux` is not a power of two in 4096..=2^32 makes `reserve` return NULL and `output`
-//! -EINVAL, without counting. The ring functions need PTX ISA [`MIN_PTX`] (6.2, for
-//! `activemask`) and sm_70.
+//! Why the producer never passes `consumer + aux`: every leader's share of the bound is at
+//! least what it finally takes (`G0` until it gives back, `G` after), so when a set of
+//! leaders has moved the producer, the one of them that claimed last on the bound saw
+//! `old` at least the start plus the others' bytes, and took only what fit below
+//! `consumer + aux` with the consumer it read. Two leaders reading the same positions
+//! cannot both add (a plain check-then-add could). A claim that does not fit still
+//! counts until it is given back, so a concurrent leader can drop with room left (only
+//! while such a claim, made with an older bound, is in flight: two atomics); with room
+//! for everyone, no claim is ever too large and no one drops.
 //!
-//! Measured on an H200 (4096 x 256 = 1,048,576 threads each reserving once, 16 data bytes,
-//! 32 MiB ring): 1,048,576 records and 0 drops in 0.17 ms, where the former 64-try `cas`
-//! loop kept about 1,600 and ran 57 ms (see `specs/device-runtime.md`).
+//! This replaced (issue 12) an in-flight word checked as `producer + in_flight + G -
+//! consumer <= aux`, claimed before the check (and before any look at the room in the
+//! inlined output) and retried up to 8 times when other claims were in flight. It counted
+//! a leader that had moved the producer and not yet given its claim back twice, and
+//! every failing claim against every other check: under load (`ring_live`: hundreds of
+//! warps every 10 µs against a full 64 KiB ring) the claims of leaders that could not
+//! succeed kept the in-flight word above the ring's size, so leaders failed after the
+//! host had freed the ring, and a ring drained live kept no more records than one read
+//! after the kernel. `tests/ring_claims.rs` explores every interleaving of a few leaders
+//! and a host that frees the ring, on a sequentially consistent model of both: the
+//! producer never passes `consumer + aux`; with the bound no one drops when everything
+//! fits and leaders that saw the freed ring all take their bytes when they fit, where the
+//! old protocol fails both.
+//!
+//! Drops (no room, or room taken by others first) are counted in the descriptor's
+//! `drops` word, once per group by the leader; `reserve` returns NULL (`output` -EAGAIN).
+//! A size of 0, or above `aux / 2`, is also a drop (counted): such a record could never be
+//! (usefully) stored. Word 7 equals the producer at rest (the compiler emits both as 0): a
+//! host that sets the producer (resets or moves the ring's positions between launches)
+//! sets word 7 to the same value (a bound below the consumer makes every reservation drop,
+//! one below the producer lets reservations overwrite records not yet read). A descriptor that is unbound (`data` or `aux2` 0), of
+//! another map type, or whose `aux` is not a power of two in 4096..=2^32 makes `reserve`
+//! return NULL and `output` -EINVAL, without counting. The ring functions need PTX ISA
+//! [`MIN_PTX`] (6.2, for `activemask`) and sm_70.
+//!
+//! Measured on an H200 with the in-flight word of before (4096 x 256 = 1,048,576 threads
+//! each reserving once, 16 data bytes, 32 MiB ring): 1,048,576 records and 0 drops in
+//! 0.17 ms, where the former 64-try `cas` loop kept about 1,600 and ran 57 ms (see
+//! `specs/device-runtime.md`); the bound does one atomic fewer per group.
 //!
 //! # A record never wraps
 //!
@@ -95,8 +110,8 @@
 //!
 //! A ring has two sides. The **counter side** is the descriptor (words 4-7) and the
 //! counters `[producer, consumer]` (word 5): always in device memory (the module's
-//! `bpf2ptx_mapctr_*`), whatever the placement, and every operation on it (the in-flight
-//! claim, the producer `atom.add`, the drops, the loads of both counters, `query`) has
+//! `bpf2ptx_mapctr_*`), whatever the placement, and every operation on it (the bound's
+//! claim and give-back, the producer `atom.add`, the drops, the loads, `query`) has
 //! `.gpu` scope. The **record side** is the ring's bytes (word 3), in device memory or, for
 //! a ring placed in the host (`--map NAME=host`), in pinned host memory mapped into the
 //! GPU, which the host drains while the kernel runs. Only the record side's ordered stores
@@ -105,23 +120,27 @@
 //! so a CPU that reads a header with acquire semantics sees the record's bytes.
 //!
 //! Keeping the counters in device memory keeps a reservation short: a leader's claim lives
-//! for a few device-memory atomics, not PCIe round trips, so thousands of warps in flight
-//! do not claim more than the ring holds while the host keeps it drained.
+//! for a few device-memory atomics, not PCIe round trips, so the bound stays close to the
+//! producer while thousands of warps reserve and the host keeps the ring drained.
 //!
 //! A host draining a host-placed ring while the kernel runs walks the records from its own
-//! consumer position, reading each header with acquire semantics ([`scan`]), copies the
-//! committed records, zeroes the bytes it consumed (host stores to host memory), and then
-//! publishes the new consumer into the device-memory counter with a host-to-device copy on
-//! a stream of its own (the kernel runs on another; copy engines run beside kernels), and
-//! waits for that copy. Why a reclaimed range is written only after it was zeroed:
+//! consumer position, reading each header with acquire semantics ([`scan_to`]), copies
+//! the committed records, zeroes the bytes it consumed (host stores to host memory), and
+//! then publishes the new consumer into the device-memory counter with a host-to-device
+//! copy on a stream of its own (the kernel runs on another; copy engines run beside
+//! kernels). The copies of one stream land in order, so the host need not wait for one
+//! before it reads on (specs/abi.md, "Placement", says how often it publishes). Why a
+//! reclaimed range is written only after it was zeroed:
 //!
 //! 1. the host's zeroing stores are done before the copy that publishes the consumer is
 //!    issued;
 //! 2. a leader's acquire load of the consumer sees the new value only after that copy;
 //! 3. the bytes a lane writes are at positions that depend on the producer `atom.add` that
 //!    followed that load in program order (the leader broadcasts its result; the lane
-//!    cannot know where to write before it returned), and the check before it let the
-//!    producer move only below `consumer + aux`, i.e. over bytes the host gave back.
+//!    cannot know where to write before it returned), and lie below `consumer + aux` for
+//!    the consumer that this leader, or one whose producer `atom.add` came before (acq_rel:
+//!    its load is ordered before this group's stores), read (step 3 of "Reserving"),
+//!    i.e. over bytes the host gave back.
 //!
 //! After the kernel (or a stream synchronisation) the host reads both counters from device
 //! memory and decodes what is left ([`decode`]) as for device placement. A ring whose
@@ -153,13 +172,10 @@ pub const MIN_PTX: (u32, u32) = (6, 2);
 /// Reservation rounds of one lane: a record that met the ring's end is padded and reserved
 /// again once; meeting it a second time drops it.
 pub const RESERVE_ROUNDS: u32 = 2;
-/// How many times in all a leader claims when its check fails while other claims were in
-/// flight (module doc, step 3): bounded, so a reservation never waits long.
-pub const CLAIM_TRIES: u32 = 8;
-
-/// Byte offset in the descriptor of the in-flight claim word (word 7): bytes that group
-/// leaders have claimed and not yet added to the producer; 0 when no reserve runs.
-pub const INFLIGHT_OFFSET: u64 = 56;
+/// Byte offset in the descriptor of the bound (word 7): the producer plus every byte that
+/// group leaders have claimed and neither added to the producer nor given back (module
+/// doc, step 2); equal to the producer when no reserve runs.
+pub const BOUND_OFFSET: u64 = 56;
 /// Smallest ring (`aux`) the helpers accept.
 pub const MIN_RING_SIZE: u64 = 4096;
 
@@ -287,9 +303,9 @@ $Lbound_done:
 // header is {size, BUSY}.
 .func (.param .b64 ret) bpf2ptx_ringbuf_reserve(.param .b64 desc, .param .b64 size, .param .b64 flags)
 {
-	.reg .pred %p<14>;
-	.reg .b32 %r<20>;
-	.reg .b64 %rd<28>;
+	.reg .pred %p<12>;
+	.reg .b32 %r<18>;
+	.reg .b64 %rd<27>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [size];
 	mov.u64 %rd3, 0;
@@ -350,16 +366,16 @@ $Lrsv_scan_next:
 	setp.ne.u32 %p5, %r10, 0;
 	@%p5 bra $Lrsv_scan_next;
 $Lrsv_scanned:
-	// Leader: room = consumer + aux - producer (0 when the positions are inconsistent).
-	// The consumer first, with acquire: a reader only advances it over committed
-	// records, all below the producer, so the producer read after it is not older (read
-	// the other way round, a stale producer below a fresh consumer looked inconsistent:
-	// no room). The acquire also orders the reader's zeroing of the bytes it gave back
-	// before this group writes them (module doc, "What a reader can rely on").
+	// Leader: room = consumer + aux - bound (0 when the words are inconsistent): the bytes
+	// no one holds, neither the producer nor a claim in flight. The consumer first, with
+	// acquire: a reader only advances it over committed records, all below the producer,
+	// which is never above the bound, so the bound read after it is not below it. The
+	// acquire also orders the reader's zeroing of the bytes it gave back before this
+	// group writes them (module doc, "What a reader can rely on").
 	mov.u64 %rd13, 0;
 	@!%p3 bra $Lrsv_room;
 	ld.acquire.gpu.u64 %rd15, [%rd8];
-	ld.relaxed.gpu.u64 %rd14, [%rd7];
+	ld.relaxed.gpu.u64 %rd14, [%rd1+56];
 	add.s64 %rd16, %rd15, %rd5;
 	sub.s64 %rd13, %rd16, %rd14;
 	setp.gt.u64 %p6, %rd14, %rd16;
@@ -372,7 +388,9 @@ $Lrsv_room:
 	shfl.sync.idx.b32 %r13, %r13, %r8, 0x1f, %r7;
 	mov.b64 %rd13, {%r12, %r13};
 	// A lane fits when its record ends within the room; the lanes that fit are the group's
-	// lowest, and G, the bytes they take, is the end of the highest of them.
+	// lowest, and G0, the bytes they claim, is the end of the highest of them. None fits
+	// (p9): the group drops without touching the bound, so a full ring costs two loads
+	// and a claim never stands in the way of another when it cannot succeed.
 	add.s64 %rd17, %rd11, %rd10;
 	setp.le.u64 %p8, %rd17, %rd13;
 	vote.sync.ballot.b32 %r14, %p8, %r7;
@@ -383,50 +401,55 @@ $Lrsv_room:
 	shfl.sync.idx.b32 %r12, %r12, %r15, 0x1f, %r7;
 	shfl.sync.idx.b32 %r13, %r13, %r15, 0x1f, %r7;
 	mov.b64 %rd18, {%r12, %r13};
-	// Leader: claim G in flight (descriptor word 7), check the room again with fresh
-	// counters and every claim in flight counted, take [p, p + G) with atom.add on the
-	// producer, release the claim. A failed check releases the claim and takes nothing.
-	// A check that fails while other claims were in flight is tried again, at most
-	// CLAIM_TRIES times in all (module doc, step 3).
-	mov.u32 %r16, 0;
-	mov.u64 %rd19, 0;
+	// Leader: claim G0 on the bound (descriptor word 7: the producer plus every claim in
+	// flight) with one atom.add; what it returned, old, counts every byte taken or
+	// claimed before, each once; the room is consumer + aux - old.
+	mov.u64 %rd13, 0;
 	@!%p3 bra $Lrsv_claimed;
 	@%p9 bra $Lrsv_claimed;
-	mov.u32 %r18, 8; // CLAIM_TRIES
-$Lrsv_claim:
-	atom.acq_rel.gpu.add.u64 %rd20, [%rd1+56], %rd18;
-	ld.acquire.gpu.u64 %rd15, [%rd8];
-	ld.relaxed.gpu.u64 %rd14, [%rd7];
-	add.s64 %rd21, %rd14, %rd20;
-	add.s64 %rd21, %rd21, %rd18;
-	sub.s64 %rd21, %rd21, %rd15;
-	setp.le.u64 %p10, %rd21, %rd5;
-	setp.le.u64 %p11, %rd15, %rd14;
-	and.pred %p10, %p10, %p11;
-	setp.ne.u64 %p12, %rd20, 0;
-	add.u32 %r18, %r18, -1;
-	setp.ne.u32 %p13, %r18, 0;
-	and.pred %p12, %p12, %p13;
-	and.pred %p12, %p12, !%p10;
-	neg.s64 %rd21, %rd18;
-	@%p12 red.release.gpu.add.u64 [%rd1+56], %rd21;
-	@%p12 bra $Lrsv_claim;
-	@%p10 atom.acq_rel.gpu.add.u64 %rd19, [%rd7], %rd18;
-	neg.s64 %rd21, %rd18;
-	red.release.gpu.add.u64 [%rd1+56], %rd21;
-	selp.u32 %r16, 1, 0, %p10;
+	atom.relaxed.gpu.add.u64 %rd20, [%rd1+56], %rd18;
+	sub.s64 %rd13, %rd16, %rd20;
+	setp.gt.u64 %p6, %rd20, %rd16;
+	setp.gt.u64 %p7, %rd15, %rd20;
+	or.pred %p6, %p6, %p7;
+	selp.b64 %rd13, 0, %rd13, %p6;
 $Lrsv_claimed:
-	shfl.sync.idx.b32 %r16, %r16, %r8, 0x1f, %r7;
+	mov.b64 {%r12, %r13}, %rd13;
+	shfl.sync.idx.b32 %r12, %r12, %r8, 0x1f, %r7;
+	shfl.sync.idx.b32 %r13, %r13, %r8, 0x1f, %r7;
+	mov.b64 %rd13, {%r12, %r13};
+	// The lanes that take part (p8): those that fit both rooms, again the group's lowest;
+	// G, the bytes they take, the end of the highest (0 when none does: p10).
+	setp.le.u64 %p10, %rd17, %rd13;
+	and.pred %p8, %p8, %p10;
+	vote.sync.ballot.b32 %r16, %p8, %r7;
+	setp.eq.u32 %p10, %r16, 0;
+	bfind.u32 %r15, %r16;
+	selp.b32 %r15, %r8, %r15, %p10;
+	mov.b64 {%r12, %r13}, %rd17;
+	shfl.sync.idx.b32 %r12, %r12, %r15, 0x1f, %r7;
+	shfl.sync.idx.b32 %r13, %r13, %r15, 0x1f, %r7;
+	mov.b64 %rd21, {%r12, %r13};
+	selp.b64 %rd21, 0, %rd21, %p10;
+	// Leader: give back G0 - G, what it claimed and does not take (relaxed: the bound is
+	// a count), then take [p, p + G) with atom.add on the producer (acq_rel: it orders
+	// this group's record stores after the consumer loads of every leader whose bytes
+	// came before in the producer; no cas, it always succeeds).
+	mov.u64 %rd19, 0;
+	@!%p3 bra $Lrsv_taken;
+	@%p9 bra $Lrsv_taken;
+	sub.s64 %rd22, %rd21, %rd18;
+	setp.ne.u64 %p11, %rd22, 0;
+	@%p11 red.relaxed.gpu.add.u64 [%rd1+56], %rd22;
+	@!%p10 atom.acq_rel.gpu.add.u64 %rd19, [%rd7], %rd21;
+$Lrsv_taken:
 	mov.b64 {%r12, %r13}, %rd19;
 	shfl.sync.idx.b32 %r12, %r12, %r8, 0x1f, %r7;
 	shfl.sync.idx.b32 %r13, %r13, %r8, 0x1f, %r7;
 	mov.b64 %rd19, {%r12, %r13};
-	setp.ne.u32 %p10, %r16, 0;
-	and.pred %p10, %p10, %p8;
 	// The group's drops, counted once by the leader.
-	vote.sync.ballot.b32 %r17, %p10, %r7;
 	@!%p3 bra $Lrsv_counted;
-	not.b32 %r17, %r17;
+	not.b32 %r17, %r16;
 	and.b32 %r17, %r17, %r7;
 	popc.b32 %r17, %r17;
 	setp.eq.u32 %p11, %r17, 0;
@@ -434,7 +457,7 @@ $Lrsv_claimed:
 	cvt.u64.u32 %rd22, %r17;
 	red.relaxed.gpu.add.u64 [%rd1+48], %rd22;
 $Lrsv_counted:
-	@!%p10 bra $Lrsv_done;
+	@!%p8 bra $Lrsv_done;
 	// This lane's record: position p + pre, offset off (8-aligned even if a host wrote an
 	// odd position).
 	add.s64 %rd23, %rd19, %rd11;
@@ -772,6 +795,22 @@ pub fn scan(
     size: u64,
     consumer: u64,
     end: u64,
+    header: impl FnMut(u64) -> u64,
+    record: impl FnMut(u64, u64, u32),
+) -> Scan {
+    scan_to(size, consumer, end, end, header, record)
+}
+
+/// [`scan`] that also stops, without an error, before the first header at or past
+/// position `stop_at` (the last record walked may end past it, never past `end`): a
+/// reader beside the producers walks a part of what is there and gives those bytes back
+/// before it walks on. The walk reached `stop_at` when `Scan::consumer >= stop_at` (it has
+/// not read the header there); a `stop_at` at or past `end` makes it [`scan`].
+pub fn scan_to(
+    size: u64,
+    consumer: u64,
+    end: u64,
+    stop_at: u64,
     mut header: impl FnMut(u64) -> u64,
     mut record: impl FnMut(u64, u64, u32),
 ) -> Scan {
@@ -792,7 +831,8 @@ pub fn scan(
     }
     let mut pos = consumer;
     let mut error = None;
-    while pos < end {
+    let stop_at = stop_at.min(end);
+    while pos < stop_at {
         // off is a multiple of 8 below size (a power of two >= 16): the header fits.
         let off = pos % size;
         let h = header(off);
@@ -1034,6 +1074,62 @@ mod tests {
     }
 
     #[test]
+    fn a_walk_in_parts_reads_what_one_walk_reads() {
+        // A full 128-byte ring, consumer at 2 * 128 + 16: records of 16, 24, 16, 8 data
+        // bytes and padding. Walked to stop_at in parts of 40 bytes (each part ends after
+        // the record that reaches its stop, never past `end`, and reads no header at or
+        // past the stop), the parts give the records one walk gives, in order, with no
+        // header read twice.
+        let c = 2 * 128 + 16;
+        let mut ring = vec![0u8; 128];
+        put(&mut ring, c, 16, 0, &[1; 16]);
+        put(&mut ring, c + 24, 24, 0, &[2; 24]);
+        put(&mut ring, c + 56, 8, DISCARD, b"");
+        put(&mut ring, c + 72, 16, 0, &[3; 16]);
+        put(&mut ring, c + 96, 8, 0, &[4; 8]);
+        put(&mut ring, c + 112, 8, 0, &[5; 8]);
+        let (whole, stop, err) = walk(&ring, c, c + 128);
+        assert_eq!((whole.len(), stop, err), (5, c + 128, None));
+        let mut parts = Vec::new();
+        let mut reads = Vec::new();
+        let mut at = c;
+        let mut stops = Vec::new();
+        while at < c + 128 {
+            let header = |off: u64| {
+                reads.push(off);
+                let i = off as usize;
+                u64::from_le_bytes(ring[i..i + 8].try_into().unwrap())
+            };
+            let s = scan_to(128, at, c + 128, at + 40, header, |pos, off, len| {
+                let i = (off + HEADER_SIZE) as usize;
+                parts.push((pos, ring[i..i + len as usize].to_vec()));
+            });
+            assert_eq!(s.error, None);
+            assert!(
+                s.consumer >= (at + 40).min(c + 128),
+                "stopped early at {}",
+                s.consumer
+            );
+            stops.push(s.consumer - c);
+            at = s.consumer;
+        }
+        assert_eq!(parts, whole);
+        assert_eq!(stops, vec![56, 96, 128]);
+        let mut once = reads.clone();
+        once.sort_unstable();
+        once.dedup();
+        assert_eq!(once.len(), reads.len(), "{reads:?}");
+        // A stop at or past `end` is the plain walk; a BUSY header stops a part early.
+        put(&mut ring, c + 72, 16, BUSY, &[3; 16]);
+        let header = |off: u64| {
+            let i = off as usize;
+            u64::from_le_bytes(ring[i..i + 8].try_into().unwrap())
+        };
+        let s = scan_to(128, c, c + 128, c + 1000, header, |_, _, _| {});
+        assert_eq!((s.consumer, s.error), (c + 72, None));
+    }
+
+    #[test]
     fn scan_rejects_bad_arguments_without_reading() {
         let never = |_: u64| -> u64 { panic!("read a header") };
         let s = scan(48, 0, 0, never, |_, _, _| {});
@@ -1207,11 +1303,32 @@ mod tests {
             assert!(text.contains(op), "{op}");
         }
         assert!(!text.contains(".cas."));
-        // The in-flight word is claimed, given back before a retry, and given back.
-        let word7 = format!("[%rd1+{INFLIGHT_OFFSET}]");
+        // The bound (word 7) is read, claimed and given back once each, in that order, after
+        // the consumer's acquire load and before the producer's atom.add (module doc,
+        // steps 2-3); nothing else touches it, and no loop goes back to the claim.
+        assert_eq!(BOUND_OFFSET, 7 * 8);
+        let word7 = format!("[%rd1+{BOUND_OFFSET}]");
         assert_eq!(text.matches(&word7).count(), 3);
-        assert!(text.contains(&format!("mov.u32 %r18, {CLAIM_TRIES}; // CLAIM_TRIES")));
-        assert_eq!(INFLIGHT_OFFSET, 7 * 8);
+        let at = |line: &str| {
+            assert_eq!(text.matches(line).count(), 1, "{line}");
+            text.find(line).unwrap()
+        };
+        let order = [
+            "ld.acquire.gpu.u64 %rd15, [%rd8];".to_string(),
+            format!("ld.relaxed.gpu.u64 %rd14, {word7};"),
+            format!("atom.relaxed.gpu.add.u64 %rd20, {word7}, %rd18;"),
+            format!("@%p11 red.relaxed.gpu.add.u64 {word7}, %rd22;"),
+            "@!%p10 atom.acq_rel.gpu.add.u64 %rd19, [%rd7], %rd21;".to_string(),
+        ];
+        let pos: Vec<usize> = order.iter().map(|l| at(l)).collect();
+        assert!(pos.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        // The only backward branch of reserve is the second round of a padded record.
+        let reserve = &text[text
+            .find(".func (.param .b64 ret) bpf2ptx_ringbuf_reserve(")
+            .unwrap()..];
+        let reserve = &reserve[..reserve.find("\n}\n").unwrap()];
+        assert!(!reserve.contains("$Lrsv_claim:"));
+        assert_eq!(reserve.matches("bra $Lrsv_round;").count(), 1);
         assert_eq!(MIN_PTX, (6, 2));
     }
 }

@@ -40,6 +40,10 @@ def run(obj, grid, block, *extra):
         printk.append(line[len("printk: "):])
     maps = {m["name"]: m for m in json.loads(rest)}
     print(f"# {' '.join(cmd[1:])}\n#   {head}  ({time.time() - t:.1f} s)", flush=True)
+    # With BPF2PTX_DRAIN_STATS=1 in the environment, `run` says what the live drainer did.
+    for line in out.stderr.splitlines():
+        if line.startswith("drain: "):
+            print(f"#   {line}", flush=True)
     return head, printk, maps
 
 
@@ -176,6 +180,7 @@ host = lambda names: [a for x in names for a in ("--map", f"{x}=host")]
 on_device = lambda names: [a for x in names for a in ("--map", f"{x}=device")]  # rings default to host
 
 ONLY = os.environ.get("ONLY", "")  # ONLY=ring_live: just the live-drain cases
+# BPF2PTX_DRAIN_STATS=1: each drained run also prints the drainer's passes and publishes.
 if not ONLY:
     rt_maps("rt_maps, device", G, BL)
     if not os.environ.get("SKIP_HOST_MAPS"):  # about 3 minutes: hash probes over PCIe

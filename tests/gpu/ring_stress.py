@@ -1,6 +1,7 @@
 # GPU harness of the ring reservation: N threads each reserve one record on a ring, write
 # it, submit; the host decodes the ring and checks records + drops == attempts.
 # usage (GPU machine, repo root): python3 tests/gpu/ring_stress.py runtime-ptx/src/ringbuf.rs LABEL
+# (exit 1 if a case fails; ONLY_PTX=1 only writes /tmp/stress_LABEL.ptx)
 import re, sys, time, struct, os
 if not os.environ.get("ONLY_PTX"):
     import numpy as np, cupy as cp
@@ -10,6 +11,9 @@ label = sys.argv[2]
 funcs = re.search(r'pub const RINGBUF_FUNCTIONS: &str = r#"(.*?)"#;', src, re.S).group(1)
 decls = re.search(r'pub const RINGBUF_DECLARATIONS: &str = "\\\n(.*?)";\n', src, re.S).group(1)
 decls = decls.replace('\\\n', '')
+# The ring functions call the runtime's shared copy (runtime-ptx/src/lib.rs, COPY_FUNCTION).
+copy = re.search(r'pub const COPY_FUNCTION: &str = r#"(.*?)"#;',
+                 open(os.path.join(os.path.dirname(sys.argv[1]), "lib.rs")).read(), re.S).group(1)
 KERNEL = r"""
 .visible .entry stress(.param .u64 desc, .param .u64 mode)
 {
@@ -65,7 +69,7 @@ $Lend:
 	ret;
 }
 """
-ptx = ".version 7.8\n.target sm_90\n.address_size 64\n\n" + decls + funcs + KERNEL
+ptx = ".version 7.8\n.target sm_90\n.address_size 64\n\n" + decls + copy + funcs + KERNEL
 open('/tmp/stress_%s.ptx' % label, 'w').write(ptx)
 if os.environ.get('ONLY_PTX'):
     sys.exit(0)
@@ -92,11 +96,13 @@ def decode(ring, prod, cons):
 
 GRID, BLOCK = 4096, 256
 N = GRID * BLOCK
+failed = 0
 for ring_bytes, mode, start in [(65536, 0, 0), (32 << 20, 0, 0), (65536, 1, 3 * 65536 - 1000),
                                 (32 << 20, 1, (32 << 20) - 4088), (32 << 20, 1, 0)]:
     ring = cp.zeros(ring_bytes, dtype=cp.uint8)
     ctr = cp.asarray(np.array([start, start], dtype=np.uint64))
-    desc = cp.asarray(np.array([27, 0, 0, ring.data.ptr, ring_bytes, ctr.data.ptr, 0, 0], dtype=np.uint64))
+    # Word 7, the bound, starts at the producer (specs/abi.md).
+    desc = cp.asarray(np.array([27, 0, 0, ring.data.ptr, ring_bytes, ctr.data.ptr, 0, start], dtype=np.uint64))
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
     kern((GRID,), (BLOCK,), (desc, np.uint64(mode)))
@@ -116,9 +122,16 @@ for ring_bytes, mode, start in [(65536, 0, 0), (32 << 20, 0, 0), (65536, 1, 3 * 
             bad += 1
         ids.append(tid)
     dup = len(ids) - len(set(ids))
-    ok = (len(recs) + drops == N and dup == 0 and bad == 0 and stop == prod and int(d[7]) == 0
+    ok = (len(recs) + drops == N and dup == 0 and bad == 0 and stop == prod and int(d[7]) == prod
           and prod - cons <= ring_bytes)
+    # A ring with room for every record (and a padding record at its end) keeps them all:
+    # with the bound no reservation drops when everything fits.
+    need = N * 24 if mode == 0 else sum(8 + 8 * (1 + t % 4) for t in range(4)) * N // 4
+    if ring_bytes >= need + 64:
+        ok = ok and drops == 0
+    failed += not ok
     print(f"{label} ring={ring_bytes} mode={'16B' if mode == 0 else 'mixed8-32'} start={start}: "
           f"records={len(recs)} drops={drops} sum={len(recs) + drops} dup={dup} bad={bad} "
-          f"used={prod - cons} pending={prod - stop} inflight={int(d[7])} kernel={dt * 1e3:.2f}ms "
+          f"used={prod - cons} pending={prod - stop} inflight={int(d[7]) - prod} kernel={dt * 1e3:.2f}ms "
           f"{'OK' if ok else 'FAIL'}", flush=True)
+sys.exit(1 if failed else 0)

@@ -12,10 +12,12 @@ programs: `wrap_const` (16-byte records, a `ringbuf_output` the compiler inlines
 the ring's positions (module storage, 64 KiB ring) just before the ring's end, or a few
 rings further on, launches, and walks the launch's records from the old producer to the
 new one as a host reader does: every thread's record exactly once and intact, padding where a record
-met the end, no record crossing it, no drop, no claim left in flight. A nearly full ring
-must keep whole records in its room and count every other thread as a drop. A ring whose
-room is exactly what the launch writes (2,048 threads at once, no record at the end) must
-keep every record: a drop there is a claim counted twice (runtime-ptx ringbuf.rs, step 3).
+met the end, no record crossing it, no drop, no claim left in flight (the bound, descriptor
+word 7, back at the producer). A nearly full ring must keep whole records in its room and
+count every other thread as a drop. A ring whose room is exactly what the launch writes
+(2,048 threads at once, no record at the end) must keep every record: with the bound no
+claim is ever too large when everything fits (runtime-ptx ringbuf.rs, "Reserving never
+blocks"; the in-flight word before it counted claims twice and dropped some).
 """
 import os
 import struct
@@ -93,11 +95,13 @@ for place, prog, ring, size_of in [
         n = grid * block
         data.fill(0)
         ctr[:] = cp.array([start, start - (AUX - room)], dtype=cp.uint64)
-        desc[6:8] = 0
+        # No drops yet; the bound (word 7) equals the producer when no reservation runs.
+        desc[6:8] = cp.array([0, start], dtype=cp.uint64)
         fn((grid,), (block,), (cp.uint64(0), cp.uint64(0), res))
         cp.cuda.runtime.deviceSynchronize()
         prod, cons = (int(x) for x in ctr.get())
-        drops, inflight = (int(x) for x in desc[6:8].get())
+        drops, bound = (int(x) for x in desc[6:8].get())
+        inflight = bound - prod  # claims not given back
         # The launch's records lie between the producer it started at and the new one
         # (below `start` is what the positions say was consumed or left earlier).
         ids, err, pad = walk(data.get().tobytes(), start, prod, size_of, prog == "wrap_var")

@@ -220,8 +220,12 @@ fn rings_default_to_host_placement() {
         "record stores at .sys"
     );
     assert!(
-        default.contains("atom.acquire.gpu.global.add.u64"),
-        "claims stay .gpu"
+        default.contains("atom.relaxed.gpu.global.add.u64 %rbd7, [bpf2ptx_map_events+56]"),
+        "claims on the bound stay .gpu"
+    );
+    assert!(
+        default.contains("atom.acq_rel.gpu.global.add.u64 %rbd5, [%rbd2]"),
+        "the producer add stays .gpu"
     );
     let device = compile_ok(&obj, &["--target", "sm_90", "--map", "events=device"]);
     assert!(!device.contains(".sys."), "--map events=device: no .sys");
@@ -319,7 +323,8 @@ fn ring_output_is_inlined_only_when_it_qualifies() {
         .unwrap();
         let ptx = compile_ok(&src, &["--target", "sm_90"]);
         let call = ptx.contains("call.uni (bpf_hr), bpf2ptx_ringbuf_output");
-        let inline = ptx.contains("atom.acquire.gpu.global.add.u64");
+        // The inlined output's claim on the ring's bound (descriptor word 7).
+        let inline = ptx.contains("atom.relaxed.gpu.global.add.u64 %rbd7, [bpf2ptx_map_r+56]");
         assert_eq!((inline, call), (inlined, !inlined), "{name}");
     }
 }

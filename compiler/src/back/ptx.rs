@@ -294,26 +294,29 @@ const INLINE_RECORD_MAX: u64 = 256;
 /// [`FuncWriter::inline_ring_output`]'s code, `@NAME@` filled in: `DESC` the ring's
 /// descriptor, `SIZE` the record's data bytes, `T` its bytes in the ring, `MAGIC`
 /// ceil(2^32 / T), `RS` the scope of the record side, `COPY` the stores of the data from
-/// the frame to `[%rbd6+8..]`, and four labels. Registers: %rbd0 data, %rbd1 aux, %rbd2
-/// counters, %rbd3 aux - 1; %rb0 active mask, %rb2 rank, %rb3 lanes, %rb4 leader lane;
-/// %rb5 records taken and %rbd5 their first position, broadcast by the leader.
+/// the frame to `[%rbd6+8..]`, `BOUND` the descriptor's bound (word 7), and four labels.
+/// Registers: %rbd0 data, %rbd1 aux, %rbd2 counters, %rbd3 aux - 1, %rbd4 consumer + aux;
+/// %rb0 active mask, %rb2 rank, %rb3 lanes, %rb4 leader lane; %rb5 records taken and
+/// %rbd5 their first position, broadcast by the leader.
 ///
 /// In order: an unbound or malformed ring gives -EINVAL (the runtime's test), a size
-/// above aux / 2 a counted drop; the leader claims every lane's bytes in flight (word 7,
-/// acquire), reads the consumer (acquire: a reader zeroed what it consumed before moving
-/// it) and the producer, takes `k = min(lanes, room / T)` records with one relaxed
-/// `atom.add` on the producer, gives the claim back (release: a later claim that reads
-/// the give-back also reads the moved producer, one that does not still counts the claim)
-/// and counts the lanes that did not fit as drops; when not every lane fits while other
-/// claims were in flight, it gives the claim back and claims again first, `TRIES`
-/// ([`bpf2ptx_runtime::ringbuf::CLAIM_TRIES`]) times in all, as the runtime does; lanes
-/// of rank below `k` write their record at `p + rank * T` and publish it with one release
-/// store of the header `{SIZE, 0}`; a record that would cross the ring's end becomes two
-/// DISCARD padding records and is reserved again through the runtime.
+/// above aux / 2 a counted drop; the leader reads the consumer (acquire: a reader zeroed
+/// what it consumed before moving it) and the bound (word 7: the producer plus the claims
+/// in flight), and `k0 = min(lanes, room / T)` with `room = consumer + aux - bound`; when
+/// `k0 = 0` it claims nothing (a full ring costs two loads); else it claims `k0` records
+/// on the bound with one relaxed `atom.add`, keeps `k = min(k0, (consumer + aux - old) /
+/// T)` of them (`old`, what the add returned, counts every byte taken or claimed before,
+/// once), gives back the `k0 - k` it does not keep, takes `k` records with one acq_rel
+/// `atom.add` on the producer and counts the other lanes as drops: the runtime's protocol
+/// (`bpf2ptx_runtime::ringbuf`, module doc, "Reserving never blocks") for a group whose
+/// lanes all write `T` bytes. Lanes of rank below `k` write their record at `p + rank *
+/// T` and publish it with one release store of the header `{SIZE, 0}`; a record that
+/// would cross the ring's end becomes two DISCARD padding records and is reserved again
+/// through the runtime.
 const INLINE_RING_OUTPUT: &str = "\t{
-	.reg .b32 %rb<9>;
-	.reg .b64 %rbd<12>;
-	.reg .pred %rbp<4>;
+	.reg .b32 %rb<8>;
+	.reg .b64 %rbd<11>;
+	.reg .pred %rbp<3>;
 	ld.global.nc.u64 %rbd0, [@DESC@+24];
 	ld.global.nc.u64 %rbd1, [@DESC@+32];
 	ld.global.nc.u64 %rbd2, [@DESC@+40];
@@ -347,35 +350,39 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	mov.u32 %rb5, 0;
 	mov.u64 %rbd5, 0;
 	@!%rbp1 bra @WRITE@_b;
-	mul.wide.u32 %rbd6, %rb3, @T@;
-	neg.s64 %rbd11, %rbd6;
-	mov.u32 %rb8, @TRIES@;
-@WRITE@_c:
-	atom.acquire.gpu.global.add.u64 %rbd7, [@DESC@+@INFLIGHT@], %rbd6;
 	ld.acquire.gpu.global.u64 %rbd8, [%rbd2+8];
-	ld.relaxed.gpu.global.u64 %rbd9, [%rbd2];
-	add.u64 %rbd10, %rbd9, %rbd7;
-	sub.u64 %rbd10, %rbd10, %rbd8;
-	setp.le.u64 %rbp0, %rbd10, %rbd1;
+	ld.relaxed.gpu.global.u64 %rbd9, [@DESC@+@BOUND@];
+	add.u64 %rbd4, %rbd8, %rbd1;
+	sub.u64 %rbd10, %rbd4, %rbd9;
+	setp.le.u64 %rbp0, %rbd9, %rbd4;
 	setp.le.u64 %rbp2, %rbd8, %rbd9;
 	and.pred %rbp0, %rbp0, %rbp2;
-	sub.u64 %rbd10, %rbd1, %rbd10;
+	mul.wide.u32 %rbd6, %rb3, @T@;
 	min.u64 %rbd10, %rbd10, %rbd6;
 	cvt.u32.u64 %rb5, %rbd10;
 	mul.hi.u32 %rb5, %rb5, @MAGIC@;
 	selp.u32 %rb5, %rb5, 0, %rbp0;
-	setp.lt.u32 %rbp0, %rb5, %rb3;
-	setp.ne.u64 %rbp2, %rbd7, 0;
+	setp.eq.u32 %rbp0, %rb5, 0;
+	@%rbp0 bra @WRITE@_d;
+	mul.wide.u32 %rbd6, %rb5, @T@;
+	atom.relaxed.gpu.global.add.u64 %rbd7, [@DESC@+@BOUND@], %rbd6;
+	sub.u64 %rbd10, %rbd4, %rbd7;
+	setp.le.u64 %rbp0, %rbd7, %rbd4;
+	setp.le.u64 %rbp2, %rbd8, %rbd7;
 	and.pred %rbp0, %rbp0, %rbp2;
-	add.u32 %rb8, %rb8, -1;
-	setp.ne.u32 %rbp3, %rb8, 0;
-	and.pred %rbp0, %rbp0, %rbp3;
-	@%rbp0 red.release.gpu.global.add.u64 [@DESC@+@INFLIGHT@], %rbd11;
-	@%rbp0 bra @WRITE@_c;
+	min.u64 %rbd10, %rbd10, %rbd6;
+	cvt.u32.u64 %rb6, %rbd10;
+	mul.hi.u32 %rb6, %rb6, @MAGIC@;
+	selp.u32 %rb6, %rb6, 0, %rbp0;
+	sub.u32 %rb7, %rb6, %rb5;
+	setp.ne.u32 %rbp0, %rb7, 0;
+	mul.wide.s32 %rbd10, %rb7, @T@;
+	@%rbp0 red.relaxed.gpu.global.add.u64 [@DESC@+@BOUND@], %rbd10;
+	mov.u32 %rb5, %rb6;
 	setp.ne.u32 %rbp0, %rb5, 0;
 	mul.wide.u32 %rbd10, %rb5, @T@;
-	@%rbp0 atom.relaxed.gpu.global.add.u64 %rbd5, [%rbd2], %rbd10;
-	red.release.gpu.global.add.u64 [@DESC@+@INFLIGHT@], %rbd11;
+	@%rbp0 atom.acq_rel.gpu.global.add.u64 %rbd5, [%rbd2], %rbd10;
+@WRITE@_d:
 	sub.u32 %rb6, %rb3, %rb5;
 	setp.ne.u32 %rbp0, %rb6, 0;
 	cvt.u64.u32 %rbd6, %rb6;
@@ -1960,9 +1967,10 @@ impl<'a> FuncWriter<'a> {
     /// `ringbuf_output(ring, data, size, flags)` (or `perf_event_output`) inlined for a ring
     /// and a size the verifier pinned: the runtime's reservation protocol (specs/abi.md;
     /// `bpf2ptx_ringbuf_reserve`) with everything a call site knows folded in. Every active
-    /// lane reserves the same size on the same ring, so the warp's leader claims all the
-    /// lanes' bytes in flight, reads the counters once, takes as many whole records as fit
-    /// with one `atom.add` on the producer and gives the claim back; each taking lane
+    /// lane reserves the same size on the same ring, so the warp's leader reads the
+    /// consumer and the bound, claims as many whole records as seem to fit on the bound,
+    /// keeps those that fit below what the claim returned, gives the rest back and takes the
+    /// kept ones with one `atom.add` on the producer; each taking lane
     /// writes its record from the frame's registers and publishes it with one release
     /// store of its header `{size, 0}` (a reader stops at a header that is all zeros, so no
     /// BUSY header is needed first). The lanes that did not fit are counted as drops by the
@@ -2005,7 +2013,7 @@ impl<'a> FuncWriter<'a> {
             self.fresh_label(),
         ];
         self.ptx_62 = true;
-        let fields: [(&str, String); 14] = [
+        let fields: [(&str, String); 13] = [
             ("DESC", map_desc_symbol(&map.name)),
             ("SIZE", size.to_string()),
             ("T", t.to_string()),
@@ -2015,11 +2023,7 @@ impl<'a> FuncWriter<'a> {
             ("RS", rs.to_string()),
             ("EINVAL", bpf2ptx_runtime::ringbuf::EINVAL.to_string()),
             ("EAGAIN", bpf2ptx_runtime::ringbuf::EAGAIN.to_string()),
-            (
-                "INFLIGHT",
-                bpf2ptx_runtime::ringbuf::INFLIGHT_OFFSET.to_string(),
-            ),
-            ("TRIES", bpf2ptx_runtime::ringbuf::CLAIM_TRIES.to_string()),
+            ("BOUND", bpf2ptx_runtime::ringbuf::BOUND_OFFSET.to_string()),
             ("COPY", copy),
             ("DONE", labels[0].clone()),
             ("WRITE", labels[1].clone()),
