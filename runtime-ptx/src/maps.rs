@@ -477,21 +477,27 @@ $Lhashof_done:
 // Adds `delta` to the u64 at `addr` for every converged lane calling with the same
 // `addr` and `delta`: one atom.add of the group's sum by its lowest lane, which broadcasts the old
 // value; each lane gets the value the word had plus the deltas of the group's lanes
-// below it (its place in the group's sum), with release and acquire semantics for every
-// member. A million threads counting into one word then cost one atomic per warp.
-.func (.param .b64 ret) bpf2ptx_map_group_add(.param .b64 addr, .param .b64 delta)
+// below it (its place in the group's sum). With `release`, the group's earlier accesses
+// are ordered before the atomic as each member's own release would order them. A million
+// threads counting into one word then cost one atomic per warp.
+.func (.param .b64 ret) bpf2ptx_map_group_add(.param .b64 addr, .param .b64 delta, .param .b32 release)
 {
-	.reg .pred %p<2>;
-	.reg .b32 %r<10>;
-	.reg .b64 %rd<7>;
+	.reg .pred %p<3>;
+	.reg .b32 %r<11>;
+	.reg .b64 %rd<8>;
 	ld.param.b64 %rd1, [addr];
 	ld.param.b64 %rd2, [delta];
+	ld.param.b32 %r10, [release];
+	setp.ne.u32 %p2, %r10, 0;
+	// The group's key besides the address: the delta and whether to release.
+	selp.b64 %rd7, 0x8000000000000000, 0, %p2;
+	xor.b64 %rd7, %rd7, %rd2;
 	// The group: converged lanes adding the same delta to the same word (lanes that
 	// called from different sites may run this code together under independent thread
 	// scheduling, so the delta is part of the group's key).
 	activemask.b32 %r1;
 	match.any.sync.b64 %r2, %rd1, %r1;
-	match.any.sync.b64 %r9, %rd2, %r2;
+	match.any.sync.b64 %r9, %rd7, %r2;
 	and.b32 %r2, %r2, %r9;
 	mov.u32 %r3, %lanemask_lt;
 	and.b32 %r3, %r3, %r2;
@@ -503,10 +509,13 @@ $Lhashof_done:
 	cvt.u64.u32 %rd3, %r5;
 	mul.lo.u64 %rd3, %rd3, %rd2;
 	mov.u64 %rd4, 0;
-	// The barrier orders every member's earlier accesses (a lock it took) before the
-	// leader's release, as if each had added its own share.
-	bar.warp.sync %r2;
-	@%p1 atom.acq_rel.gpu.add.u64 %rd4, [%rd1], %rd3;
+	// With release: the barrier orders every member's earlier accesses (a lock it took)
+	// before the leader's fence and atomic, as if each had added its own share with
+	// release. Counters need no order: relaxed.
+	@%p2 bar.warp.sync %r2;
+	and.pred %p2, %p2, %p1;
+	@%p2 fence.acq_rel.gpu;
+	@%p1 atom.relaxed.gpu.add.u64 %rd4, [%rd1], %rd3;
 	mov.b64 {%r7, %r8}, %rd4;
 	shfl.sync.idx.b32 %r7, %r7, %r6, 31, %r2;
 	shfl.sync.idx.b32 %r8, %r8, %r6, 31, %r2;
@@ -643,10 +652,12 @@ $Lfind_miss:
 	{
 	.param .b64 a0;
 	.param .b64 a1;
+	.param .b32 a2;
 	.param .b64 r;
 	st.param.b64 [a0], %rd3;
 	st.param.b64 [a1], 1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
+	st.param.b32 [a2], 0;
+	call (r), bpf2ptx_map_group_add, (a0, a1, a2);
 	}
 $Lnote_done:
 	ret;
@@ -1002,18 +1013,23 @@ $Lhlookup_done:
 // Hash map update (flags already checked to be 0, 1 or 2), specs/abi.md "Hash maps":
 // find the key; present: -EEXIST for BPF_NOEXIST, else hold the slot (full -> held: the
 // key stays live for lookups and insertions), check it still holds the key, copy the
-// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST; reserve a place in the
-// count (none left: -E2BIG counted, or an LRU eviction that passes its place on), take
-// the home slot's lock, find again (an insertion of this key holds the same lock, so it
-// is seen: the place is given back), claim the first free slot from home with atom.cas,
-// adding 1 to the overflow count of every slot passed, write key and value, publish,
-// unlock. A slot freed or reused under the caller makes it start again, @UPDATE_ROUNDS@
-// rounds at most; a wait that times out gives -EBUSY, counted.
+// value, publish (held -> full). Absent: -ENOENT for BPF_EXIST; a full hash map whose
+// home lock was free refuses at once (-E2BIG, counted); otherwise take the home slot's
+// lock, find again (an insertion of this key holds the same lock, so it is seen), reserve
+// a place in the count (none left: -E2BIG counted, or an LRU eviction that passes its
+// place on), claim the first free slot from home with atom.cas, adding 1 to the overflow
+// count of every slot passed, write key and value, publish, unlock. A slot freed or
+// reused under the caller, or a key inserted meanwhile, makes it start again,
+// @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
 //
-// The reservation comes before the lock so that a full map refuses with one load and
-// no lock (a refusal under the lock queues every refused insertion of a full map on its
-// home lock: 30x slower on an H200). The price, stated in specs/abi.md: when the map
-// fills, an insertion racing another insertion of the same key can be refused.
+// Why the refusal without the lock is right: the count is read (acquire) before the home
+// lock word (acquire) and both before find. A reservation is taken under the home lock
+// with release, so if the count read includes an insertion of this key, the lock word
+// read comes after that insertion took the lock: it is still held (then the slow path
+// decides) or released after the key was published (then find sees the key). Why the
+// reservation is under the lock: one taken before it let an insertion racing another
+// insertion of the same key be refused when the map filled (a map sized for exactly its
+// keys lost updates on an H200: matrix.py rt_maps, map_ops.py).
 .func (.param .b64 ret) bpf2ptx_map_hash_update(.param .b64 desc, .param .b64 key, .param .b64 value, .param .b64 flags)
 {
 	.reg .pred %p<10>;
@@ -1069,10 +1085,17 @@ $Lhlookup_done:
 	and.b64 %rd16, %rd15, %rd12;
 	mad.lo.u64 %rd17, %rd16, %rd9, %rd10;
 	mov.u32 %r6, 0;
+	// Waits for the home lock so far, and the next sleep in ns.
+	mov.u32 %r11, 0;
+	mov.u32 %r10, 32;
 $Lhupd_find:
 	setp.ge.u32 %p1, %r6, @UPDATE_ROUNDS@;
 	@%p1 bra $Lhupd_busy;
 	add.u32 %r6, %r6, 1;
+$Lhupd_refind:
+	// The count, then the home lock word, then find (see above).
+	ld.acquire.gpu.b64 %rd22, [%rd13];
+	ld.acquire.gpu.b32 %r9, [%rd17+4];
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1088,61 +1111,35 @@ $Lhupd_find:
 	}
 	setp.ne.s64 %p2, %rd18, -1;
 	@%p2 bra $Lhupd_present;
-	// Absent: BPF_EXIST fails; a map that holds max_entries keys refuses (LRU: evicts)
-	// without an atomic; otherwise one place in the count per lane, one atomic per group
-	// of converged lanes, and a place past max_entries is given back.
+	// Absent: BPF_EXIST fails; a full hash map (not LRU) whose home lock was free
+	// refuses without taking it.
 	setp.eq.u64 %p3, %rd4, 2;
 	@%p3 bra $Lhupd_noent;
-	ld.relaxed.gpu.b64 %rd22, [%rd13];
 	setp.ge.u64 %p6, %rd22, %rd14;
-	@%p6 bra $Lhupd_room;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 r;
-	st.param.b64 [a0], %rd13;
-	st.param.b64 [a1], 1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
-	ld.param.b64 %rd22, [r];
-	}
-	setp.lt.u64 %p6, %rd22, %rd14;
-	@%p6 bra $Lhupd_reserved;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 r;
-	st.param.b64 [a0], %rd13;
-	st.param.b64 [a1], -1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
-	}
-$Lhupd_room:
-	// The map holds max_entries keys: a hash map refuses; an LRU map evicts one entry,
-	// whose place in the count passes to this insertion.
-	setp.ne.u32 %p7, %r5, 9;
-	@%p7 bra $Lhupd_full;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b32 r;
-	st.param.b64 [a0], %rd1;
-	st.param.b64 [a1], %rd15;
-	call (r), bpf2ptx_map_hash_evict, (a0, a1);
-	ld.param.b32 %r7, [r];
-	}
-	setp.eq.u32 %p7, %r7, 0;
+	and.b32 %r9, %r9, 0x80000000;
+	setp.eq.u32 %p7, %r9, 0;
+	and.pred %p6, %p6, %p7;
+	setp.ne.u32 %p5, %r5, 9;
+	and.pred %p6, %p6, %p5;
+	@%p6 bra $Lhupd_full;
+	// The home lock: test (the word just read), then test-and-set (acquire). While it
+	// is held, sleep and start over from the count: a map that filled meanwhile then
+	// refuses without the lock, and a key inserted meanwhile is found, so a crowd
+	// waiting on one lock dissolves as soon as there is nothing left to insert.
+	@!%p7 bra $Lhupd_wait;
+	atom.acquire.gpu.or.b32 %r9, [%rd17+4], 0x80000000;
+	and.b32 %r9, %r9, 0x80000000;
+	setp.eq.u32 %p7, %r9, 0;
+	@%p7 bra $Lhupd_locked;
+$Lhupd_wait:
+	setp.ge.u32 %p7, %r11, @WAIT@;
 	@%p7 bra $Lhupd_busy;
-$Lhupd_reserved:
-	// The home lock, then find again: an insertion of this key holds the same lock, so
-	// it is seen; if it is there, the place is given back and the key is present.
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd17;
-	call (r), bpf2ptx_map_hash_lock, (a0);
-	ld.param.b32 %r7, [r];
-	}
-	setp.eq.u32 %p7, %r7, 0;
-	@%p7 bra $Lhupd_unreserve;
+	add.u32 %r11, %r11, 1;
+	nanosleep.u32 %r10;
+	shl.b32 %r10, %r10, 1;
+	min.u32 %r10, %r10, 1024;
+	bra $Lhupd_refind;
+$Lhupd_locked:
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1157,10 +1154,56 @@ $Lhupd_reserved:
 	ld.param.b64 %rd18, [r];
 	}
 	setp.eq.s64 %p2, %rd18, -1;
-	@%p2 bra $Lhupd_claim;
+	@%p2 bra $Lhupd_reserve;
+	// Another thread inserted the key meanwhile: unlock, then treat it as present.
 	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
-	red.relaxed.gpu.add.u64 [%rd13], -1;
 	bra $Lhupd_present;
+$Lhupd_reserve:
+	// Under the lock: one place in the count per lane, one atomic (with release) per
+	// group of converged lanes; a place past max_entries is given back.
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], 1;
+	st.param.b32 [a2], 1;
+	call (r), bpf2ptx_map_group_add, (a0, a1, a2);
+	ld.param.b64 %rd22, [r];
+	}
+	setp.lt.u64 %p6, %rd22, %rd14;
+	@%p6 bra $Lhupd_claim;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd13;
+	st.param.b64 [a1], -1;
+	st.param.b32 [a2], 0;
+	call (r), bpf2ptx_map_group_add, (a0, a1, a2);
+	}
+	// The map holds max_entries keys: a hash map refuses; an LRU map evicts one entry,
+	// whose place in the count passes to this insertion.
+	setp.ne.u32 %p7, %r5, 9;
+	@%p7 bra $Lhupd_unlock_full;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 r;
+	st.param.b64 [a0], %rd1;
+	st.param.b64 [a1], %rd15;
+	call (r), bpf2ptx_map_hash_evict, (a0, a1);
+	ld.param.b32 %r7, [r];
+	}
+	setp.ne.u32 %p7, %r7, 0;
+	@%p7 bra $Lhupd_claim;
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	bra $Lhupd_busy;
+$Lhupd_unlock_full:
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
+	bra $Lhupd_full;
 $Lhupd_claim:
 	mov.u64 %rd23, 0;
 $Lhupd_walk:
@@ -1285,9 +1328,8 @@ $Lhupd_undo:
 	add.s64 %rd23, %rd23, 1;
 	bra $Lhupd_undo;
 $Lhupd_undone:
-	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
-$Lhupd_unreserve:
 	red.relaxed.gpu.add.u64 [%rd13], -1;
+	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
 $Lhupd_busy:
 	{
 	.param .b64 a0;
@@ -1439,10 +1481,12 @@ $Lhdel_unlink:
 	{
 	.param .b64 a0;
 	.param .b64 a1;
+	.param .b32 a2;
 	.param .b64 r;
 	st.param.b64 [a0], %rd14;
 	st.param.b64 [a1], -1;
-	call (r), bpf2ptx_map_group_add, (a0, a1);
+	st.param.b32 [a2], 0;
+	call (r), bpf2ptx_map_group_add, (a0, a1, a2);
 	}
 	mov.u64 %rd15, 0;
 	bra $Lhdel_ret;
