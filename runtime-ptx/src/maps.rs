@@ -2039,7 +2039,7 @@ pub mod model {
         }
 
         fn evict_slot(&mut self, i: usize) {
-            let home = self.home(&self.key(i).to_vec());
+            let home = self.home(self.key(i));
             self.unlink(home, i);
             self.counts[Count::Evicted as usize] += 1;
         }
