@@ -19,20 +19,13 @@ set -u
 export BPF2PTX=${BPF2PTX:-./target/release/bpf2ptx} PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/issue12}
 mkdir -p "$out"
-summary=()
-step() { # name, timeout in seconds, command...
-	local name=$1 limit=$2
-	shift 2
-	local t0=$SECONDS
-	timeout "$limit" "$@" >"$out/$name.log" 2>&1
-	local rc=$?
-	summary+=("$(printf '%-12s rc=%-3d %4ds  %s' "$name" "$rc" $((SECONDS - t0)) "$(tail -n 1 "$out/$name.log")")")
-}
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 step hash 260 env REPORT="$out/hash-maps.md" bash benches/gpu-hash/run.sh "$out/hash-build" --budget 220
 step matrix 150 env SKIP_HOST_MAPS=1 BPF2PTX_DRAIN_STATS=1 python3 tests/gpu/matrix.py "$out/matrix.md"
 step overhead 120 env REPORT="$out/inject-overhead.md" bash benches/gpu/run.sh "$out/overhead-build" --apps-only vecadd
 step map_ops 150 python3 tests/gpu/map_ops.py "$out/map_ops.md"
 step rings 200 env OUT="$out/rings" RUNS=2 bash tests/gpu/ring_live_check.sh
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+finish
+rc=$?
 tar -czf "$out/results.tgz" -C "$out" --exclude=results.tgz --exclude='*-build' . 2>/dev/null
-! grep -q 'rc=[1-9]' "$out/summary.txt"
+exit $rc

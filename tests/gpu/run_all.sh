@@ -11,15 +11,7 @@ set -u
 export BPF2PTX=${BPF2PTX:-./target/release/bpf2ptx}
 out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
-summary=()
-step() { # name, timeout in seconds, command...
-	local name=$1 limit=$2
-	shift 2
-	local t0=$SECONDS
-	timeout "$limit" "$@" >"$out/$name.log" 2>&1
-	local rc=$?
-	summary+=("$(printf '%-14s rc=%-3d %4ds  %s' "$name" "$rc" $((SECONDS - t0)) "$(tail -n 1 "$out/$name.log")")")
-}
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 step conformance 120 "$BPF2PTX" run tests/conformance/tests --target sm_90
 [ -n "${RND:-}" ] && step random 180 "$BPF2PTX" run "$RND"
 step matrix 400 python3 tests/gpu/matrix.py "$out/matrix.md"
@@ -32,5 +24,4 @@ step sanitize_all 300 bash tests/gpu/sanitize_all.sh
 if [ "${BENCH:-1}" != 0 ]; then
 	step bench 300 env OUT="$out/bench" bash benches/gpu-runtime/run.sh
 fi
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
-! grep -q 'rc=[1-9]' "$out/summary.txt"
+finish
