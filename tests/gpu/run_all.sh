@@ -15,7 +15,7 @@ mkdir -p "$out"
 step conformance 120 "$BPF2PTX" run tests/conformance/tests --target sm_90
 [ -n "${RND:-}" ] && step random 180 "$BPF2PTX" run "$RND"
 step matrix 400 python3 tests/gpu/matrix.py "$out/matrix.md"
-step map_ops 120 python3 tests/gpu/map_ops.py "$out/map_ops.md"
+step map_ops 200 python3 tests/gpu/map_ops.py "$out/map_ops.md"
 step per_unit 120 python3 tests/gpu/per_unit.py "$out/per_unit.md"
 step ring_wrap 120 python3 tests/gpu/ring_wrap.py "$out/ring_wrap.md"
 step check_maps 120 python3 tests/gpu/check_maps.py
