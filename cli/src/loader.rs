@@ -1512,6 +1512,26 @@ mod tests {
     }
 
     #[test]
+    fn map_counts_say_what_was_lost_by_kind() {
+        use super::MapCounts;
+        let c = MapCounts {
+            full: 3,
+            busy: 0,
+            evicted: 0,
+            dropped: 2,
+        };
+        assert_eq!(c.to_string(), "3 refused (full), 2 dropped (ring full)");
+        assert_eq!(c.json(1), serde_json::json!({ "full": 3, "busy": 0 }));
+        assert_eq!(
+            c.json(9),
+            serde_json::json!({ "full": 3, "busy": 0, "evicted": 0 })
+        );
+        assert_eq!(c.json(27), serde_json::json!({ "dropped": 2 }));
+        assert_eq!(c.json(2), serde_json::json!({}));
+        assert_eq!(MapCounts::default().to_string(), "");
+    }
+
+    #[test]
     fn host_flags_name_runtime_maps_only() {
         let obj = corpus("globals.v4.o");
         let e = host_flags(&obj, &["nope".to_string()]).unwrap_err();

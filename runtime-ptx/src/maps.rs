@@ -2271,6 +2271,27 @@ mod tests {
     }
 
     #[test]
+    fn counts_are_summed_over_the_shards() {
+        let mut block = vec![0u8; COUNTS_BYTES as usize];
+        let put = |b: &mut Vec<u8>, at: u64, v: u64| {
+            b[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        put(&mut block, 0, 4096);
+        for s in 0..COUNT_SHARDS {
+            put(&mut block, Count::Full.offset(s), u64::from(s));
+            put(&mut block, Count::Evicted.offset(s), 2);
+        }
+        put(&mut block, Count::Busy.offset(31), 7);
+        let full: u64 = (0..u64::from(COUNT_SHARDS)).sum();
+        assert_eq!(
+            read_counts(&block),
+            (4096, [full, 7, 2 * u64::from(COUNT_SHARDS)])
+        );
+        // A short read (a host that read less) counts what is there, never panics.
+        assert_eq!(read_counts(&block[..200]).0, 4096);
+    }
+
+    #[test]
     fn lru_evicts_the_oldest_of_its_sample_instead_of_refusing() {
         let mut t = HashTable::of_type(MAP_LRU_HASH, 4, 8, 64);
         assert_eq!(

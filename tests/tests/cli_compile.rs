@@ -444,3 +444,63 @@ fn plain_counter_updates_become_atomic_adds() {
     );
     assert!(!entry.contains("red.global."), "{entry}");
 }
+
+/// Hash maps as specs/abi.md "Hash maps" lays them out: descriptor word 4 the slots (the
+/// next power of two at least twice max_entries), word 5 the counts block
+/// `bpf2ptx_mapcnt_<name>` (its own 128-byte aligned symbol of `maps::COUNTS_BYTES`),
+/// storage `slots x (8 + round8(key) + stride)` and, for an LRU map (9), a u32 stamp per
+/// slot after the slots; calls go to the runtime's map functions.
+#[test]
+fn hash_maps_get_a_counts_block_and_lru_maps_stamps() {
+    use bpf2ptx_runtime::maps::{hash_slot_size, COUNTS_BYTES};
+    for (kind, id, stamps) in [
+        ("hash", 1, false),
+        ("gpu_hash", 1501, false),
+        ("lru_hash", 9, true),
+    ] {
+        let src = format!(
+            "\
+.map h {kind} 4 12 1000
+r1 = 7
+*(u32 *)(r10 - 4) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+r0 = 0
+exit
+"
+        );
+        let obj = bpf2ptx::load_bytes("h.s", src.as_bytes()).unwrap();
+        let ptx = bpf2ptx::compile::compile(&obj, &Default::default()).unwrap();
+        let slots = 2048u64; // next power of two >= 2 x 1000
+        let slot = hash_slot_size(4, 12);
+        assert_eq!(slot, 8 + 8 + 16);
+        let d = descriptor(&ptx, "h");
+        assert!(
+            d.contains(&format!(
+                "{{{id}, {}, {}, generic(bpf2ptx_mapdata_h), {slots}, generic(bpf2ptx_mapcnt_h), 0, 0}};",
+                4u64 | (12u64 << 32),
+                1000u64 | (16u64 << 32)
+            )),
+            "{kind}: {d}"
+        );
+        assert!(
+            ptx.contains(&format!(
+                ".visible .global .align 128 .b8 bpf2ptx_mapcnt_h[{COUNTS_BYTES}];"
+            )),
+            "{kind}"
+        );
+        let bytes = slots * slot + if stamps { 4 * slots } else { 0 };
+        assert!(
+            ptx.contains(&format!(
+                ".visible .global .align 8 .b8 bpf2ptx_mapdata_h[{bytes}];"
+            )),
+            "{kind}: storage of {bytes} bytes"
+        );
+        assert!(
+            ptx.contains("call.uni (bpf_hr), bpf2ptx_map_lookup_elem,"),
+            "{kind}"
+        );
+    }
+}

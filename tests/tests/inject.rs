@@ -469,3 +469,23 @@ fn instrumented_kernel_snapshot() {
         &kernel,
     );
 }
+
+/// After a per-warp site the lanes that arrived together wait for each other
+/// (`granularity_rejoin`: a `match.any.sync` over the guard's `activemask`), so the next
+/// per-warp site elects one leader for the whole warp again; per-thread sites have none.
+#[test]
+fn per_warp_sites_rejoin_their_lanes() {
+    let app = repo_root().join("tests/inject/ptx/vecadd.sm70.clang.ptx");
+    let warp = Options {
+        granularity: Granularity::Warp,
+        ..Default::default()
+    };
+    let woven = run("memcapture.bpf.o", &app, &warp);
+    let rejoins = woven
+        .text
+        .matches("match.any.sync.b32 %bpf2ptx_w1, %bpf2ptx_w0, %bpf2ptx_w0;")
+        .count();
+    assert_eq!(rejoins, woven.sites.len());
+    let thread = run("memcapture.bpf.o", &app, &Options::default());
+    assert!(!thread.text.contains("match.any.sync.b32 %bpf2ptx_w1"));
+}
