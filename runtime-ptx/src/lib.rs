@@ -19,7 +19,7 @@ use std::borrow::Cow;
 /// synchronises with them (other threads of the kernel, and the host after the kernel
 /// ends) is covered. A map in host-pinned memory that the host reads *while* the kernel
 /// runs needs `.sys` scope: [`maps::functions_at`] makes every atomic and ordered access
-/// `.sys`. A ring keeps its counters in device memory in both placements and only its
+/// `.sys` (the fences that order GPU threads among themselves stay `.gpu`). A ring keeps its counters in device memory in both placements and only its
 /// records in host memory, so [`ringbuf::functions_at`] makes only the record side `.sys`
 /// (a record's release store then orders the probe's writes for a CPU reader too); see
 /// "Placement" in [`ringbuf`]. The placement is known when the module is compiled, so the

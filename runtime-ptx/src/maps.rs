@@ -36,11 +36,12 @@
 //! The protocol is specified in `specs/abi.md`, "Hash maps"; in short:
 //!
 //! ```text
-//!  lookup ── find: walk from home; full + key = hit; overflow count 0 = miss (no waits)
+//!  lookup ── find: walk from home; full/held + key = hit; overflow count 0 = miss (no waits)
 //!  update ── find ─ present ─ NOEXIST: -EEXIST │ else hold full->held, copy, publish
-//!              └─ absent ── EXIST: -ENOENT │ reserve count (full: -E2BIG, LRU: evict)
-//!                             └─ home lock ─ find again ─ claim free->busy from home,
-//!                                overflow += 1 on every slot passed ─ write ─ publish ─ unlock
+//!              └─ absent ── EXIST: -ENOENT │ count full and home lock free: -E2BIG
+//!                   └─ home lock (held: sleep, start over) ─ find again ─ reserve count
+//!                      (full: -E2BIG, LRU: evict) ─ claim free->busy from home,
+//!                      overflow += 1 on every slot passed ─ write ─ publish ─ unlock
 //!  delete ── find ─ hold full->held ─ busy ─ overflow -= 1 on the slots passed ─ free ─ count -= 1
 //! ```
 //!
@@ -264,7 +265,10 @@ pub fn functions() -> String {
 }
 
 /// [`functions`] with the atomics and orderings at `scope` (`.sys` for a module with a map
-/// in host-pinned memory that the host reads while the kernel runs).
+/// in host-pinned memory that the host reads while the kernel runs). The three
+/// `fence.acq_rel.gpu` stay at `.gpu`: they order GPU threads' accesses among
+/// themselves (a reservation after a lock, a key check before a state re-read), and what
+/// the host reads is published by release stores, which do move to `.sys`.
 pub fn functions_at(scope: crate::Scope) -> String {
     let text = [
         ("@WAIT@", WAIT_SPINS),
@@ -663,46 +667,6 @@ $Lnote_done:
 	ret;
 }
 
-// Takes the lock of the keys whose home is the slot at `slot` (bit 31 of its meta word,
-// atom.or with acquire): 1 when taken, 0 after @WAIT@ waits. While it is held, re-read it
-// (relaxed) with nanosleep between reads, 32 ns doubling to 1 us: the holder, a lane of
-// any warp, this one included, makes progress under independent thread scheduling.
-.func (.param .b32 ret) bpf2ptx_map_hash_lock(.param .b64 slot)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<5>;
-	.reg .b64 %rd<2>;
-	ld.param.b64 %rd1, [slot];
-	add.s64 %rd1, %rd1, 4;
-	mov.u32 %r2, 0;
-	mov.u32 %r3, 32;
-$Llock_try:
-	atom.acquire.gpu.or.b32 %r1, [%rd1], 0x80000000;
-	and.b32 %r1, %r1, 0x80000000;
-	setp.eq.u32 %p1, %r1, 0;
-	@%p1 bra $Llock_taken;
-$Llock_wait:
-	setp.ge.u32 %p2, %r2, @WAIT@;
-	@%p2 bra $Llock_timeout;
-	add.u32 %r2, %r2, 1;
-	nanosleep.u32 %r3;
-	shl.b32 %r3, %r3, 1;
-	min.u32 %r3, %r3, 1024;
-	ld.relaxed.gpu.b32 %r1, [%rd1];
-	and.b32 %r1, %r1, 0x80000000;
-	setp.ne.u32 %p1, %r1, 0;
-	@%p1 bra $Llock_wait;
-	bra $Llock_try;
-$Llock_taken:
-	mov.u32 %r4, 1;
-	st.param.b32 [ret], %r4;
-	ret;
-$Llock_timeout:
-	mov.u32 %r4, 0;
-	st.param.b32 [ret], %r4;
-	ret;
-}
-
 // Holds the full slot at `slot` (atom.cas full -> held, acquire: its writer's key and
 // value are visible), making the caller its only writer while its key stays live for
 // lookups and for insertions of the same key: 1 held; 0 the slot is not live (busy: being
@@ -744,8 +708,10 @@ $Lclaim_ret:
 
 // Removes the key of the slot at distance `dist` from home slot `home` that the caller
 // has claimed (busy): the overflow counts of the `dist` slots it passed go down by one,
-// then the slot is freed (release: a later claimer sees it free only after the counts
-// moved). The caller adjusts the map's count.
+// then the slot is freed with a release store (the counts are read-modify-writes, so
+// their order does not matter to a later claimer; the release orders the caller's reads
+// of the slot's key before the free for a reader that acquires the state). The caller
+// adjusts the map's count.
 .func bpf2ptx_map_hash_unlink(.param .b64 desc, .param .b64 home, .param .b64 dist)
 {
 	.reg .pred %p<2>;
@@ -1022,7 +988,8 @@ $Lhlookup_done:
 // reused under the caller, or a key inserted meanwhile, makes it start again,
 // @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
 //
-// Why the refusal without the lock is right: the count is read (acquire) before the home
+// Why the refusal without the lock is right (while no delete and no refused reservation
+// is in flight: specs/abi.md "What is not linearizable"): the count is read (acquire) before the home
 // lock word (acquire) and both before find. A reservation is taken under the home lock
 // with release, so if the count read includes an insertion of this key, the lock word
 // read comes after that insertion took the lock: it is still held (then the slow path

@@ -101,7 +101,8 @@ fn assembles_under_the_minimum_header() {
 
 #[test]
 fn assembles_at_sys_scope() {
-    // Host placement: every `.gpu` qualifier becomes `.sys`, and nothing else changes.
+    // Host placement: every `.gpu.` qualifier of an atomic or ordered access becomes
+    // `.sys.`, and nothing else changes (the `fence.acq_rel.gpu` between GPU threads stays).
     let sys = maps::functions_at(Scope::Sys);
     assert!(!sys.contains(".gpu."), "a .gpu qualifier survived");
     assert_eq!(
