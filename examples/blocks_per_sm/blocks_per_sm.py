@@ -12,7 +12,7 @@ import cupy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from apps import App  # noqa: E402
-from bpf2ptx_host import Maps  # noqa: E402
+from bpf2ptx_host import Maps, print_losses  # noqa: E402
 
 
 def main():
@@ -35,6 +35,7 @@ def main():
     for row in range(0, len(used), 8):
         print("  " + "  ".join(f"{s:3d}:{int(n[s]):5d}" for s in used[row:row + 8]))
 
+    print_losses(maps, sys.argv[2])
 
 if __name__ == "__main__":
     main()

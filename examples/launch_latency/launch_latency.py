@@ -19,7 +19,7 @@ import cupy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from apps import App  # noqa: E402
-from bpf2ptx_host import Maps  # noqa: E402
+from bpf2ptx_host import Maps, print_losses  # noqa: E402
 import gpuclock  # noqa: E402
 
 
@@ -57,6 +57,7 @@ def main():
     order = np.argsort(lat, kind="stable")
     print(f"first 8 blocks to start: {order[:8].tolist()}; last 4: {order[-4:].tolist()}")
 
+    print_losses(maps, sys.argv[2])
 
 if __name__ == "__main__":
     main()

@@ -158,6 +158,44 @@ class Maps:
         return cupy.ndarray((size,), dtype=cupy.uint8, memptr=p)
 
 
+def map_names(ptx_path):
+    """The runtime maps of a PTX module (those with a descriptor `bpf2ptx_map_NAME[8]`)."""
+    import re
+    text = open(ptx_path).read()
+    return re.findall(r"\.visible \.global \.align 8 \.u64 bpf2ptx_map_([A-Za-z0-9_$]+)\[8\]", text)
+
+
+RING_TYPES = (27, 1527, 4)   # ringbuf, GPU ringbuf, perf event array
+
+
+def losses(maps, ptx_path):
+    """What the probes' map operations did not do as asked, per map, as the device counted
+    it (specs/abi.md): a hash map's inserts refused because it was full, operations that
+    gave up waiting (busy) and LRU evictions, a ring's dropped records. Only non-zero
+    counts: {map: {reason: n}}."""
+    out = {}
+    for name in map_names(ptx_path):
+        i = maps.info(name)
+        if i.type in HASH_TYPES:
+            c = {k: v for k, v in maps.hash_counts(name).items() if k != "keys" and v}
+        elif i.type in RING_TYPES:
+            c = {"dropped": int(i.words[6])} if i.words[6] else {}
+        else:
+            c = {}
+        if c:
+            out[name] = c
+    return out
+
+
+def print_losses(maps, ptx_path):
+    """Prints `losses` in one line: nothing a probe did is lost without being said."""
+    lost = losses(maps, ptx_path)
+    if not lost:
+        print("maps: no refused, timed-out, evicted or dropped operations counted")
+    for name, c in lost.items():
+        print(f"map {name}: " + ", ".join(f"{n} {k}" for k, n in c.items()))
+
+
 def entry_names(ptx_path):
     """The .entry kernels of a PTX file, in order."""
     import re

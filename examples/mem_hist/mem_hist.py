@@ -12,7 +12,7 @@ import cupy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from apps import App  # noqa: E402
-from bpf2ptx_host import Maps  # noqa: E402
+from bpf2ptx_host import Maps, print_losses  # noqa: E402
 
 SPACES = ["generic", "global", "shared", "local"]
 KINDS = {1: "load", 2: "store", 3: "atomic"}
@@ -43,6 +43,7 @@ def main():
                   f"{n / app.threads:11.2f} {n * size:16d}")
     print(f"total accesses: {total} ({total / app.threads:.2f} per thread)")
 
+    print_losses(maps, sys.argv[2])
 
 if __name__ == "__main__":
     main()

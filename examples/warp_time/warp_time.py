@@ -12,7 +12,7 @@ import cupy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from apps import App  # noqa: E402
-from bpf2ptx_host import Maps  # noqa: E402
+from bpf2ptx_host import Maps, print_losses  # noqa: E402
 
 
 def human(ns):
@@ -49,6 +49,7 @@ def main():
             bar = "#" * max(1, int(50 * int(h[b]) / peak))
             print(f"[{human(lo):>8s}, {human(hi):>8s})  {int(h[b]):9d}  {bar}")
 
+    print_losses(maps, sys.argv[2])
 
 if __name__ == "__main__":
     main()
