@@ -155,6 +155,7 @@ pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
                 symbol: ptx::program_symbol(p),
                 attach,
                 effects: attach::has_effects(p),
+                may_end_thread: attach::may_end_thread(p),
             })
         })
         .collect()

@@ -471,7 +471,7 @@ fn instrumented_kernel_snapshot() {
 }
 
 /// After a per-warp site the lanes that arrived together wait for each other
-/// (`granularity_rejoin`: a `match.any.sync` over the guard's `activemask`), so the next
+/// (`granularity_rejoin`: a `bar.warp.sync` over the guard's `activemask`), so the next
 /// per-warp site elects one leader for the whole warp again; per-thread sites have none.
 #[test]
 fn per_warp_sites_rejoin_their_lanes() {
@@ -481,11 +481,24 @@ fn per_warp_sites_rejoin_their_lanes() {
         ..Default::default()
     };
     let woven = run("memcapture.bpf.o", &app, &warp);
-    let rejoins = woven
-        .text
-        .matches("match.any.sync.b32 %bpf2ptx_w1, %bpf2ptx_w0, %bpf2ptx_w0;")
-        .count();
+    let rejoins = woven.text.matches("bar.warp.sync %bpf2ptx_w0;").count();
     assert_eq!(rejoins, woven.sites.len());
     let thread = run("memcapture.bpf.o", &app, &Options::default());
-    assert!(!thread.text.contains("match.any.sync.b32 %bpf2ptx_w1"));
+    assert!(!thread.text.contains("bar.warp.sync %bpf2ptx_w0;"));
+}
+
+/// A probe that may end its thread (`gpu_exit`, or a `callx` whose helper is known only at
+/// run time) cannot be waited for with `bar.warp.sync`; the others can.
+#[test]
+fn probes_that_may_end_their_thread_are_known() {
+    use bpf2ptx_compiler::inject::attach::may_end_thread;
+    let prog = |body: &str| {
+        let obj = bpf2ptx::load_bytes("p.s", format!("{body}\nr0 = 0\nexit\n").as_bytes())
+            .expect("assembles");
+        obj.programs[0].clone()
+    };
+    assert!(may_end_thread(&prog("call 507")));
+    assert!(may_end_thread(&prog("r1 = 5\ncallx r1")));
+    assert!(!may_end_thread(&prog("call 5")));
+    assert!(!may_end_thread(&prog("r1 = 1")));
 }

@@ -802,17 +802,24 @@ pub fn granularity_test(g: Granularity, w: &str, p: &str, skip: &str) -> String 
 
 /// What follows a site's skip label: for a warp, the lanes [`granularity_test`] left in
 /// `{w}0` (those that arrived together: the leader, which ran the program, and the lanes
-/// sent past it) wait for each other with a `match.any.sync` over that mask, so the warp
-/// goes on as it arrived. Without it, a program whose code diverges (the map runtime's
-/// locks and waits) can leave the leader apart from its lanes after the site, and the
-/// next per-warp site then runs once for each part (seen on an H200: an exit probe ran
-/// twice per warp, for 1 lane and for 31). `match.sync`, unlike `bar.warp.sync`, is
-/// defined to wait only for the non-exited lanes of its mask, so a leader whose program
-/// ended its thread (`gpu_exit`) does not hold the others up. Uses `{w}1`. Nothing for
-/// threads and blocks.
-pub fn granularity_rejoin(g: Granularity, w: &str) -> String {
+/// sent past it) wait for each other and go on together, so the next per-warp site elects
+/// one leader for the whole warp again. Without it, a program whose code diverges (the map
+/// runtime's locks and waits) can leave the leader apart from its lanes, and the next
+/// per-warp site runs once for each part (seen on an H200: an exit probe ran twice per
+/// warp, for 1 lane and for 31).
+///
+/// `bar.warp.sync` over the mask is the instruction CUDA documents for reconverging a
+/// warp; a `match.any.sync` over it (the first fix) held for some builds and not for
+/// others on the H200. `bar.warp.sync` must be reached by every lane of its mask, which a
+/// leader whose program ends its thread (`gpu_exit`) does not: for such a program
+/// (`may_end_thread`) the site keeps the `match.any.sync`, which is defined to wait only
+/// for lanes that have not exited. Uses `{w}1`. Nothing for threads and blocks.
+pub fn granularity_rejoin(g: Granularity, w: &str, may_end_thread: bool) -> String {
     match g {
-        Granularity::Warp => format!("match.any.sync.b32 {w}1, {w}0, {w}0;\n"),
+        Granularity::Warp if may_end_thread => {
+            format!("match.any.sync.b32 {w}1, {w}0, {w}0;\n")
+        }
+        Granularity::Warp => format!("bar.warp.sync {w}0;\n"),
         _ => String::new(),
     }
 }
@@ -2679,7 +2686,22 @@ impl<'a> FuncWriter<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::INLINE_RECORD_MAX;
+    use super::{granularity_rejoin, Granularity, INLINE_RECORD_MAX};
+
+    #[test]
+    fn per_warp_sites_rejoin_with_a_warp_barrier_unless_the_leader_may_exit() {
+        assert_eq!(
+            granularity_rejoin(Granularity::Warp, "%w", false),
+            "bar.warp.sync %w0;\n"
+        );
+        assert_eq!(
+            granularity_rejoin(Granularity::Warp, "%w", true),
+            "match.any.sync.b32 %w1, %w0, %w0;\n"
+        );
+        for g in [Granularity::Thread, Granularity::Block] {
+            assert_eq!(granularity_rejoin(g, "%w", false), "");
+        }
+    }
     use bpf2ptx_runtime::ringbuf::record_size;
 
     /// The inlined ring output counts the records that fit as `mul.hi.u32(x, ceil(2^32 /

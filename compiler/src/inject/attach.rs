@@ -13,7 +13,7 @@
 //! bpftime's names use the command line's `--granularity`.
 
 use crate::back::ptx::Granularity;
-use crate::isa::table::Kind;
+use crate::isa::table::{CallKind, Kind};
 use crate::program::Program;
 use serde::Serialize;
 
@@ -149,6 +149,18 @@ pub fn base_name(mangled: &str) -> Option<&str> {
             return last;
         }
     }
+}
+
+/// Whether running `prog` may end its thread: a call of `gpu_exit` (507), or a `callx`,
+/// whose helper id the lowering only knows at run time. A per-warp site rejoins its lanes
+/// with `bar.warp.sync` unless the probe may end its thread
+/// ([`crate::back::ptx::granularity_rejoin`]).
+pub fn may_end_thread(prog: &Program) -> bool {
+    prog.insns.iter().any(|i| match i.kind() {
+        Kind::Call(CallKind::Helper) => i.imm == 507,
+        Kind::Callx => true,
+        _ => false,
+    })
 }
 
 /// Whether running `prog` can change anything anyone observes: it calls a helper or a

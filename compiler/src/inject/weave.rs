@@ -39,6 +39,9 @@ pub struct Probe {
     /// Whether running it can be observed (see [`super::attach::has_effects`]); a probe
     /// without effects is not called.
     pub effects: bool,
+    /// Whether running it may end the thread ([`super::attach::may_end_thread`]): how a
+    /// per-warp site rejoins its lanes afterwards.
+    pub may_end_thread: bool,
 }
 
 /// The context of one attach site as the probe will see it: the bytes of
@@ -642,7 +645,11 @@ fn site_block(
         )),
     }
     s.push_str(&format!("{skip}:\n"));
-    s.push_str(&crate::back::ptx::granularity_rejoin(g, "%bpf2ptx_w"));
+    s.push_str(&crate::back::ptx::granularity_rejoin(
+        g,
+        "%bpf2ptx_w",
+        probe.may_end_thread,
+    ));
     s.push_str("}\n");
     s
 }
