@@ -50,6 +50,20 @@ pub enum CompileError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The output names the same file as an input (same device and inode).
+    #[error("{path}: is the same file as {input}; not overwriting it (choose another output)")]
+    SameAsInput {
+        /// The output path.
+        path: String,
+        /// The input it names.
+        input: String,
+    },
+    /// The output is an existing file the user may not write, or one marked read-only.
+    #[error("{path}: the file is read-only; not replacing it")]
+    ReadOnly {
+        /// The output path.
+        path: String,
+    },
 }
 
 impl CompileError {
@@ -283,18 +297,72 @@ pub fn hints(f: &Facts) -> ptx::Hints {
     }
 }
 
-/// Writes `text` to `out` atomically: to a temporary file in the same directory, then
-/// renamed over `out`, so a failure never leaves a half-written file or clobbers the old
-/// one. `-` means standard output.
-pub fn write_output(out: &Path, text: &str) -> Result<(), CompileError> {
+/// Writes `text` to what `out` names, never to one of `inputs`.
+///
+/// - `-` is standard output.
+/// - A symbolic link is followed: its target is written, the link stays.
+/// - An existing file that is not a regular file (a device such as `/dev/null`, a FIFO)
+///   is written to in place; there is nothing to replace.
+/// - A regular file is written atomically: to a temporary file in its directory, then
+///   renamed over it, so a failure never leaves a half-written file or clobbers the old
+///   one; the new file keeps the old one's permissions (0644 for a new file).
+///
+/// Refused, with the output untouched: a path that is the same file as an input (same
+/// device and inode, however it is spelled), and an existing regular file the user may
+/// not write or that has no write permission for anyone (the user marked it read-only;
+/// root, who may write anything, is refused too).
+pub fn write_output(out: &Path, text: &str, inputs: &[&Path]) -> Result<(), CompileError> {
     let werr = |source| CompileError::Write {
         path: out.display().to_string(),
         source,
     };
     if out == Path::new("-") {
-        return std::io::stdout().write_all(text.as_bytes()).map_err(werr);
+        let mut stdout = std::io::stdout().lock();
+        return stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(werr);
     }
-    let dir = match out.parent() {
+    // What the path names: the file a link leads to (a dangling link: the link's path,
+    // which opening for writing follows).
+    let target = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+    if let Ok(meta) = std::fs::metadata(&target) {
+        for input in inputs {
+            if same_file(&meta, input) {
+                return Err(CompileError::SameAsInput {
+                    path: out.display().to_string(),
+                    input: input.display().to_string(),
+                });
+            }
+        }
+        if !meta.is_file() && !meta.is_dir() {
+            // A device or FIFO: write to it.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&target)
+                .map_err(werr)?;
+            return f
+                .write_all(text.as_bytes())
+                .and_then(|()| f.flush())
+                .map_err(werr);
+        }
+        if meta.is_file() {
+            let denied = meta.permissions().readonly()
+                || matches!(
+                    std::fs::OpenOptions::new().write(true).open(&target),
+                    Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied
+                );
+            if denied {
+                return Err(CompileError::ReadOnly {
+                    path: out.display().to_string(),
+                });
+            }
+        }
+    } else if std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A dangling link: create its target through it.
+        return std::fs::write(out, text.as_bytes()).map_err(werr);
+    }
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
@@ -305,12 +373,30 @@ pub fn write_output(out: &Path, text: &str) -> Result<(), CompileError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let perms = std::fs::metadata(out)
+        let perms = std::fs::metadata(&target)
             .map(|m| m.permissions())
             .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
         tmp.as_file().set_permissions(perms).map_err(werr)?;
     }
     tmp.as_file().sync_all().map_err(werr)?;
-    tmp.persist(out).map_err(|e| werr(e.error))?;
+    tmp.persist(&target).map_err(|e| werr(e.error))?;
     Ok(())
+}
+
+/// Whether `input` is the file `meta` describes (device and inode on Unix; elsewhere
+/// the same canonical path is all that can be told).
+fn same_file(meta: &std::fs::Metadata, input: &Path) -> bool {
+    let Ok(other) = std::fs::metadata(input) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.dev() == other.dev() && meta.ino() == other.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (meta, other);
+        false
+    }
 }

@@ -1,18 +1,55 @@
 //! The `bpf2ptx` binary.
 
-/// `println!` that ignores a closed stdout (`bpf2ptx verify x | head` is not an error).
+/// `println!` that ignores a closed stdout (`bpf2ptx verify x | head` is not an error) but
+/// remembers any other write error (a full disk, `> /dev/full`), which makes the command
+/// fail with exit 2 at its end ([`stdout_status`]).
 macro_rules! outln {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($t)*);
+        crate::note_stdout(writeln!(std::io::stdout(), $($t)*));
     }};
 }
-/// `print!` that ignores a closed stdout.
+/// `print!` with [`outln!`]'s error handling.
 macro_rules! out {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($t)*);
+        crate::note_stdout(write!(std::io::stdout(), $($t)*));
     }};
+}
+
+/// The first error writing standard output, other than a closed pipe.
+static STDOUT_ERROR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Records `r`'s error unless it is a closed pipe (a reader that stopped early).
+fn note_stdout(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let mut first = STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner());
+            first.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+/// `code`, or exit 2 if writing standard output failed (after a last flush): a command
+/// whose output was lost did not do its job, whatever it found.
+fn stdout_status(code: i32) -> i32 {
+    use std::io::Write as _;
+    note_stdout(std::io::stdout().flush());
+    match STDOUT_ERROR
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        Some(e) => {
+            eprintln!("error: standard output: {e}");
+            if code == exit::OK {
+                exit::BAD_INPUT
+            } else {
+                code
+            }
+        }
+        None => code,
+    }
 }
 
 use bpf2ptx::compile::{self, CompileError};
@@ -277,7 +314,7 @@ fn main() {
             }
         },
     };
-    std::process::exit(code);
+    std::process::exit(stdout_status(code));
 }
 
 fn inject_cmd(a: &InjectArgs) -> i32 {
@@ -305,9 +342,9 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
         }
         if let Some(path) = &a.sites {
             let json = serde_json::to_string_pretty(&woven.sites).expect("serialises") + "\n";
-            compile::write_output(path, &json)?;
+            compile::write_output(path, &json, &[&a.probes, &a.into, &a.output])?;
         }
-        compile::write_output(&a.output, &woven.text)?;
+        compile::write_output(&a.output, &woven.text, &[&a.probes, &a.into])?;
         Ok(())
     });
     match result {
@@ -336,8 +373,9 @@ fn dump(file: &Path, format: Format) -> i32 {
         Format::Text => d.to_text(),
         Format::Json => d.to_json(),
     };
-    // A closed pipe (`bpf2ptx dump x | head`) is not an error worth a panic.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    // A closed pipe (`bpf2ptx dump x | head`) is not an error; a full disk is
+    // (`stdout_status`).
+    note_stdout(std::io::stdout().write_all(text.as_bytes()));
     exit::OK
 }
 
@@ -486,7 +524,7 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String
             };
             compile::compile(&gpu, &opts)
         })
-        .and_then(|text| compile::write_output(&out, &text));
+        .and_then(|text| compile::write_output(&out, &text, &[file]));
     match result {
         Ok(()) => exit::OK,
         Err(e) => {
