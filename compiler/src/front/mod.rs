@@ -124,6 +124,38 @@ pub fn load_path(path: &Path) -> Result<Object, LoadError> {
     load_bytes(&file, &bytes)
 }
 
+/// What a text that cannot be BPF assembly or a bpf_conformance file looks like, said
+/// before the assembler tries it (so a PTX file given as a probe is "PTX", not "invalid
+/// number `9.0`"): empty, binary data, or PTX. `None` for anything else.
+fn not_bpf_text(text: &str) -> Option<String> {
+    const READS: &str = "bpf2ptx reads clang-built BPF ELF objects, bpf_conformance .data \
+                         files and BPF assembly text";
+    if text.trim().is_empty() {
+        return Some(format!(
+            "the file is empty (nothing but white space); {READS}"
+        ));
+    }
+    if let Some(at) = text.find(|c: char| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+        let byte = text.as_bytes()[at];
+        return Some(format!(
+            "binary data (byte 0x{byte:02x} at offset {at}), neither an ELF object nor text; {READS}"
+        ));
+    }
+    let directive = |name: &str| {
+        text.lines()
+            .take(200)
+            .position(|l| l.trim_start().starts_with(name))
+    };
+    if let (Some(v), Some(_)) = (directive(".version"), directive(".target")) {
+        return Some(format!(
+            "this is PTX (`.version` on line {}), not a BPF program; {READS} (PTX is what \
+             `bpf2ptx inject --into` takes)",
+            v + 1
+        ));
+    }
+    None
+}
+
 /// Loads the bytes of a file of any supported format; `file` names it in errors.
 pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     if bytes.starts_with(b"\x7fELF") {
@@ -136,6 +168,12 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             e.valid_up_to()
         ),
     })?;
+    if let Some(what) = not_bpf_text(text) {
+        return Err(LoadError::Program {
+            file: file.to_string(),
+            what,
+        });
+    }
     let stem = Path::new(file)
         .file_stem()
         .and_then(|s| s.to_str())
@@ -212,7 +250,7 @@ fn map_directives(file: &str, text: &str) -> Result<(Vec<Map>, String), LoadErro
         code.push('\n');
         let bad = |what: &str| LoadError::Program {
             file: file.to_string(),
-            what: format!("line {}: {what}: `{t}`", n + 1),
+            what: format!("line {}: {what}: `{}`", n + 1, crate::isa::asm::clip(t)),
         };
         let words: Vec<&str> = rest.split_whitespace().collect();
         if words.len() < 5 {
@@ -223,7 +261,7 @@ fn map_directives(file: &str, text: &str) -> Result<(Vec<Map>, String), LoadErro
                 Some(h) => u32::from_str_radix(h, 16),
                 None => w.parse(),
             };
-            v.map_err(|_| bad(&format!("`{w}` is not a number")))
+            v.map_err(|_| bad(&format!("`{}` is not a number", crate::isa::asm::clip(w))))
         };
         let map_type = match crate::program::MAP_TYPES
             .iter()

@@ -96,6 +96,69 @@ pub struct AsmError {
     pub kind: AsmErrorKind,
 }
 
+/// Longest piece of the input an error message repeats; longer ones are cut, with their
+/// length, so a 1 MB identifier gives a one-line message.
+pub const MAX_ECHO: usize = 80;
+
+/// `s` as an error message repeats it: whole up to [`MAX_ECHO`] bytes, else its start
+/// (cut at a character boundary) and its length.
+pub fn clip(s: &str) -> String {
+    if s.len() <= MAX_ECHO {
+        return s.to_string();
+    }
+    let mut end = MAX_ECHO - 20;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &s[..end], s.len())
+}
+
+impl AsmErrorKind {
+    /// The same error with every piece of input it repeats [`clip`]ped.
+    fn clipped(self) -> AsmErrorKind {
+        use AsmErrorKind::*;
+        match self {
+            Unknown(t) => Unknown(clip(&t)),
+            OperandCount {
+                mnemonic,
+                expected,
+                got,
+            } => OperandCount {
+                mnemonic: clip(&mnemonic),
+                expected,
+                got,
+            },
+            Operand {
+                mnemonic,
+                index,
+                expected,
+                got,
+            } => Operand {
+                mnemonic: clip(&mnemonic),
+                index,
+                expected,
+                got: clip(&got),
+            },
+            Register(t) => Register(clip(&t)),
+            UndefinedLabel(t) => UndefinedLabel(clip(&t)),
+            DuplicateLabel(t) => DuplicateLabel(clip(&t)),
+            Number(t) => Number(clip(&t)),
+            other => other,
+        }
+    }
+}
+
+impl AsmError {
+    /// An error on `line`, whose text is `text`: what the input says is [`clip`]ped.
+    fn new(line: usize, text: &str, kind: AsmErrorKind) -> AsmError {
+        AsmError {
+            line,
+            text: clip(text),
+            kind: kind.clipped(),
+        }
+    }
+}
+
 /// A target written as a number (pc-relative) or a label.
 #[derive(Clone, Debug)]
 enum Target {
@@ -137,11 +200,7 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
     for (n, raw_line) in text.lines().enumerate() {
         let line = n + 1;
         let mut rest = strip_comment(raw_line).trim();
-        let err = |kind, rest: &str| AsmError {
-            line,
-            text: rest.to_string(),
-            kind,
-        };
+        let err = |kind, rest: &str| AsmError::new(line, rest, kind);
         // Leading labels.
         while let Some((name, after)) = split_label(rest) {
             if labels.insert(name.to_string(), stmts.len()).is_some() {
@@ -178,11 +237,7 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
         ..Assembly::default()
     };
     for (i, (line, text, s)) in stmts.into_iter().enumerate() {
-        let err = |kind| AsmError {
-            line,
-            text: text.clone(),
-            kind,
-        };
+        let err = |kind| AsmError::new(line, &text, kind);
         let mut s = s;
         if let Some(t) = s.target.take() {
             let rel = match t {
