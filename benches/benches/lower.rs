@@ -191,7 +191,7 @@ fn release_binary() -> Result<PathBuf, String> {
 fn compile_file(input: &Path, out: &Path) {
     let obj = bpf2ptx::load_path(input).expect("loads");
     let text = compile::compile(&obj, &options()).expect("compiles");
-    compile::write_output(out, &text).expect("writes");
+    compile::write_output(out, &text, &[input]).expect("writes");
 }
 
 fn end_to_end(c: &mut Criterion) {

@@ -64,3 +64,62 @@ fn an_error_repeats_at_most_a_line_of_a_huge_token() {
         assert!(err.contains(" bytes)"), "{err}");
     }
 }
+
+/// A corpus object with `patch` applied to its bytes, loaded: the error text.
+fn load_patched(patch: impl Fn(&mut Vec<u8>)) -> String {
+    let mut b = std::fs::read(repo_root().join("tests/corpus/obj/launch_stamp.v3.o")).unwrap();
+    patch(&mut b);
+    match bpf2ptx::load_bytes("p.o", &b) {
+        Ok(_) => String::from("loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+/// Byte offset of the header of the first section of type `ty`.
+fn section_of_type(b: &[u8], ty: u32) -> usize {
+    let (shoff, shnum) = (u64_at(b, 0x28) as usize, u16_at(b, 0x3c) as usize);
+    (0..shnum)
+        .map(|k| shoff + k * 64)
+        .find(|&h| u32::from_le_bytes(b[h + 4..h + 8].try_into().unwrap()) == ty)
+        .expect("section of that type")
+}
+
+#[test]
+fn every_elf_header_field_that_locates_something_is_checked() {
+    assert_eq!(load_patched(|_| {}), "loaded");
+    let shentsize = load_patched(|b| b[0x3a..0x3c].copy_from_slice(&1u16.to_le_bytes()));
+    assert!(
+        shentsize.contains("e_shentsize is 1, not 64"),
+        "{shentsize}"
+    );
+    let shstrndx = load_patched(|b| {
+        let n = u16_at(b, 0x3c);
+        b[0x3e..0x40].copy_from_slice(&(n + 5).to_le_bytes());
+    });
+    assert!(shstrndx.contains("e_shstrndx is"), "{shstrndx}");
+    assert!(!shstrndx.contains("relocation"), "{shstrndx}");
+    let link = load_patched(|b| {
+        let h = section_of_type(b, 9); // SHT_REL
+        b[h + 0x28..h + 0x2c].copy_from_slice(&999u32.to_le_bytes());
+    });
+    assert!(link.contains("sh_link (its symbol table) is 999"), "{link}");
+    let name = load_patched(|b| {
+        let h = section_of_type(b, 2); // SHT_SYMTAB
+        let (off, size) = (u64_at(b, h + 0x18) as usize, u64_at(b, h + 0x20) as usize);
+        // The last symbol (a named one: programs and maps come last in clang's order).
+        let at = off + size - 24;
+        b[at..at + 4].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
+    });
+    assert!(
+        name.contains("its name is at offset 2147418112 of .strtab"),
+        "{name}"
+    );
+}

@@ -30,6 +30,8 @@ use std::collections::HashMap;
 
 /// `EM_BPF`.
 const EM_BPF: u16 = 247;
+/// Bytes of an ELF64 section header (`e_shentsize` of every valid object).
+const SHDR_SIZE: u64 = 64;
 /// `R_BPF_64_64`: a 64-bit immediate load of a map or data address.
 const R_BPF_64_64: u32 = 1;
 /// `R_BPF_64_32`: a bpf-to-bpf call.
@@ -194,8 +196,26 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         });
     }
 
-    // Symbols, bounds-checked.
+    // Symbols, bounds-checked: a name must lie inside .strtab (an empty name from a bad
+    // offset would reach the backend as a symbol ptxas rejects).
     let syms: Vec<sym::Sym> = elf.syms.iter().collect();
+    for (k, s) in syms.iter().enumerate() {
+        if s.st_type() != sym::STT_SECTION
+            && s.st_name != 0
+            && elf.strtab.get_at(s.st_name).is_none()
+        {
+            return Err(err(
+                file,
+                ".symtab",
+                Some(k as u64 * 24),
+                format!(
+                    "symbol #{k}: its name is at offset {} of .strtab, which has {} bytes",
+                    s.st_name,
+                    elf.strtab.len()
+                ),
+            ));
+        }
+    }
     let sym_name = |s: &sym::Sym| -> String {
         if s.st_type() == sym::STT_SECTION {
             return sec_name(s.st_shndx);
@@ -685,10 +705,20 @@ fn check_header(file: &str, bytes: &[u8]) -> Result<(), LoadError> {
             )))
         }
     }
+    if shnum > 0 && shentsize != SHDR_SIZE {
+        return Err(e(format!(
+            "e_shentsize is {shentsize}, not 64 (the size of an ELF64 section header)"
+        )));
+    }
+    let shstrndx = u64::from(u16_at(0x3e));
+    if shnum > 0 && shstrndx >= shnum {
+        return Err(e(format!(
+            "e_shstrndx is {shstrndx}, but the file has {shnum} sections (the section name table must be one of them)"
+        )));
+    }
     if shentsize >= 64 {
         let hdr = |k: u64| (shoff + k * shentsize) as usize;
         // Section names, where the name table itself is readable.
-        let shstrndx = u64::from(u16_at(0x3e));
         let names: Option<&[u8]> = (shstrndx < shnum).then(|| hdr(shstrndx)).and_then(|h| {
             let (off, size) = (u64_at(h + 0x18) as usize, u64_at(h + 0x20) as usize);
             bytes.get(off..off.checked_add(size)?)
@@ -706,6 +736,27 @@ fn check_header(file: &str, bytes: &[u8]) -> Result<(), LoadError> {
             let h = hdr(k);
             let ty = u32::from_le_bytes(bytes[h + 4..h + 8].try_into().expect("4 bytes"));
             let (off, size) = (u64_at(h + 0x18), u64_at(h + 0x20));
+            // A relocation section names its symbol table (sh_link) and the section it
+            // relocates (sh_info): both must be sections of the file.
+            if ty == sh::SHT_REL || ty == sh::SHT_RELA {
+                let link = u64::from(u32::from_le_bytes(
+                    bytes[h + 0x28..h + 0x2c].try_into().expect("4 bytes"),
+                ));
+                let info = u64::from(u32::from_le_bytes(
+                    bytes[h + 0x2c..h + 0x30].try_into().expect("4 bytes"),
+                ));
+                for (field, v) in [
+                    ("sh_link (its symbol table)", link),
+                    ("sh_info (the section it relocates)", info),
+                ] {
+                    if v >= shnum {
+                        return Err(err(file, "", Some(shoff + k * shentsize), format!(
+                            "relocation section {}#{k}: {field} is {v}, but the file has {shnum} sections",
+                            name_of(h)
+                        )));
+                    }
+                }
+            }
             if ty != sh::SHT_NOBITS
                 && off
                     .checked_add(size)
