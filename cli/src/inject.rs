@@ -6,6 +6,7 @@ use crate::compile::{self, CompileError};
 use bpf2ptx_compiler::back::ptx;
 use bpf2ptx_compiler::inject::attach::{self, Attach};
 use bpf2ptx_compiler::inject::fatbin;
+use bpf2ptx_compiler::inject::ptx::FunctionKind;
 use bpf2ptx_compiler::inject::weave::{self, Linkage, Probe, Woven};
 use bpf2ptx_compiler::program::Object;
 use std::path::Path;
@@ -66,13 +67,120 @@ pub enum InjectError {
         /// Why.
         source: weave::InjectError,
     },
+    /// No probe matches a kernel of the application (`--allow-no-match` accepts that).
+    #[error(transparent)]
+    NoMatch(#[from] NoMatch),
+}
+
+/// No probe's kernel pattern names a kernel of the application: what the application has,
+/// and the kernel a probe most likely meant.
+#[derive(Debug, Error)]
+pub struct NoMatch {
+    /// The application file.
+    pub file: String,
+    /// The probes' kernel patterns (`*`, a PTX name or a C++ base name), as written.
+    pub patterns: Vec<String>,
+    /// The application's kernels (`.entry` with a body), in order.
+    pub kernels: Vec<String>,
+    /// `(pattern, kernel)`: the kernel closest to a probe's pattern, if one is close.
+    pub suggestion: Option<(String, String)>,
+}
+
+/// Kernels the no-match message names before `and N more`.
+const LISTED_KERNELS: usize = 20;
+
+impl std::fmt::Display for NoMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: no probe matches a kernel (probes for: {})",
+            self.file,
+            self.patterns.join(", ")
+        )?;
+        if self.kernels.is_empty() {
+            write!(f, "; {} has no kernels", self.file)?;
+        } else {
+            let shown = &self.kernels[..self.kernels.len().min(LISTED_KERNELS)];
+            write!(f, "; kernels: {}", shown.join(", "))?;
+            if self.kernels.len() > shown.len() {
+                write!(f, " and {} more", self.kernels.len() - shown.len())?;
+            }
+        }
+        if let Some((pattern, kernel)) = &self.suggestion {
+            write!(f, "; did you mean {kernel} (not {pattern})?")?;
+        }
+        write!(
+            f,
+            " (--allow-no-match writes the input unchanged and exits 0)"
+        )
+    }
+}
+
+impl NoMatch {
+    /// `None` when some probe matches some kernel of `app` (`kernels` of it); else what
+    /// is there and the closest kernel: one with a probe's C++ base name (the mangled
+    /// parameters differ), or the one whose base name is fewest edits from a probe's,
+    /// within half the longer name.
+    pub fn check(file: &str, probes: &[Probe], kernels: &[String]) -> Option<NoMatch> {
+        let matched = probes
+            .iter()
+            .any(|p| kernels.iter().any(|k| p.attach.matches(k)));
+        if matched {
+            return None;
+        }
+        let mut patterns: Vec<String> = Vec::new();
+        for p in probes {
+            if !patterns.contains(&p.attach.kernel) {
+                patterns.push(p.attach.kernel.clone());
+            }
+        }
+        let base = |name: &str| attach::base_name(name).unwrap_or(name).to_string();
+        // (distance, pattern, kernel); the first of the smallest wins.
+        let mut best: Option<(usize, &str, &str)> = None;
+        for pattern in patterns.iter().filter(|p| p.as_str() != "*") {
+            let pb = base(pattern);
+            for k in kernels {
+                let kb = base(k);
+                let d = edit_distance(&pb, &kb);
+                let close = 2 * d <= pb.chars().count().max(kb.chars().count());
+                if close && best.is_none_or(|(b, _, _)| d < b) {
+                    best = Some((d, pattern, k));
+                }
+            }
+        }
+        Some(NoMatch {
+            file: file.to_string(),
+            suggestion: best.map(|(_, p, k)| (p.to_string(), k.to_string())),
+            patterns,
+            kernels: kernels.to_vec(),
+        })
+    }
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions of chars).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 impl InjectError {
-    /// The exit code: 1 for a rejected probe, 2 for everything else.
+    /// The exit code: 1 for a rejected probe or no match, 2 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             InjectError::Compile(e) => e.exit_code(),
+            InjectError::NoMatch(_) => crate::exit::REJECTED,
             _ => crate::exit::BAD_INPUT,
         }
     }
@@ -163,12 +271,38 @@ pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
 
 /// Verifies and lowers the probes of `probes_file` for `app`'s target and weaves them
 /// into `app` (PTX text). Returns the woven module and the host-side programs skipped.
+/// When no probe matches a kernel, the woven module is `app` unchanged
+/// ([`inject_checked`] says so).
 pub fn inject(
     probes_file: &Path,
     app: &str,
     app_file: &str,
     opts: &Options,
 ) -> Result<(Woven, Vec<(String, String)>), InjectError> {
+    let done = inject_checked(probes_file, app, app_file, opts)?;
+    Ok((done.woven, done.skipped))
+}
+
+/// What [`inject_checked`] did.
+#[derive(Debug)]
+pub struct Injected {
+    /// The woven module.
+    pub woven: Woven,
+    /// Host-side programs skipped: (name, section).
+    pub skipped: Vec<(String, String)>,
+    /// `Some` when no probe matches a kernel (the woven module is then `app`).
+    pub no_match: Option<NoMatch>,
+}
+
+/// [`inject`], also saying whether any probe matched a kernel of `app` (a probe without
+/// effects that matches counts: it is elided, not missing). The probes are verified and
+/// lowered either way.
+pub fn inject_checked(
+    probes_file: &Path,
+    app: &str,
+    app_file: &str,
+    opts: &Options,
+) -> Result<Injected, InjectError> {
     let obj = bpf2ptx_compiler::front::load_path(probes_file).map_err(CompileError::from)?;
     let (gpu, skipped) = compile::gpu_programs(&obj);
     if gpu.programs.is_empty() {
@@ -209,6 +343,16 @@ pub fn inject(
             bodies: if opts.call { None } else { Some(&bodies) },
         }
     };
+    let kernels: Vec<String> = app_module
+        .functions()
+        .filter(|f| f.kind() == FunctionKind::Entry && f.has_body())
+        .map(|f| f.name().to_string())
+        .collect();
+    let no_match = NoMatch::check(app_file, &list, &kernels);
     let woven = weave::weave(app, &list, linkage, opts.granularity).map_err(weave_err)?;
-    Ok((woven, skipped))
+    Ok(Injected {
+        woven,
+        skipped,
+        no_match,
+    })
 }

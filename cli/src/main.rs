@@ -148,8 +148,8 @@ enum Command {
     },
     /// Prove every program of an input safe: termination, bounded memory access, helper
     /// use. Prints each program's worst-case instruction count, or every violation with its
-    /// instruction, source line, register state and path (exit 0 accepted, 1 rejected,
-    /// 2 bad input).
+    /// instruction, source line, register state and path (exit 0 every program accepted,
+    /// 1 one rejected, 2 bad input, or no GPU programs to verify).
     Verify {
         /// The input file.
         file: PathBuf,
@@ -203,7 +203,9 @@ enum Command {
     },
     /// Merge probes into an application's kernels: calls at kernel entry, before every
     /// exit, or before every memory access, per the probes' section names. Kernels no
-    /// probe matches are left byte for byte as they were.
+    /// probe matches are left byte for byte as they were. Exit 0 written; 1 a probe
+    /// rejected, or no probe matches any kernel (the error lists the kernels; nothing is
+    /// written; see --allow-no-match); 2 bad input.
     Inject(InjectArgs),
 }
 
@@ -241,6 +243,10 @@ struct InjectArgs {
     /// `NAME=device|host|sharded`: a map's placement, as for `bpf2ptx run`. Repeatable.
     #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
     map: Vec<String>,
+    /// When no probe matches any kernel of APP (an empty APP has none), write APP
+    /// unchanged and exit 0 with a note, instead of exit 1 without writing.
+    #[arg(long)]
+    allow_no_match: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -327,7 +333,11 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
-        let (woven, skipped) = inject::inject(&a.probes, &app, &app_file, &opts)?;
+        let inject::Injected {
+            woven,
+            skipped,
+            no_match,
+        } = inject::inject_checked(&a.probes, &app, &app_file, &opts)?;
         for (name, section) in &skipped {
             eprintln!(
                 "note: {}: skipped host-side program {name} (section {section})",
@@ -337,8 +347,15 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
         for p in &woven.elided {
             eprintln!("note: probe {p} has no effects; not called");
         }
-        if woven.sites.is_empty() {
-            eprintln!("note: no probe matches a kernel of {app_file}; output = input");
+        match no_match {
+            Some(_) if a.allow_no_match => {
+                eprintln!("note: no probe matches a kernel of {app_file}; output = input");
+            }
+            Some(e) => return Err(e.into()),
+            None if woven.sites.is_empty() => {
+                eprintln!("note: no attach sites in {app_file}; output = input");
+            }
+            None => {}
         }
         if let Some(path) = &a.sites {
             let json = serde_json::to_string_pretty(&woven.sites).expect("serialises") + "\n";
@@ -390,6 +407,19 @@ fn verify(file: &Path, format: Format) -> i32 {
             "note: {}: skipped host-side program {name} (section {section})",
             obj.file
         );
+    }
+    if obj.programs.is_empty() {
+        // Nothing verified is not a pass: a CI gate must not accept it.
+        let error = format!("{}: no programs to verify", obj.file);
+        if let Format::Json = format {
+            let doc = serde_json::json!({ "file": obj.file, "programs": [], "error": error });
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("serialises")
+            );
+        }
+        eprintln!("error: {error}");
+        return exit::BAD_INPUT;
     }
     let verdicts = compile::verify_all(&obj);
     let rejected = verdicts.iter().any(|v| v.result.is_err());

@@ -97,8 +97,14 @@ fn no_match_leaves_the_app_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("m.ptx");
     let app = repo_root().join("examples/apps/matmul.ptx");
-    // kprobe/vecAdd: an empty probe for another kernel.
-    let r = inject("tests/inject/probes/empty.bpf.o", &app, &out, &[]);
+    // kprobe/vecAdd: an empty probe for another kernel. No match is exit 1 unless
+    // --allow-no-match (tests/tests/exit_codes.rs).
+    let r = inject(
+        "tests/inject/probes/empty.bpf.o",
+        &app,
+        &out,
+        &["--allow-no-match"],
+    );
     assert!(r.status.success());
     assert!(String::from_utf8_lossy(&r.stderr).contains("output = input"));
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&app).unwrap());
