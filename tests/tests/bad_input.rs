@@ -306,7 +306,7 @@ const CASES: &[Case] = &[
         name: "empty.s",
         base: Base::Text(""),
         patch: |_| {},
-        expect: &["no instructions"],
+        expect: &["the file is empty"],
     },
     Case {
         name: "binary.bin",
