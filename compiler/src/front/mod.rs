@@ -135,7 +135,9 @@ fn not_bpf_text(text: &str) -> Option<String> {
             "the file is empty (nothing but white space); {READS}"
         ));
     }
-    if let Some(at) = text.find(|c: char| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+    // C0 control characters other than white space (NUL, ...): binary data. (DEL, 0x7f,
+    // stands in bpf_conformance files.)
+    if let Some(at) = text.find(|c: char| c < ' ' && !matches!(c, '\n' | '\r' | '\t' | '\x0c')) {
         let byte = text.as_bytes()[at];
         return Some(format!(
             "binary data (byte 0x{byte:02x} at offset {at}), neither an ELF object nor text; {READS}"
