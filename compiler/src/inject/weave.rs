@@ -199,13 +199,17 @@ pub fn weave(
         uses_activemask: false,
         called: BTreeSet::new(),
     };
-    for plan in &plans {
-        let f = module
-            .functions_mut()
-            .find(|f| f.kind() == FunctionKind::Entry && f.has_body() && f.name() == plan.kernel)
-            .expect("kernel listed above");
-        w.instrument(f, plan)?;
+    // Plans are in kernel order: one pass over the functions.
+    let mut next = plans.iter().peekable();
+    let entries = module
+        .functions_mut()
+        .filter(|f| f.kind() == FunctionKind::Entry && f.has_body());
+    for (k, f) in entries.enumerate() {
+        if let Some(plan) = next.next_if(|p| p.index as usize == k) {
+            w.instrument(f, plan)?;
+        }
     }
+    debug_assert!(next.peek().is_none(), "every plan's kernel is listed above");
     let (probe_text, probe_version, probe_target) = match linkage {
         Linkage::Merge { module: text, .. } => merged_probes(&module, text)?,
         Linkage::Extern => (extern_decls(&w.called), None, None),
@@ -341,8 +345,21 @@ impl Weaver<'_> {
         // Later positions first, so earlier indices stay valid; at one position the
         // declaration goes in last, above the rest.
         edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-        for (at, text) in edits {
-            f.insert_before(at, &text)?;
+        // Applied as text, one insertion per position (each inserted above the one
+        // before it, so a position's texts go in last first): parsing the inserted
+        // statements into the body would keep every token of every site block for the
+        // whole run.
+        let mut rest = &edits[..];
+        while let Some((at, _)) = rest.first() {
+            let n = rest.iter().take_while(|e| e.0 == *at).count();
+            let (group, tail) = rest.split_at(n);
+            rest = tail;
+            let texts: Vec<&str> = group.iter().rev().map(|e| e.1.as_str()).collect();
+            if !f.insert_text_before(*at, &texts)? {
+                for (at, text) in group {
+                    f.insert_before(*at, text)?;
+                }
+            }
         }
         Ok(())
     }

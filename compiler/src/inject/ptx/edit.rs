@@ -99,6 +99,59 @@ impl Function {
         self.insert_at(index, br.unwrap_or(trivia.len()), "", &indent, eol, text)
     }
 
+    /// Inserts `texts` (each as [`Function::insert_before`] would take it) on new lines
+    /// before statement `index`, in the order given, as text only: the output is what
+    /// inserting them one by one, last first, would write, but the statements are not kept
+    /// in the structured view (each text is parsed to check it, then dropped), so
+    /// statement indices do not move. For bulk edits (weaving) whose result is only
+    /// written out. Returns `false`, changing nothing, when the anchor's line has no line
+    /// break before it (use [`Function::insert_before`] then).
+    pub fn insert_text_before(&mut self, index: usize, texts: &[&str]) -> Result<bool, EditError> {
+        self.check(index, self.body.len())?;
+        let anchor = self
+            .body
+            .get(index)
+            .and_then(|s| s.tokens.first())
+            .or(self.close.as_ref());
+        let trivia = anchor.map_or("", |t| t.trivia.as_str());
+        let Some(br) = line_breaks(trivia).last().copied() else {
+            return Ok(false);
+        };
+        let indent = indent_of(trivia).to_string();
+        let eol = eol_at(trivia, Some(br), self.eol_style());
+        let mut all = String::new();
+        for text in texts.iter().filter(|t| !t.is_empty()) {
+            let start = all.len();
+            for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+                all.push_str(&indent);
+                all.push_str(line.strip_suffix('\r').unwrap_or(line));
+                all.push_str(eol);
+            }
+            parse_fragment(&all[start..]).map_err(|source| EditError::Fragment {
+                function: self.name.clone(),
+                source,
+            })?;
+        }
+        let anchor: &mut Token = match self.body.get_mut(index).and_then(|s| s.tokens.first_mut()) {
+            Some(t) => t,
+            None => match self.close.as_mut() {
+                Some(t) => t,
+                None => {
+                    return Err(EditError::NoBody {
+                        function: self.name.clone(),
+                    })
+                }
+            },
+        };
+        let split = br.min(anchor.trivia.len());
+        if anchor.trivia.is_char_boundary(split) {
+            anchor.trivia.insert_str(split, &all);
+        } else {
+            anchor.trivia.insert_str(0, &all);
+        }
+        Ok(true)
+    }
+
     /// Inserts `text` on new lines after statement `index` (after the rest of its line,
     /// so a trailing comment stays with it), indented like it. Returns how many statements
     /// were inserted.
