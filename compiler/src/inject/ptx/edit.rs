@@ -7,7 +7,7 @@
 //! the text, and everything else keeps its bytes.
 
 use super::lexer::Token;
-use super::parser::parse_fragment;
+use super::parser::{check_fragment, parse_fragment};
 use super::{Function, ParseError};
 
 /// Why an edit was refused; the module is unchanged.
@@ -102,7 +102,8 @@ impl Function {
     /// Inserts `texts` (each as [`Function::insert_before`] would take it) on new lines
     /// before statement `index`, in the order given, as text only: the output is what
     /// inserting them one by one, last first, would write, but the statements are not kept
-    /// in the structured view (each text is parsed to check it, then dropped), so
+    /// in the structured view (each text is only lexed and its blocks checked to
+    /// balance: the statements are not parsed), so
     /// statement indices do not move. For bulk edits (weaving) whose result is only
     /// written out. Returns `false`, changing nothing, when the anchor's line has no line
     /// break before it (use [`Function::insert_before`] then).
@@ -127,7 +128,7 @@ impl Function {
                 all.push_str(line.strip_suffix('\r').unwrap_or(line));
                 all.push_str(eol);
             }
-            parse_fragment(&all[start..]).map_err(|source| EditError::Fragment {
+            check_fragment(&all[start..]).map_err(|source| EditError::Fragment {
                 function: self.name.clone(),
                 source,
             })?;

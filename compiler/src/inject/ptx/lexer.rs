@@ -61,11 +61,47 @@ fn is_word_cont(c: u8) -> bool {
 
 /// Splits `src` into tokens and the trivia after the last token.
 pub(crate) fn lex(src: &str) -> Result<(Vec<Token>, String), ParseError> {
+    let mut tokens = Vec::new();
+    let trailing = scan(src, |t| {
+        tokens.push(Token {
+            trivia: src[t.trivia_start..t.start].to_string(),
+            text: src.get(t.start..t.end).unwrap_or_default().to_string(),
+            line: t.line,
+            col: t.col,
+            kind: t.kind,
+        });
+        Ok(())
+    })?;
+    Ok((tokens, src[trailing..].to_string()))
+}
+
+/// One token as [`scan`] finds it: byte offsets into the source, no copies.
+pub(crate) struct Span {
+    /// Where the token's leading trivia starts.
+    pub trivia_start: usize,
+    /// Where the token starts.
+    pub start: usize,
+    /// Where it ends.
+    pub end: usize,
+    /// 1-based line of its first byte.
+    pub line: u32,
+    /// 1-based byte column of its first byte.
+    pub col: u32,
+    /// What it is.
+    pub kind: TokKind,
+}
+
+/// The tokenizer without allocation: calls `each` with every token in order (stopping
+/// at its first error) and returns where the trailing trivia starts. [`lex`] is this,
+/// keeping the tokens.
+pub(crate) fn scan(
+    src: &str,
+    mut each: impl FnMut(Span) -> Result<(), ParseError>,
+) -> Result<usize, ParseError> {
     let b = src.as_bytes();
     let mut pos = 0usize;
     let mut line = 1u32;
     let mut line_start = 0usize;
-    let mut tokens = Vec::new();
     let col_of = |pos: usize, line_start: usize| (pos - line_start + 1) as u32;
     loop {
         let trivia_start = pos;
@@ -108,7 +144,7 @@ pub(crate) fn lex(src: &str) -> Result<(Vec<Token>, String), ParseError> {
             }
         }
         let Some(&c) = b.get(pos) else {
-            return Ok((tokens, src[trivia_start..].to_string()));
+            return Ok(trivia_start);
         };
         let start = pos;
         let col = col_of(pos, line_start);
@@ -171,12 +207,13 @@ pub(crate) fn lex(src: &str) -> Result<(Vec<Token>, String), ParseError> {
         };
         // A string escape may have stepped into a multi-byte character; the closing quote
         // is ASCII, so `pos` is on a character boundary here.
-        tokens.push(Token {
-            trivia: src[trivia_start..start].to_string(),
-            text: src.get(start..pos).unwrap_or_default().to_string(),
+        each(Span {
+            trivia_start,
+            start,
+            end: pos,
             line,
             col,
             kind,
-        });
+        })?;
     }
 }

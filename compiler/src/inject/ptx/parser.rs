@@ -57,6 +57,47 @@ pub(crate) fn parse_fragment(text: &str) -> Result<(Vec<Statement>, String), Par
     Ok((out, trailing))
 }
 
+/// The cheap check of text to be inserted as text only ([`Function::insert_text_before`]):
+/// it lexes, and its blocks balance and nest no deeper than a body may (the statements
+/// themselves are not parsed). Errors are those [`parse_fragment`] gives for the same
+/// faults.
+///
+/// [`Function::insert_text_before`]: super::Function::insert_text_before
+pub(crate) fn check_fragment(text: &str) -> Result<(), ParseError> {
+    // (line, column) of each open `{`; tokens are not kept.
+    let mut open: Vec<(u32, u32)> = Vec::new();
+    super::lexer::scan(text, |t| {
+        if t.kind != TokKind::Punct {
+            return Ok(());
+        }
+        match &text[t.start..t.end] {
+            "{" if open.len() >= MAX_NESTING => Err(ParseError::TooDeep {
+                line: t.line,
+                column: t.col,
+            }),
+            "{" => {
+                open.push((t.line, t.col));
+                Ok(())
+            }
+            "}" if open.pop().is_none() => Err(ParseError::Unbalanced {
+                found: "}".into(),
+                open: "anything",
+                line: t.line,
+                column: t.col,
+            }),
+            _ => Ok(()),
+        }
+    })?;
+    match open.last() {
+        Some(&(line, column)) => Err(ParseError::UnexpectedEof {
+            expected: "`}`",
+            line,
+            column,
+        }),
+        None => Ok(()),
+    }
+}
+
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
