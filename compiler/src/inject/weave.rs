@@ -199,20 +199,31 @@ pub fn weave(
         uses_activemask: false,
         called: BTreeSet::new(),
     };
-    // Plans are in kernel order: one pass over the functions.
-    let mut next = plans.iter().peekable();
-    let entries = module
-        .functions_mut()
-        .filter(|f| f.kind() == FunctionKind::Entry && f.has_body());
-    for (k, f) in entries.enumerate() {
-        if let Some(plan) = next.next_if(|p| p.index as usize == k) {
-            w.instrument(f, plan)?;
+    for plan in &plans {
+        for (_, list) in &plan.points {
+            for (p, g) in list {
+                w.uses_activemask |= *g == Granularity::Warp;
+                w.called.insert(p.symbol.clone());
+            }
         }
     }
-    debug_assert!(next.peek().is_none(), "every plan's kernel is listed above");
-    let (probe_text, probe_version, probe_target) = match linkage {
-        Linkage::Merge { module: text, .. } => merged_probes(&module, text)?,
-        Linkage::Extern => (extern_decls(&w.called), None, None),
+    let merged = match linkage {
+        Linkage::Merge { module: text, .. } => Some(merged_probes(&module, text)),
+        Linkage::Extern => None,
+    };
+    let (probe_text, probe_version, probe_target) = match merged {
+        Some(Ok(m)) => m,
+        None => (extern_decls(&w.called), None, None),
+        Some(Err(e)) => {
+            // A kernel's error is reported before the probes' own.
+            for_each_planned(
+                module.take_items(),
+                &plans,
+                |f, plan| w.instrument(f, plan),
+                |_, _| {},
+            )?;
+            return Err(e);
+        }
     };
     let mut version = module.version().and_then(parse_version).unwrap_or((1, 0));
     if let Some(v) = probe_version {
@@ -221,7 +232,28 @@ pub fn weave(
     if w.uses_activemask {
         version = version.max((6, 2));
     }
-    let text = write_merged(&module, &probe_text, version, probe_target.as_deref());
+    let header_end = module
+        .items()
+        .iter()
+        .rposition(|i| matches!(i.kind(), ItemKind::Directive(d) if is_header(&d.name)));
+    // Each kernel is instrumented just before it is written, and each item dropped once
+    // written: the module is never held whole both parsed and written.
+    let mut text = String::new();
+    for_each_planned(
+        module.take_items(),
+        &plans,
+        |f, plan| w.instrument(f, plan),
+        |i, item| {
+            write_item(&mut text, &item, version, probe_target.as_deref());
+            if Some(i) == header_end {
+                text.push_str(&probe_text);
+            }
+        },
+    )?;
+    if header_end.is_none() {
+        text.insert_str(0, &probe_text);
+    }
+    text.push_str(module.trailing());
     let mut sites = w.sites;
     sites.sort_by_key(|s| (s.kernel_index, s.site));
     Ok(Woven {
@@ -295,10 +327,6 @@ impl Weaver<'_> {
         let regs = register_widths(f.body());
         let mut edits: Vec<(usize, String)> = Vec::new();
         for (point, list) in &plan.points {
-            for (p, g) in list {
-                self.uses_activemask |= *g == Granularity::Warp;
-                self.called.insert(p.symbol.clone());
-            }
             for at in attach_sites(f.body(), *point) {
                 let st = f.body().get(at);
                 let insn = st.and_then(|s| s.as_instruction());
@@ -770,52 +798,57 @@ fn extern_decls(called: &BTreeSet<String>) -> String {
     s
 }
 
-/// The module with `.version` and `.target` raised to what the probes need and the probe
-/// text after the header.
-fn write_merged(
-    m: &Module,
-    probe_text: &str,
-    version: Version,
-    probe_target: Option<&str>,
-) -> String {
-    let header_end = m
-        .items()
-        .iter()
-        .rposition(|i| matches!(i.kind(), ItemKind::Directive(d) if is_header(&d.name)));
-    let mut out = String::new();
-    for (k, item) in m.items().iter().enumerate() {
-        match item.kind() {
-            ItemKind::Directive(d) if d.name == ".version" => {
-                let old = d.args.first().and_then(|v| parse_version(v));
-                if old == Some(version) {
-                    item.write_to(&mut out);
-                } else {
+/// Goes through `items` in order, handing each to `then` (with its index) after
+/// `instrument` has edited it when it is a kernel with a plan (plans are in kernel order).
+fn for_each_planned(
+    items: Vec<ptx::Item>,
+    plans: &[Plan<'_>],
+    mut instrument: impl FnMut(&mut ptx::Function, &Plan<'_>) -> Result<(), InjectError>,
+    mut then: impl FnMut(usize, ptx::Item),
+) -> Result<(), InjectError> {
+    let mut next = plans.iter().peekable();
+    let mut k = 0;
+    for (i, mut item) in items.into_iter().enumerate() {
+        if let Some(f) = item
+            .function_mut()
+            .filter(|f| f.kind() == FunctionKind::Entry && f.has_body())
+        {
+            if let Some(plan) = next.next_if(|p| p.index as usize == k) {
+                instrument(f, plan)?;
+            }
+            k += 1;
+        }
+        then(i, item);
+    }
+    debug_assert!(next.peek().is_none(), "every plan's kernel is in the module");
+    Ok(())
+}
+
+/// Appends `item` with `.version` and `.target` raised to what the probes need.
+fn write_item(out: &mut String, item: &ptx::Item, version: Version, probe_target: Option<&str>) {
+    match item.kind() {
+        ItemKind::Directive(d) if d.name == ".version" => {
+            let old = d.args.first().and_then(|v| parse_version(v));
+            if old == Some(version) {
+                item.write_to(out);
+            } else {
+                out.push_str(item.leading_trivia());
+                out.push_str(&format!(".version {}.{}", version.0, version.1));
+            }
+        }
+        ItemKind::Directive(d) if d.name == ".target" => {
+            let app_sm = d.args.first().and_then(|t| sm_number(t));
+            let raise = probe_target.filter(|p| sm_number(p) > app_sm);
+            match raise {
+                None => item.write_to(out),
+                Some(p) => {
                     out.push_str(item.leading_trivia());
-                    out.push_str(&format!(".version {}.{}", version.0, version.1));
+                    let mut args = vec![p.to_string()];
+                    args.extend(d.args.iter().skip(1).cloned());
+                    out.push_str(&format!(".target {}", args.join(", ")));
                 }
             }
-            ItemKind::Directive(d) if d.name == ".target" => {
-                let app_sm = d.args.first().and_then(|t| sm_number(t));
-                let raise = probe_target.filter(|p| sm_number(p) > app_sm);
-                match raise {
-                    None => item.write_to(&mut out),
-                    Some(p) => {
-                        out.push_str(item.leading_trivia());
-                        let mut args = vec![p.to_string()];
-                        args.extend(d.args.iter().skip(1).cloned());
-                        out.push_str(&format!(".target {}", args.join(", ")));
-                    }
-                }
-            }
-            _ => item.write_to(&mut out),
         }
-        if Some(k) == header_end {
-            out.push_str(probe_text);
-        }
+        _ => item.write_to(out),
     }
-    if header_end.is_none() {
-        out.insert_str(0, probe_text);
-    }
-    out.push_str(m.trailing());
-    out
 }

@@ -465,6 +465,12 @@ impl Module {
         })
     }
 
+    /// Takes the items out, leaving none (the trailing text stays): for a writer that drops
+    /// each item once written, so a large module is not held both parsed and written.
+    pub fn take_items(&mut self) -> Vec<Item> {
+        std::mem::take(&mut self.items)
+    }
+
     /// The function with a body named `name` (a prototype of the same name is skipped).
     pub fn function_mut(&mut self, name: &str) -> Option<&mut Function> {
         self.functions_mut()
@@ -482,6 +488,14 @@ impl Item {
     /// What the item is.
     pub fn kind(&self) -> &ItemKind {
         &self.kind
+    }
+
+    /// The function the item is, for editing.
+    pub fn function_mut(&mut self) -> Option<&mut Function> {
+        match &mut self.kind {
+            ItemKind::Function(f) => Some(f),
+            _ => None,
+        }
     }
 
     /// 1-based line where the item starts.
