@@ -349,10 +349,8 @@ pub fn inject_checked(
         .map(|f| f.name().to_string())
         .collect();
     let no_match = NoMatch::check(app_file, &list, &kernels);
-    // `weave` parses the application itself; two parsed copies at once would double the
-    // memory a large module takes.
-    drop(app_module);
-    let woven = weave::weave(app, &list, linkage, opts.granularity).map_err(weave_err)?;
+    let woven = weave::weave_parsed(app_module, app, &list, linkage, opts.granularity)
+        .map_err(weave_err)?;
     Ok(Injected {
         woven,
         skipped,

@@ -168,7 +168,17 @@ pub fn weave(
     linkage: Linkage<'_>,
     granularity: Granularity,
 ) -> Result<Woven, InjectError> {
-    let mut module = ptx::parse(app)?;
+    weave_parsed(ptx::parse(app)?, app, probes, linkage, granularity)
+}
+
+/// [`weave`] of `app` already parsed (`module` is `ptx::parse(app)`).
+pub fn weave_parsed(
+    mut module: Module,
+    app: &str,
+    probes: &[Probe],
+    linkage: Linkage<'_>,
+    granularity: Granularity,
+) -> Result<Woven, InjectError> {
     let bodies = match linkage {
         Linkage::Merge { bodies, .. } => bodies,
         Linkage::Extern => None,
