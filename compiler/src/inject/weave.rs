@@ -830,7 +830,10 @@ fn for_each_planned(
         }
         then(i, item);
     }
-    debug_assert!(next.peek().is_none(), "every plan's kernel is in the module");
+    debug_assert!(
+        next.peek().is_none(),
+        "every plan's kernel is in the module"
+    );
     Ok(())
 }
 
