@@ -106,6 +106,18 @@ impl Function {
     /// balance: the statements are not parsed), so
     /// statement indices do not move. For bulk edits (weaving) whose result is only
     /// written out. Returns `false`, changing nothing, when the anchor's line has no line
+    /// The token whose leading trivia text inserted before statement `index` goes into:
+    /// that statement's first token, or the closing brace when `index` is past the end.
+    fn anchor(&mut self, index: usize) -> Result<&mut Token, EditError> {
+        if let Some(t) = self.body.get_mut(index).and_then(|s| s.tokens.first_mut()) {
+            return Ok(t);
+        }
+        let name = &self.name;
+        self.close.as_mut().ok_or_else(|| EditError::NoBody {
+            function: name.clone(),
+        })
+    }
+
     /// break before it (use [`Function::insert_before`] then).
     pub fn insert_text_before(&mut self, index: usize, texts: &[&str]) -> Result<bool, EditError> {
         self.check(index, self.body.len())?;
@@ -133,17 +145,7 @@ impl Function {
                 source,
             })?;
         }
-        let anchor: &mut Token = match self.body.get_mut(index).and_then(|s| s.tokens.first_mut()) {
-            Some(t) => t,
-            None => match self.close.as_mut() {
-                Some(t) => t,
-                None => {
-                    return Err(EditError::NoBody {
-                        function: self.name.clone(),
-                    })
-                }
-            },
-        };
+        let anchor = self.anchor(index)?;
         let split = br.min(anchor.trivia.len());
         if anchor.trivia.is_char_boundary(split) {
             anchor.trivia.insert_str(split, &all);
@@ -242,17 +244,7 @@ impl Function {
                 function: self.name.clone(),
                 source,
             })?;
-        let anchor: &mut Token = match self.body.get_mut(index).and_then(|s| s.tokens.first_mut()) {
-            Some(t) => t,
-            None => match self.close.as_mut() {
-                Some(t) => t,
-                None => {
-                    return Err(EditError::NoBody {
-                        function: self.name.clone(),
-                    })
-                }
-            },
-        };
+        let anchor = self.anchor(index)?;
         let split = split.min(anchor.trivia.len());
         let split = if anchor.trivia.is_char_boundary(split) {
             split
