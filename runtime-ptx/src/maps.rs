@@ -245,13 +245,28 @@ pub fn hash_storage_size(map_type: u32, key_size: u32, value_size: u32, max_entr
     slots * hash_slot_size(key_size, value_size) + stamps
 }
 
-/// PTX prototypes of the three map helpers, for a module to declare before its functions.
+/// PTX prototypes of the three map helpers and of the hash maps' own three (which a call
+/// pinned to a hash map calls directly, [`HASH_HELPERS`]), for a module to declare before
+/// its functions.
 pub const MAP_DECLARATIONS: &str = "\
 .func (.param .b64 ret) bpf2ptx_map_lookup_elem(.param .b64 desc, .param .b64 key);
 .func (.param .b64 ret) bpf2ptx_map_update_elem(.param .b64 desc, .param .b64 key, \
 .param .b64 value, .param .b64 flags);
 .func (.param .b64 ret) bpf2ptx_map_delete_elem(.param .b64 desc, .param .b64 key);
+.func (.param .b64 ret) bpf2ptx_map_hash_lookup(.param .b64 desc, .param .b64 key);
+.func (.param .b64 ret) bpf2ptx_map_hash_update(.param .b64 desc, .param .b64 key, \
+.param .b64 value, .param .b64 flags);
+.func (.param .b64 ret) bpf2ptx_map_hash_delete(.param .b64 desc, .param .b64 key);
 ";
+
+/// Helper id (1 lookup, 2 update, 3 delete) to the hash maps' function with the generic
+/// helper's arguments and results, including its checks (unbound map, bad flags): what
+/// a call the verifier pinned to a hash map calls, skipping the type dispatch.
+pub const HASH_HELPERS: [(u32, &str); 3] = [
+    (1, "bpf2ptx_map_hash_lookup"),
+    (2, "bpf2ptx_map_hash_update"),
+    (3, "bpf2ptx_map_hash_delete"),
+];
 
 /// PTX prototypes of the three map helpers (see [`MAP_DECLARATIONS`]).
 pub fn declarations() -> &'static str {
@@ -901,8 +916,8 @@ $Levict_none:
 	ret;
 }
 
-// bpf_map_lookup_elem on a hash map: the address of the key's value, or 0. LRU: stamps
-// the slot.
+// bpf_map_lookup_elem on a hash map: the address of the key's value, or 0 (also for an
+// unbound map). LRU: stamps the slot.
 .func (.param .b64 ret) bpf2ptx_map_hash_lookup(.param .b64 desc, .param .b64 key)
 {
 	.reg .pred %p<3>;
@@ -910,6 +925,11 @@ $Levict_none:
 	.reg .b64 %rd<15>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [key];
+	// Unbound (data 0): NULL.
+	mov.u64 %rd13, 0;
+	ld.b64 %rd11, [%rd1+24];
+	setp.eq.u64 %p1, %rd11, 0;
+	@%p1 bra $Lhlookup_done;
 	ld.u32 %r1, [%rd1+8];
 	cvt.u64.u32 %rd3, %r1;
 	{
@@ -976,7 +996,7 @@ $Lhlookup_done:
 	ret;
 }
 
-// Hash map update (flags already checked to be 0, 1 or 2), specs/abi.md "Hash maps":
+// Hash map update, specs/abi.md "Hash maps" (unbound map or flags above 2: -EINVAL):
 // find the key; present: -EEXIST for BPF_NOEXIST, else hold the slot (full -> held: the
 // key stays live for lookups and insertions), check it still holds the key, copy the
 // value, publish (held -> full). Absent: -ENOENT for BPF_EXIST; a full hash map whose
@@ -1024,9 +1044,14 @@ $Lhlookup_done:
 	ld.u32 %r4, [%rd1+16];
 	cvt.u64.u32 %rd14, %r4;
 	ld.u32 %r5, [%rd1];
-	// No counts block (a descriptor a host made without word 5): -EINVAL, as unbound.
+	// Unbound (data 0), flags above BPF_EXIST, or no counts block (a descriptor a host
+	// made without word 5): -EINVAL.
 	mov.u64 %rd24, -22;
 	setp.eq.u64 %p1, %rd13, 0;
+	setp.eq.u64 %p2, %rd10, 0;
+	or.pred %p1, %p1, %p2;
+	setp.gt.u64 %p2, %rd4, 2;
+	or.pred %p1, %p1, %p2;
 	@%p1 bra $Lhupd_ret;
 	{
 	.param .b64 a0;
@@ -1208,6 +1233,17 @@ $Lhupd_longkey:
 	}
 $Lhupd_value:
 	add.s64 %rd21, %rd20, %rd8;
+	// An 8-byte value from an 8-aligned source (a u64 on the caller's stack): one load
+	// and one store; anything else through the copy.
+	and.b64 %rd26, %rd3, 7;
+	setp.eq.u64 %p8, %rd26, 0;
+	setp.eq.u64 %p9, %rd6, 8;
+	and.pred %p8, %p8, %p9;
+	@!%p8 bra $Lhupd_value_copy;
+	ld.b64 %rd26, [%rd3];
+	st.b64 [%rd21], %rd26;
+	bra $Lhupd_value_done;
+$Lhupd_value_copy:
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1217,6 +1253,7 @@ $Lhupd_value:
 	st.param.b64 [a2], %rd6;
 	call bpf2ptx_copy, (a0, a1, a2);
 	}
+$Lhupd_value_done:
 	mov.u32 %r9, 2;
 	st.release.gpu.b32 [%rd20], %r9;
 	red.release.gpu.and.b32 [%rd17+4], 0x7fffffff;
@@ -1259,6 +1296,15 @@ $Lhupd_present:
 	bra $Lhupd_find;
 $Lhupd_inplace:
 	add.s64 %rd21, %rd20, %rd8;
+	and.b64 %rd26, %rd3, 7;
+	setp.eq.u64 %p8, %rd26, 0;
+	setp.eq.u64 %p9, %rd6, 8;
+	and.pred %p8, %p8, %p9;
+	@!%p8 bra $Lhupd_inplace_copy;
+	ld.b64 %rd26, [%rd3];
+	st.b64 [%rd21], %rd26;
+	bra $Lhupd_inplace_done;
+$Lhupd_inplace_copy:
 	{
 	.param .b64 a0;
 	.param .b64 a1;
@@ -1268,6 +1314,7 @@ $Lhupd_inplace:
 	st.param.b64 [a2], %rd6;
 	call bpf2ptx_copy, (a0, a1, a2);
 	}
+$Lhupd_inplace_done:
 	st.release.gpu.b32 [%rd20], %r9;
 $Lhupd_stamp:
 	setp.ne.u32 %p9, %r5, 9;
@@ -1330,7 +1377,7 @@ $Lhupd_ret:
 	ret;
 }
 
-// Hash map delete: find the key (absent: -ENOENT), hold its slot (full -> held; freed
+// Hash map delete (unbound map: -EINVAL): find the key (absent: -ENOENT), hold its slot (full -> held; freed
 // meanwhile: find again; still held by another after the wait: -EBUSY, counted), check
 // it still holds the key (else put it back and find again), mark it busy (the key leaves
 // the map), unlink it, take it out of the count.
@@ -1379,6 +1426,8 @@ $Lhupd_ret:
 	mov.u64 %rd15, -22;
 	ld.b64 %rd14, [%rd1+40];
 	setp.eq.u64 %p1, %rd14, 0;
+	setp.eq.u64 %p2, %rd6, 0;
+	or.pred %p1, %p1, %p2;
 	@%p1 bra $Lhdel_ret;
 $Lhdel_find:
 	setp.ge.u32 %p1, %r3, @UPDATE_ROUNDS@;
@@ -2307,6 +2356,10 @@ mod tests {
                 .find(|w| w.starts_with("bpf2ptx_"));
             assert!(name.is_some(), "{line}");
         }
-        assert_eq!(declarations().lines().count(), 3);
+        assert_eq!(declarations().lines().count(), 3 + HASH_HELPERS.len());
+        for (_, name) in HASH_HELPERS {
+            assert!(declarations().contains(name), "{name}");
+            assert_eq!(text.matches(&format!(") {name}(")).count(), 1, "{name}");
+        }
     }
 }

@@ -1753,10 +1753,13 @@ impl<'a> FuncWriter<'a> {
             Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
             Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper) if MAP_HELPERS.iter().any(|h| h.0 == ins.imm) => {
-                let &(_, name, argc) = MAP_HELPERS
+                let &(_, generic, argc) = MAP_HELPERS
                     .iter()
                     .find(|h| h.0 == ins.imm)
                     .expect("checked");
+                // A call the verifier pinned to one hash map goes straight to the hash
+                // function, past the type dispatch (same checks, same results).
+                let name = self.pinned_hash_helper(i).unwrap_or(generic);
                 self.need.insert("maps".into());
                 self.l("{");
                 let mut params = Vec::new();
@@ -2053,6 +2056,20 @@ impl<'a> FuncWriter<'a> {
             self.l(format!("@%agp red{space}.add.u32 [{addr}], %ag2;"));
         }
         self.l("}");
+    }
+
+    /// The runtime's hash function for map helper call `i` (1-3) when the verifier pinned
+    /// the call to one hash map (1, 1501, 9).
+    fn pinned_hash_helper(&self, i: usize) -> Option<&'static str> {
+        let m = self.hints?.call_map.get(i).copied().flatten()?;
+        let map = self.obj.maps.get(m as usize)?;
+        if !bpf2ptx_runtime::maps::is_hash(map.map_type) {
+            return None;
+        }
+        bpf2ptx_runtime::maps::HASH_HELPERS
+            .iter()
+            .find(|(id, _)| i64::from(*id) == self.prog.insns[i].imm)
+            .map(|(_, name)| *name)
     }
 
     /// The map and key slot of instruction `i` when it is a `map_lookup_elem` that
