@@ -208,10 +208,31 @@ pub fn site_body(
     k: usize,
     ctx: &bpf2ptx_compiler::inject::weave::SiteContext,
 ) -> Result<ptx::InlineBody, CompileError> {
+    site_body_facts(obj, resolved, &site_entry(obj, k, ctx), k).map(|(body, _)| body)
+}
+
+/// The verifier's entry for program `k` at an attach site with context `ctx`: the attach
+/// point's ([`entry`]) with the site's known context bytes.
+pub fn site_entry(
+    obj: &Object,
+    k: usize,
+    ctx: &bpf2ptx_compiler::inject::weave::SiteContext,
+) -> Entry {
     let mut e = entry(obj, k);
     e.known.bytes[..ctx.bytes.len()].copy_from_slice(&ctx.bytes);
     e.known.mask = ctx.known;
-    let facts = bpf2ptx_verifier::verify(obj, k, &e).map_err(|errs| CompileError::Rejected {
+    e
+}
+
+/// [`site_body`] with the site's entry ([`site_entry`]) made, also returning the facts
+/// the body was lowered with.
+pub fn site_body_facts(
+    obj: &Object,
+    resolved: &ptx::Options,
+    e: &Entry,
+    k: usize,
+) -> Result<(ptx::InlineBody, Facts), CompileError> {
+    let facts = bpf2ptx_verifier::verify(obj, k, e).map_err(|errs| CompileError::Rejected {
         file: obj.file.clone(),
         program: obj.programs[k].name.clone(),
         errors: errs.iter().map(|e| e.to_string()).collect(),
@@ -220,10 +241,11 @@ pub fn site_body(
     if let Some(h) = opts.hints.get_mut(k) {
         *h = hints(&facts);
     }
-    ptx::inline_body(obj, &opts, k).map_err(|source| CompileError::Lower {
+    let body = ptx::inline_body(obj, &opts, k).map_err(|source| CompileError::Lower {
         file: obj.file.clone(),
         source,
-    })
+    })?;
+    Ok((body, facts))
 }
 
 /// Whether a map goes to pinned host memory when no `--map NAME=...` says otherwise. Rings

@@ -8,7 +8,11 @@ use bpf2ptx_compiler::inject::attach::{self, Attach};
 use bpf2ptx_compiler::inject::fatbin;
 use bpf2ptx_compiler::inject::ptx::FunctionKind;
 use bpf2ptx_compiler::inject::weave::{self, Linkage, Probe, Woven};
+use bpf2ptx_compiler::isa::table::Kind;
 use bpf2ptx_compiler::program::Object;
+use bpf2ptx_verifier::{Entry, Facts};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use thiserror::Error;
 
@@ -332,9 +336,8 @@ pub fn inject_checked(
     let probe_ptx = compile::lower(&gpu, &resolved)?;
     // Each site gets the probe's body, verified and lowered with the site's constant
     // context fields (kernel, site, access size and kind) folded in.
-    let bodies = |k: usize, ctx: &weave::SiteContext| {
-        compile::site_body(&gpu, &resolved, k, ctx).map_err(|e| e.to_string())
-    };
+    let cache = SiteBodies::new(&gpu, &resolved);
+    let bodies = |k: usize, ctx: &weave::SiteContext| cache.get(k, ctx).map_err(|e| e.to_string());
     let linkage = if opts.extern_probes {
         Linkage::Extern
     } else {
@@ -356,4 +359,112 @@ pub fn inject_checked(
         skipped,
         no_match,
     })
+}
+
+/// Site bodies ([`compile::site_body`]), each verified and lowered once per set of sites
+/// on which the verifier cannot tell the contexts apart.
+///
+/// The verifier's run for a program is a deterministic function of the program and its
+/// entry, and the entry's known context bytes enter it only where a load from the
+/// context at one constant offset asks for the bytes it reads
+/// ([`bpf2ptx_verifier::KnownBytes::value`]). Every such load is an instruction whose
+/// facts say it touches the context (`regions` bit 2) at that offset on every path
+/// (`ctx_offset`). So when a run's facts name a constant offset for every instruction
+/// that touches the context, the bytes those loads read are all the run consulted: a
+/// site whose context has the same known mask and the same bytes there gets the same run
+/// step by step, hence the same facts and the same body. When some context access has
+/// no constant offset, nothing is shared and each such site is verified on its own.
+pub struct SiteBodies<'a> {
+    obj: &'a Object,
+    resolved: &'a ptx::Options,
+    /// Per program, the shapes seen: known mask and the byte ranges its loads read, with
+    /// the bodies by the bytes in those ranges.
+    shapes: RefCell<HashMap<usize, Vec<Shape>>>,
+}
+
+/// The context bytes a verification consulted, and the bodies of the sites that agree on
+/// them.
+struct Shape {
+    mask: u32,
+    /// `start..end` byte ranges into [`bpf2ptx_verifier::KnownBytes::bytes`].
+    ranges: Vec<(usize, usize)>,
+    bodies: HashMap<Vec<u8>, ptx::InlineBody>,
+}
+
+impl Shape {
+    /// The entry's bytes in this shape's ranges.
+    fn key(&self, e: &Entry) -> Vec<u8> {
+        let b = &e.known.bytes;
+        let mut k = Vec::new();
+        for &(s, t) in &self.ranges {
+            k.extend_from_slice(&b[s.min(b.len())..t.min(b.len())]);
+        }
+        k
+    }
+}
+
+impl<'a> SiteBodies<'a> {
+    /// An empty cache for the programs of `obj` with the module's options `resolved`.
+    pub fn new(obj: &'a Object, resolved: &'a ptx::Options) -> Self {
+        SiteBodies {
+            obj,
+            resolved,
+            shapes: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// [`compile::site_body`] of program `k` for a site with context `ctx`.
+    pub fn get(&self, k: usize, ctx: &weave::SiteContext) -> Result<ptx::InlineBody, CompileError> {
+        let e = compile::site_entry(self.obj, k, ctx);
+        let mut shapes = self.shapes.borrow_mut();
+        let list = shapes.entry(k).or_default();
+        for shape in list.iter().filter(|s| s.mask == e.known.mask) {
+            if let Some(body) = shape.bodies.get(&shape.key(&e)) {
+                return Ok(body.clone());
+            }
+        }
+        let (body, facts) = compile::site_body_facts(self.obj, self.resolved, &e, k)?;
+        if let Some(ranges) = ctx_reads(self.obj, k, &facts) {
+            let at = match list
+                .iter()
+                .position(|s| s.mask == e.known.mask && s.ranges == ranges)
+            {
+                Some(i) => i,
+                None => {
+                    list.push(Shape {
+                        mask: e.known.mask,
+                        ranges,
+                        bodies: HashMap::new(),
+                    });
+                    list.len() - 1
+                }
+            };
+            let shape = &mut list[at];
+            let key = shape.key(&e);
+            shape.bodies.insert(key, body.clone());
+        }
+        Ok(body)
+    }
+}
+
+/// The context byte ranges program `k`'s loads read in the run that gave `facts`: one
+/// per instruction that touches the context, each a load at a constant offset. `None`
+/// when some context access is not such a load (its bytes are then not known).
+fn ctx_reads(obj: &Object, k: usize, facts: &Facts) -> Option<Vec<(usize, usize)>> {
+    let insns = &obj.programs.get(k)?.insns;
+    let mut out = Vec::new();
+    for (i, &r) in facts.regions.iter().enumerate() {
+        if r & 2 == 0 {
+            continue;
+        }
+        let off = facts.ctx_offset.get(i).copied().flatten()?;
+        let Kind::Ldx(size, _) = insns.get(i)?.kind() else {
+            return None;
+        };
+        let start = usize::try_from(off).ok()?;
+        out.push((start, start + size.bytes() as usize));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
 }
