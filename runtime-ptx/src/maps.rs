@@ -551,8 +551,10 @@ $Lhashof_done:
 // every live key keeps the counts of the slots it passed above 0; a busy slot is not
 // waited for (the key being written there is not in the map yet). At most aux slots.
 //
-// Keys of 8 bytes or fewer: one relaxed load of the header (state, meta) and one of the
-// key word per slot, both in flight at once, as a filter; a slot that passes is decided
+// Keys of 8 bytes or fewer: one weak load of the header (state, meta) and one of the
+// key word per slot, both in flight at once, as a filter (weak: the SM's L1 may serve
+// them, so a miss costs no L2 round trip; a miss is then stale only for an insertion
+// racing it, specs/abi.md "What is not linearizable"); a slot that passes is decided
 // by three ordered loads: the state (acquire: the value published before it is visible),
 // the key word (acquire), the state again. Live, the key, live means the key was live in
 // the slot at some point between the first and the third: if the key word changed to
@@ -589,8 +591,8 @@ $Lfind_probe:
 	and.b64 %rd11, %rd11, %rd9;
 	mad.lo.u64 %rd12, %rd11, %rd6, %rd7;
 	@!%p5 bra $Lfind_long;
-	ld.relaxed.gpu.v2.b32 {%r4, %r3}, [%rd12];
-	ld.relaxed.gpu.b64 %rd14, [%rd12+8];
+	ld.v2.b32 {%r4, %r3}, [%rd12];
+	ld.b64 %rd14, [%rd12+8];
 	and.b32 %r4, %r4, 2;
 	setp.eq.u32 %p2, %r4, 0;
 	setp.ne.u64 %p3, %rd14, %rd15;
@@ -607,7 +609,7 @@ $Lfind_probe:
 	@%p2 bra $Lfind_hit;
 	bra $Lfind_next;
 $Lfind_long:
-	ld.relaxed.gpu.b32 %r3, [%rd12+4];
+	ld.b32 %r3, [%rd12+4];
 	ld.acquire.gpu.b32 %r4, [%rd12];
 	and.b32 %r4, %r4, 2;
 	setp.eq.u32 %p2, %r4, 0;
@@ -1008,9 +1010,9 @@ $Lhlookup_done:
 // reused under the caller, or a key inserted meanwhile, makes it start again,
 // @UPDATE_ROUNDS@ rounds at most; a wait that times out gives -EBUSY, counted.
 //
-// Why the refusal without the lock is right (while no delete and no refused reservation
-// is in flight: specs/abi.md "What is not linearizable"): the count is read (acquire) before the home
-// lock word (acquire) and both before find. A reservation is taken under the home lock
+// Why the refusal without the lock is right (for insertions and deletes ordered before
+// it: specs/abi.md "What is not linearizable"): the count is read before the home lock
+// word and both before find (weak loads before the first wait for the lock, acquire after). A reservation is taken under the home lock
 // with release, so if the count read includes an insertion of this key, the lock word
 // read comes after that insertion took the lock: it is still held (then the slow path
 // decides) or released after the key was published (then find sees the key). Why the
@@ -1085,9 +1087,16 @@ $Lhupd_find:
 	@%p1 bra $Lhupd_busy;
 	add.u32 %r6, %r6, 1;
 $Lhupd_refind:
-	// The count, then the home lock word, then find (see above).
-	ld.acquire.gpu.b64 %rd22, [%rd13];
-	ld.acquire.gpu.b32 %r9, [%rd17+4];
+	// The count, then the home lock word, then find (see above). Before any wait for the
+	// lock they are weak loads (served by the SM's L1 while nothing orders a newer value
+	// before them: a refusal then rests on what this thread must see, specs/abi.md "What
+	// is not linearizable"); after a wait, acquire loads, so that a sleeping waiter sees
+	// the lock's holder let go and what it inserted.
+	setp.eq.u32 %p8, %r11, 0;
+	@%p8 ld.b64 %rd22, [%rd13];
+	@%p8 ld.b32 %r9, [%rd17+4];
+	@!%p8 ld.acquire.gpu.b64 %rd22, [%rd13];
+	@!%p8 ld.acquire.gpu.b32 %r9, [%rd17+4];
 	{
 	.param .b64 a0;
 	.param .b64 a1;
