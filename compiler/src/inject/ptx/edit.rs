@@ -6,7 +6,7 @@
 //! inserted text is parsed as body statements, so the structured view stays in step with
 //! the text, and everything else keeps its bytes.
 
-use super::lexer::Token;
+use super::lexer::{scan, Token};
 use super::parser::{check_fragment, parse_fragment};
 use super::{Function, ParseError};
 
@@ -70,6 +70,28 @@ fn indent_of(trivia: &str) -> &str {
     &rest[..n]
 }
 
+/// The line ending of the first line break in the trivia before any of the tokens `t`
+/// keeps (outside comments), if there is one.
+fn first_eol(t: &Token) -> Option<&'static str> {
+    let trivia = t.trivia();
+    if let Some(&p) = line_breaks(trivia).first() {
+        return Some(eol_at(trivia, Some(p), "\n"));
+    }
+    // The trivia between the tokens: the text lexes as it did in its source.
+    let text = t.text();
+    let mut found = None;
+    let _ = scan(text, |s| {
+        let trivia = &text[s.trivia_start..s.start];
+        if let Some(&p) = line_breaks(trivia).first() {
+            found = Some(eol_at(trivia, Some(p), "\n"));
+            // Stops the scan.
+            return Err(ParseError::TooDeep { line: 0, column: 0 });
+        }
+        Ok(())
+    });
+    found
+}
+
 /// `\r\n` when the line break ending at `at` (an offset from [`line_breaks`]) is one;
 /// `fallback` when there is none.
 fn eol_at(trivia: &str, at: Option<usize>, fallback: &'static str) -> &'static str {
@@ -90,9 +112,9 @@ impl Function {
         let anchor = self
             .body
             .get(index)
-            .and_then(|s| s.tokens.first())
+            .map(|s| &s.tokens)
             .or(self.close.as_ref());
-        let trivia = anchor.map_or("", |t| t.trivia.as_str());
+        let trivia = anchor.map_or("", |t| t.trivia());
         let br = line_breaks(trivia).last().copied();
         let indent = indent_of(trivia).to_string();
         let eol = eol_at(trivia, br, self.eol_style());
@@ -109,7 +131,7 @@ impl Function {
     /// The token whose leading trivia text inserted before statement `index` goes into:
     /// that statement's first token, or the closing brace when `index` is past the end.
     fn anchor(&mut self, index: usize) -> Result<&mut Token, EditError> {
-        if let Some(t) = self.body.get_mut(index).and_then(|s| s.tokens.first_mut()) {
+        if let Some(t) = self.body.get_mut(index).map(|s| &mut s.tokens) {
             return Ok(t);
         }
         let name = &self.name;
@@ -124,9 +146,9 @@ impl Function {
         let anchor = self
             .body
             .get(index)
-            .and_then(|s| s.tokens.first())
+            .map(|s| &s.tokens)
             .or(self.close.as_ref());
-        let trivia = anchor.map_or("", |t| t.trivia.as_str());
+        let trivia = anchor.map_or("", |t| t.trivia());
         let Some(br) = line_breaks(trivia).last().copied() else {
             return Ok(false);
         };
@@ -146,11 +168,11 @@ impl Function {
             })?;
         }
         let anchor = self.anchor(index)?;
-        let split = br.min(anchor.trivia.len());
-        if anchor.trivia.is_char_boundary(split) {
-            anchor.trivia.insert_str(split, &all);
+        let split = br.min(anchor.trivia().len());
+        if anchor.trivia().is_char_boundary(split) {
+            anchor.insert_trivia(split, &all);
         } else {
-            anchor.trivia.insert_str(0, &all);
+            anchor.insert_trivia(0, &all);
         }
         Ok(true)
     }
@@ -167,14 +189,14 @@ impl Function {
                 len: 0,
             });
         }
-        let own = self.body.get(index).and_then(|s| s.tokens.first());
-        let indent = indent_of(own.map_or("", |t| t.trivia.as_str())).to_string();
+        let own = self.body.get(index).map(|s| &s.tokens);
+        let indent = indent_of(own.map_or("", |t| t.trivia())).to_string();
         let next = self
             .body
             .get(index + 1)
-            .and_then(|s| s.tokens.first())
+            .map(|s| &s.tokens)
             .or(self.close.as_ref());
-        let trivia = next.map_or("", |t| t.trivia.as_str());
+        let trivia = next.map_or("", |t| t.trivia());
         let br = line_breaks(trivia).first().copied();
         let eol = eol_at(trivia, br, self.eol_style());
         // No line break after the statement: start a new line for the inserted text.
@@ -188,14 +210,14 @@ impl Function {
     /// The function's line ending (of the first line break in its body), for insertions
     /// into a line that has none of its own.
     fn eol_style(&self) -> &'static str {
-        let tokens = self
+        let runs = self
             .body
             .iter()
-            .flat_map(|s| &s.tokens)
+            .map(|s| &s.tokens)
             .chain(self.close.as_ref());
-        for t in tokens {
-            if let Some(&p) = line_breaks(&t.trivia).first() {
-                return eol_at(&t.trivia, Some(p), "\n");
+        for t in runs {
+            if let Some(eol) = first_eol(t) {
+                return eol;
             }
         }
         "\n"
@@ -245,29 +267,28 @@ impl Function {
                 source,
             })?;
         let anchor = self.anchor(index)?;
-        let split = split.min(anchor.trivia.len());
-        let split = if anchor.trivia.is_char_boundary(split) {
+        let trivia = anchor.trivia();
+        let split = split.min(trivia.len());
+        let split = if trivia.is_char_boundary(split) {
             split
         } else {
             0
         };
-        let after = anchor.trivia.split_off(split);
-        let before = std::mem::take(&mut anchor.trivia);
+        let (before, after) = trivia.split_at(split);
+        let (before, after) = (before.to_string(), after.to_string());
         for s in &mut stmts {
-            for t in &mut s.tokens {
-                t.line = 0;
-            }
+            s.tokens.line = 0;
             if let super::StatementKind::Instruction(i) = &mut s.kind {
                 i.line = 0;
             }
         }
         let n = stmts.len();
-        match stmts.first_mut().and_then(|s| s.tokens.first_mut()) {
+        match stmts.first_mut().map(|s| &mut s.tokens) {
             Some(first) => {
-                first.trivia.insert_str(0, &before);
-                anchor.trivia = trailing + &after;
+                first.insert_trivia(0, &before);
+                anchor.set_trivia(&(trailing + &after));
             }
-            None => anchor.trivia = before + &trailing + &after,
+            None => anchor.set_trivia(&(before + &trailing + &after)),
         }
         self.body.splice(index..index, stmts);
         Ok(n)

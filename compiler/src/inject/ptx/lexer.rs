@@ -20,14 +20,91 @@ pub(crate) enum TokKind {
     Opaque,
 }
 
-/// One token with its leading trivia.
+/// What an item or statement keeps of its tokens: their text as written, and where the
+/// first one is. Only the first token's leading trivia (where edits insert) and position
+/// are needed on their own; the rest is only written, so it is kept as one string, in one
+/// allocation with the trivia.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Token {
+    /// The whitespace and comments before the first token, then the tokens' exact text
+    /// (with the trivia between them).
+    buf: Box<str>,
+    /// Bytes at the end of `buf` that are the tokens' text.
+    text_len: usize,
+    /// 1-based line of the first token's first byte (0 for tokens inserted by an edit).
+    pub line: u32,
+    /// 1-based byte column of the first token's first byte.
+    pub col: u32,
+}
+
+impl Token {
+    /// The tokens `toks` (consecutive in their source), as one.
+    pub fn join(toks: &[Tok<'_>]) -> Token {
+        let Some((first, rest)) = toks.split_first() else {
+            return Token::default();
+        };
+        let text_len = first.text.len()
+            + rest
+                .iter()
+                .map(|t| t.trivia.len() + t.text.len())
+                .sum::<usize>();
+        let mut b = String::with_capacity(first.trivia.len() + text_len);
+        b.push_str(first.trivia);
+        b.push_str(first.text);
+        for t in rest {
+            b.push_str(t.trivia);
+            b.push_str(t.text);
+        }
+        Token {
+            buf: b.into_boxed_str(),
+            text_len,
+            line: first.line,
+            col: first.col,
+        }
+    }
+
+    /// Whitespace and comments before the first token.
+    pub fn trivia(&self) -> &str {
+        &self.buf[..self.buf.len() - self.text_len]
+    }
+
+    /// The tokens' exact text, with the trivia between them.
+    pub fn text(&self) -> &str {
+        &self.buf[self.buf.len() - self.text_len..]
+    }
+
+    /// The trivia, then the text: what writing the token appends.
+    pub fn as_written(&self) -> &str {
+        &self.buf
+    }
+
+    /// Replaces the trivia.
+    pub fn set_trivia(&mut self, trivia: &str) {
+        let mut b = String::with_capacity(trivia.len() + self.text_len);
+        b.push_str(trivia);
+        b.push_str(self.text());
+        self.buf = b.into_boxed_str();
+    }
+
+    /// Inserts `s` into the trivia at byte `at` (a character boundary of the trivia).
+    pub fn insert_trivia(&mut self, at: usize, s: &str) {
+        let mut b = String::with_capacity(self.buf.len() + s.len());
+        b.push_str(&self.buf[..at]);
+        b.push_str(s);
+        b.push_str(&self.buf[at..]);
+        self.buf = b.into_boxed_str();
+    }
+}
+
+/// One token as the lexer finds it, borrowing its trivia and text from the source: what
+/// the parser reads; only what an item keeps is copied ([`Tok::to_token`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tok<'a> {
     /// Whitespace and comments between the previous token and this one.
-    pub trivia: String,
+    pub trivia: &'a str,
     /// The token's exact text.
-    pub text: String,
-    /// 1-based line of the token's first byte (0 for tokens inserted by an edit).
+    pub text: &'a str,
+    /// 1-based line of the token's first byte.
     pub line: u32,
     /// 1-based byte column of the token's first byte.
     pub col: u32,
@@ -35,7 +112,7 @@ pub(crate) struct Token {
     pub kind: TokKind,
 }
 
-impl Token {
+impl Tok<'_> {
     /// Whether this is the punctuation `p`.
     pub fn is(&self, p: &str) -> bool {
         self.kind == TokKind::Punct && self.text == p
@@ -60,19 +137,19 @@ fn is_word_cont(c: u8) -> bool {
 }
 
 /// Splits `src` into tokens and the trivia after the last token.
-pub(crate) fn lex(src: &str) -> Result<(Vec<Token>, String), ParseError> {
+pub(crate) fn lex(src: &str) -> Result<(Vec<Tok<'_>>, &str), ParseError> {
     let mut tokens = Vec::new();
     let trailing = scan(src, |t| {
-        tokens.push(Token {
-            trivia: src[t.trivia_start..t.start].to_string(),
-            text: src.get(t.start..t.end).unwrap_or_default().to_string(),
+        tokens.push(Tok {
+            trivia: &src[t.trivia_start..t.start],
+            text: src.get(t.start..t.end).unwrap_or_default(),
             line: t.line,
             col: t.col,
             kind: t.kind,
         });
         Ok(())
     })?;
-    Ok((tokens, src[trailing..].to_string()))
+    Ok((tokens, &src[trailing..]))
 }
 
 /// One token as [`scan`] finds it: byte offsets into the source, no copies.

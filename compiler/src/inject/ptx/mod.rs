@@ -125,7 +125,7 @@ pub struct Module {
 /// including the `{`, or the whole prototype).
 #[derive(Debug, Clone)]
 pub struct Item {
-    tokens: Vec<Token>,
+    tokens: Token,
     kind: ItemKind,
 }
 
@@ -223,7 +223,7 @@ pub struct Function {
 /// One statement of a function body: its tokens (text) and what it is.
 #[derive(Debug, Clone)]
 pub struct Statement {
-    tokens: Vec<Token>,
+    tokens: Token,
     kind: StatementKind,
 }
 
@@ -500,24 +500,24 @@ impl Item {
 
     /// 1-based line where the item starts.
     pub fn line(&self) -> u32 {
-        self.tokens.first().map_or(0, |t| t.line)
+        self.tokens.line
     }
 
     /// The white space and comments before the item's first token.
     pub fn leading_trivia(&self) -> &str {
-        self.tokens.first().map_or("", |t| t.trivia.as_str())
+        self.tokens.trivia()
     }
 
     /// Appends the item's text, leading trivia included (for a function: header, body
     /// with every edit, closing brace), exactly as [`Module::write`] does.
     pub fn write_to(&self, s: &mut String) {
-        push_tokens(s, &self.tokens);
+        s.push_str(self.tokens.as_written());
         if let ItemKind::Function(f) = &self.kind {
             for st in &f.body {
-                push_tokens(s, &st.tokens);
+                s.push_str(st.tokens.as_written());
             }
             if let Some(c) = &f.close {
-                push_tokens(s, std::slice::from_ref(c));
+                s.push_str(c.as_written());
             }
         }
     }
@@ -598,26 +598,12 @@ impl Statement {
 
     /// 1-based line of the statement's first token; 0 when an edit inserted it.
     pub fn line(&self) -> u32 {
-        self.tokens.first().map_or(0, |t| t.line)
+        self.tokens.line
     }
 
     /// The statement's text without the trivia before it.
     pub fn text(&self) -> String {
-        let mut s = String::new();
-        for (i, t) in self.tokens.iter().enumerate() {
-            if i > 0 {
-                s.push_str(&t.trivia);
-            }
-            s.push_str(&t.text);
-        }
-        s
-    }
-}
-
-fn push_tokens(s: &mut String, tokens: &[Token]) {
-    for t in tokens {
-        s.push_str(&t.trivia);
-        s.push_str(&t.text);
+        self.tokens.text().to_string()
     }
 }
 

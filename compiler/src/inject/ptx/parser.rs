@@ -5,7 +5,7 @@
 //! moved into it, so every token lands in exactly one place and in order: that is what
 //! makes writing lossless.
 
-use super::lexer::{lex, TokKind, Token};
+use super::lexer::{lex, Tok, TokKind, Token};
 use super::{
     is_linkage, is_space, Declaration, Directive, Function, FunctionKind, Guard, Instruction, Item,
     ItemKind, Module, Opcode, Operand, Param, ParseError, Statement, StatementKind, Var,
@@ -25,7 +25,10 @@ pub(crate) fn parse_module(text: &str) -> Result<Module, ParseError> {
     while p.pos < p.toks.len() {
         items.push(p.item()?);
     }
-    Ok(Module { items, trailing })
+    Ok(Module {
+        items,
+        trailing: trailing.to_string(),
+    })
 }
 
 /// Parses body statements (for an edit): balanced blocks, no `}` closing the function.
@@ -45,16 +48,14 @@ pub(crate) fn parse_fragment(text: &str) -> Result<(Vec<Statement>, String), Par
             .iter()
             .rev()
             .find(|s| s.kind == StatementKind::BlockOpen);
-        let (line, column) = open
-            .and_then(|s| s.tokens.first())
-            .map_or((1, 1), |t| (t.line, t.col));
+        let (line, column) = open.map_or((1, 1), |s| (s.tokens.line, s.tokens.col));
         return Err(ParseError::UnexpectedEof {
             expected: "`}`",
             line,
             column,
         });
     }
-    Ok((out, trailing))
+    Ok((out, trailing.to_string()))
 }
 
 /// The cheap check of text to be inserted as text only ([`Function::insert_text_before`]):
@@ -98,34 +99,34 @@ pub(crate) fn check_fragment(text: &str) -> Result<(), ParseError> {
     }
 }
 
-struct Parser {
-    toks: Vec<Token>,
+struct Parser<'a> {
+    toks: Vec<Tok<'a>>,
     pos: usize,
 }
 
-fn unexpected(t: &Token, expected: &'static str) -> ParseError {
+fn unexpected(t: &Tok, expected: &'static str) -> ParseError {
     ParseError::Unexpected {
-        found: t.text.clone(),
+        found: t.text.to_string(),
         expected,
         line: t.line,
         column: t.col,
     }
 }
 
-fn unbalanced(t: &Token, open: &'static str) -> ParseError {
+fn unbalanced(t: &Tok, open: &'static str) -> ParseError {
     ParseError::Unbalanced {
-        found: t.text.clone(),
+        found: t.text.to_string(),
         open,
         line: t.line,
         column: t.col,
     }
 }
 
-fn closer_of(t: &Token) -> Option<&'static str> {
+fn closer_of(t: &Tok) -> Option<&'static str> {
     if t.kind != TokKind::Punct {
         return None;
     }
-    match t.text.as_str() {
+    match t.text {
         "(" => Some(")"),
         "[" => Some("]"),
         "{" => Some("}"),
@@ -133,8 +134,8 @@ fn closer_of(t: &Token) -> Option<&'static str> {
     }
 }
 
-fn is_closer(t: &Token) -> bool {
-    t.kind == TokKind::Punct && matches!(t.text.as_str(), ")" | "]" | "}")
+fn is_closer(t: &Tok) -> bool {
+    t.kind == TokKind::Punct && matches!(t.text, ")" | "]" | "}")
 }
 
 fn describe(closer: &str) -> &'static str {
@@ -145,8 +146,8 @@ fn describe(closer: &str) -> &'static str {
     }
 }
 
-impl Parser {
-    fn tok(&self, i: usize) -> Option<&Token> {
+impl<'a> Parser<'a> {
+    fn tok(&self, i: usize) -> Option<&Tok<'a>> {
         self.toks.get(i)
     }
 
@@ -159,16 +160,12 @@ impl Parser {
         }
     }
 
-    /// Moves the tokens `pos..end` out.
-    fn take(&mut self, end: usize) -> Vec<Token> {
+    /// The tokens `pos..end`, as kept ([`Token::join`]), and `pos` moved past them.
+    fn take(&mut self, end: usize) -> Token {
         let end = end.min(self.toks.len());
         let start = self.pos.min(end);
-        let v = self.toks[start..end]
-            .iter_mut()
-            .map(std::mem::take)
-            .collect();
         self.pos = end;
-        v
+        Token::join(&self.toks[start..end])
     }
 
     /// Index after the `;` that ends the statement starting at `start` (brackets balanced).
@@ -241,13 +238,13 @@ impl Parser {
             (
                 start + 1,
                 ItemKind::Directive(Directive {
-                    name: t.text.clone(),
+                    name: t.text.to_string(),
                     args: vec![],
                 }),
             )
         } else if !t.is_dot_word() {
             return Err(unexpected(t, "a directive, declaration or function"));
-        } else if LINE_DIRECTIVES.contains(&t.text.as_str()) {
+        } else if LINE_DIRECTIVES.contains(&t.text) {
             let end = self.scan_line(start);
             (end, ItemKind::Directive(directive(&self.toks[start..end])))
         } else if t.text == ".section" {
@@ -286,10 +283,10 @@ impl Parser {
         let mut i = start;
         let mut linkage = Vec::new();
         while let Some(t) = self.tok(i).filter(|t| is_linkage(&t.text)) {
-            linkage.push(t.text.clone());
+            linkage.push(t.text.to_string());
             i += 1;
         }
-        let kind = match self.tok(i).map(|t| t.text.as_str()) {
+        let kind = match self.tok(i).map(|t| t.text) {
             Some(".entry") => FunctionKind::Entry,
             _ => FunctionKind::Func,
         };
@@ -301,7 +298,7 @@ impl Parser {
             i = end;
         }
         let name = match self.tok(i) {
-            Some(t) if t.kind == TokKind::Word && !t.is_dot_word() => t.text.clone(),
+            Some(t) if t.kind == TokKind::Word && !t.is_dot_word() => t.text.to_string(),
             Some(t) => return Err(unexpected(t, "a function name")),
             None => return Err(self.eof(start, "a function name")),
         };
@@ -324,13 +321,13 @@ impl Parser {
                 break false;
             } else if t.is_dot_word() {
                 attributes.push(Directive {
-                    name: t.text.clone(),
+                    name: t.text.to_string(),
                     args: vec![],
                 });
             } else if let (Some(d), TokKind::Word | TokKind::Number) =
                 (attributes.last_mut(), t.kind)
             {
-                d.args.push(t.text.clone());
+                d.args.push(t.text.to_string());
             } else if !t.is(",") || attributes.is_empty() {
                 return Err(unexpected(t, "a performance directive, `{` or `;`"));
             }
@@ -354,7 +351,7 @@ impl Parser {
                     }
                     Some(t) if t.is("}") && depth == 0 => {
                         let end = self.pos + 1;
-                        close = self.take(end).pop();
+                        close = Some(self.take(end));
                         break;
                     }
                     Some(_) => body.push(self.statement(&mut depth)?),
@@ -387,7 +384,7 @@ impl Parser {
             (
                 i + 1,
                 StatementKind::Directive(Directive {
-                    name: t.text.clone(),
+                    name: t.text.to_string(),
                     args: vec![],
                 }),
             )
@@ -411,9 +408,9 @@ impl Parser {
             && !t.text.starts_with('%')
             && self.tok(i + 1).is_some_and(|n| n.is(":"))
         {
-            (i + 2, StatementKind::Label(t.text.clone()))
+            (i + 2, StatementKind::Label(t.text.to_string()))
         } else if t.is_dot_word() {
-            if LINE_DIRECTIVES.contains(&t.text.as_str()) {
+            if LINE_DIRECTIVES.contains(&t.text) {
                 let end = self.scan_line(i);
                 (end, StatementKind::Directive(directive(&self.toks[i..end])))
             } else {
@@ -447,20 +444,23 @@ impl Parser {
 }
 
 /// A directive's name and argument texts (`,` and `;` dropped).
-fn directive(toks: &[Token]) -> Directive {
-    let name = toks.first().map(|t| t.text.clone()).unwrap_or_default();
+fn directive(toks: &[Tok]) -> Directive {
+    let name = toks.first().map(|t| t.text.to_string()).unwrap_or_default();
     let args = toks
         .iter()
         .skip(1)
         .filter(|t| !t.is(",") && !t.is(";"))
-        .map(|t| t.text.clone())
+        .map(|t| t.text.to_string())
         .collect();
     Directive { name, args }
 }
 
 /// Splits at the commas outside brackets. `after` is the token after `toks` (for the
 /// location of a trailing comma). No tokens: no groups.
-fn split_commas<'a>(toks: &'a [Token], after: &Token) -> Result<Vec<&'a [Token]>, ParseError> {
+fn split_commas<'a, 't>(
+    toks: &'a [Tok<'t>],
+    after: &Tok<'t>,
+) -> Result<Vec<&'a [Tok<'t>]>, ParseError> {
     let mut groups = Vec::new();
     if toks.is_empty() {
         return Ok(groups);
@@ -488,7 +488,7 @@ fn split_commas<'a>(toks: &'a [Token], after: &Token) -> Result<Vec<&'a [Token]>
 }
 
 /// The text of `toks` as written, without the first token's trivia.
-fn text_of(toks: &[Token]) -> String {
+fn text_of(toks: &[Tok]) -> String {
     let mut s = String::new();
     for (i, t) in toks.iter().enumerate() {
         if i > 0 {
@@ -510,7 +510,7 @@ fn parse_int(text: &str) -> Option<i64> {
 }
 
 /// A declaration from its tokens (through the `;`).
-fn declaration(toks: &[Token]) -> Result<Declaration, ParseError> {
+fn declaration(toks: &[Tok]) -> Result<Declaration, ParseError> {
     let Some((semi, toks)) = toks.split_last() else {
         return Ok(Declaration {
             space: String::new(),
@@ -526,9 +526,9 @@ fn declaration(toks: &[Token]) -> Result<Declaration, ParseError> {
         .filter(|t| t.is_dot_word() || t.kind == TokKind::Number)
     {
         if space.is_empty() && is_space(&t.text) {
-            space = t.text.clone();
+            space = t.text.to_string();
         } else {
-            attributes.push(t.text.clone());
+            attributes.push(t.text.to_string());
         }
         i += 1;
     }
@@ -549,10 +549,10 @@ fn declaration(toks: &[Token]) -> Result<Declaration, ParseError> {
 
 /// A variable: `name`, `name<N>`, `name[N][M]`, `name = init`. `after` is the token after
 /// the group (for errors at its end).
-fn var(g: &[Token], after: &Token) -> Result<Var, ParseError> {
+fn var(g: &[Tok], after: &Tok) -> Result<Var, ParseError> {
     let at = |i: usize| g.get(i).unwrap_or(after);
     let name = match g.first() {
-        Some(t) if t.kind == TokKind::Word && !t.is_dot_word() => t.text.clone(),
+        Some(t) if t.kind == TokKind::Word && !t.is_dot_word() => t.text.to_string(),
         _ => return Err(unexpected(at(0), "a variable name")),
     };
     let mut v = Var {
@@ -592,11 +592,11 @@ fn var(g: &[Token], after: &Token) -> Result<Var, ParseError> {
 }
 
 /// A parameter list's inside; `close` is its `)`.
-fn params(toks: &[Token], close: &Token) -> Result<Vec<Param>, ParseError> {
+fn params(toks: &[Tok], close: &Tok) -> Result<Vec<Param>, ParseError> {
     let mut out = Vec::new();
     for g in split_commas(toks, close)? {
         let space = match g.first() {
-            Some(t) if t.is_dot_word() => t.text.clone(),
+            Some(t) if t.is_dot_word() => t.text.to_string(),
             Some(t) => return Err(unexpected(t, "`.param` or `.reg`")),
             None => return Err(unexpected(close, "a parameter")),
         };
@@ -606,7 +606,7 @@ fn params(toks: &[Token], close: &Token) -> Result<Vec<Param>, ParseError> {
             .get(i)
             .filter(|t| t.is_dot_word() || t.kind == TokKind::Number)
         {
-            attributes.push(t.text.clone());
+            attributes.push(t.text.to_string());
             i += 1;
         }
         let var = var(&g[i.min(g.len())..], close)?;
@@ -620,7 +620,7 @@ fn params(toks: &[Token], close: &Token) -> Result<Vec<Param>, ParseError> {
 }
 
 /// An instruction from its tokens (through the `;`).
-fn instruction(toks: &[Token]) -> Result<Instruction, ParseError> {
+fn instruction(toks: &[Tok]) -> Result<Instruction, ParseError> {
     let Some((semi, toks)) = toks.split_last() else {
         return Err(ParseError::UnexpectedEof {
             expected: "an instruction",
@@ -640,7 +640,7 @@ fn instruction(toks: &[Token]) -> Result<Instruction, ParseError> {
         }
         guard = Some(Guard {
             negated,
-            register: r.text.clone(),
+            register: r.text.to_string(),
         });
         i += 1;
     }
@@ -666,7 +666,7 @@ fn instruction(toks: &[Token]) -> Result<Instruction, ParseError> {
 }
 
 /// Whether `g` is one bracket group from its first token to its last.
-fn is_group(g: &[Token], open: &str) -> bool {
+fn is_group(g: &[Tok], open: &str) -> bool {
     if !g.first().is_some_and(|t| t.is(open)) {
         return false;
     }
@@ -684,13 +684,13 @@ fn is_group(g: &[Token], open: &str) -> bool {
     false
 }
 
-fn operand(g: &[Token], depth: usize) -> Operand {
+fn operand(g: &[Tok], depth: usize) -> Operand {
     let other = || Operand::Other(text_of(g));
     match g {
         [t] => match t.kind {
-            TokKind::Word if t.text.starts_with('%') => Operand::Register(t.text.clone()),
-            TokKind::Word if !t.is_dot_word() => Operand::Symbol(t.text.clone()),
-            TokKind::Number => Operand::Immediate(t.text.clone()),
+            TokKind::Word if t.text.starts_with('%') => Operand::Register(t.text.to_string()),
+            TokKind::Word if !t.is_dot_word() => Operand::Symbol(t.text.to_string()),
+            TokKind::Number => Operand::Immediate(t.text.to_string()),
             _ => other(),
         },
         [m, t] if m.is("-") && t.kind == TokKind::Number => Operand::Immediate(text_of(g)),
@@ -715,7 +715,7 @@ fn operand(g: &[Token], depth: usize) -> Operand {
 }
 
 /// `base`, `base+N`, `base+-N`, `base-N` inside `[ ]`.
-fn address(inner: &[Token]) -> Option<Operand> {
+fn address(inner: &[Tok]) -> Option<Operand> {
     let base = inner
         .first()
         .filter(|t| t.kind == TokKind::Word && !t.is_dot_word())?;
@@ -727,7 +727,7 @@ fn address(inner: &[Token]) -> Option<Operand> {
         _ => return None,
     };
     Some(Operand::Address {
-        base: base.text.clone(),
+        base: base.text.to_string(),
         offset,
     })
 }
