@@ -121,15 +121,8 @@ impl Function {
         self.insert_at(index, br.unwrap_or(trivia.len()), "", &indent, eol, text)
     }
 
-    /// Inserts `texts` (each as [`Function::insert_before`] would take it) on new lines
-    /// before statement `index`, in the order given, as text only: the output is what
-    /// inserting them one by one, last first, would write, but the statements are not kept
-    /// in the structured view (each text is only lexed and its blocks checked to
-    /// balance: the statements are not parsed), so
-    /// statement indices do not move. For bulk edits (weaving) whose result is only
-    /// written out. Returns `false`, changing nothing, when the anchor's line has no line
-    /// The token whose leading trivia text inserted before statement `index` goes into:
-    /// that statement's first token, or the closing brace when `index` is past the end.
+    /// The tokens whose leading trivia text inserted before statement `index` goes into:
+    /// that statement's, or the closing brace's when `index` is past the end.
     fn anchor(&mut self, index: usize) -> Result<&mut Token, EditError> {
         if let Some(t) = self.body.get_mut(index).map(|s| &mut s.tokens) {
             return Ok(t);
@@ -140,7 +133,14 @@ impl Function {
         })
     }
 
-    /// break before it (use [`Function::insert_before`] then).
+    /// Inserts `texts` (each as [`Function::insert_before`] would take it) on new lines
+    /// before statement `index`, in the order given, as text only: the output is what
+    /// inserting them one by one, last first, would write, but the statements are not kept
+    /// in the structured view (each text is only lexed and its blocks checked to
+    /// balance: the statements are not parsed), so statement indices do not move. For
+    /// bulk edits (weaving) whose result is only written out. Returns `false`, changing
+    /// nothing, when the anchor's line has no line break before it (use
+    /// [`Function::insert_before`] then).
     pub fn insert_text_before(&mut self, index: usize, texts: &[&str]) -> Result<bool, EditError> {
         self.check(index, self.body.len())?;
         let anchor = self

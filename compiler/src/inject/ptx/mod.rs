@@ -2,7 +2,8 @@
 //!
 //! [`parse`] splits the text into tokens; every token keeps its exact text and the
 //! whitespace and comments before it (its *trivia*), and every token belongs to exactly one
-//! item or statement, in order. Writing concatenates them, so for every text `parse`
+//! item or statement, in order (each keeps its tokens' text as one string, the first
+//! token's trivia and position apart). Writing concatenates them, so for every text `parse`
 //! accepts, `parse(text)?.write() == text` byte for byte (tabs, CRLF, comments, trailing
 //! blanks and debug sections included). Above the tokens sits the structured view the
 //! injector reads: functions with their parameters and bodies, and in the bodies

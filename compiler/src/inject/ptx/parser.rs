@@ -255,7 +255,7 @@ impl<'a> Parser<'a> {
             (end, ItemKind::Directive(directive(&self.toks[start..end])))
         } else {
             let mut j = start;
-            while self.tok(j).is_some_and(|t| is_linkage(&t.text)) {
+            while self.tok(j).is_some_and(|t| is_linkage(t.text)) {
                 j += 1;
             }
             if self
@@ -266,7 +266,7 @@ impl<'a> Parser<'a> {
             }
             let end = self.scan_semicolon(start)?;
             let toks = &self.toks[start..end];
-            let kind = if self.tok(j).is_some_and(|t| is_space(&t.text)) {
+            let kind = if self.tok(j).is_some_and(|t| is_space(t.text)) {
                 ItemKind::Declaration(declaration(toks)?)
             } else {
                 ItemKind::Directive(directive(toks))
@@ -282,7 +282,7 @@ impl<'a> Parser<'a> {
     fn function(&mut self, start: usize) -> Result<Item, ParseError> {
         let mut i = start;
         let mut linkage = Vec::new();
-        while let Some(t) = self.tok(i).filter(|t| is_linkage(&t.text)) {
+        while let Some(t) = self.tok(i).filter(|t| is_linkage(t.text)) {
             linkage.push(t.text.to_string());
             i += 1;
         }
@@ -416,11 +416,11 @@ impl<'a> Parser<'a> {
             } else {
                 let end = self.scan_semicolon(i)?;
                 let mut j = i;
-                while self.tok(j).is_some_and(|t| is_linkage(&t.text)) {
+                while self.tok(j).is_some_and(|t| is_linkage(t.text)) {
                     j += 1;
                 }
                 let toks = &self.toks[i..end];
-                let kind = if self.tok(j).is_some_and(|t| is_space(&t.text)) {
+                let kind = if self.tok(j).is_some_and(|t| is_space(t.text)) {
                     StatementKind::Declaration(declaration(toks)?)
                 } else {
                     StatementKind::Directive(directive(toks))
@@ -492,9 +492,9 @@ fn text_of(toks: &[Tok]) -> String {
     let mut s = String::new();
     for (i, t) in toks.iter().enumerate() {
         if i > 0 {
-            s.push_str(&t.trivia);
+            s.push_str(t.trivia);
         }
-        s.push_str(&t.text);
+        s.push_str(t.text);
     }
     s
 }
@@ -525,7 +525,7 @@ fn declaration(toks: &[Tok]) -> Result<Declaration, ParseError> {
         .get(i)
         .filter(|t| t.is_dot_word() || t.kind == TokKind::Number)
     {
-        if space.is_empty() && is_space(&t.text) {
+        if space.is_empty() && is_space(t.text) {
             space = t.text.to_string();
         } else {
             attributes.push(t.text.to_string());
@@ -575,7 +575,7 @@ fn var(g: &[Tok], after: &Tok) -> Result<Var, ParseError> {
             i += 2;
         } else if at(i + 1).kind == TokKind::Number && at(i + 2).is("]") {
             v.dims
-                .push(parse_int(&at(i + 1).text).and_then(|n| u64::try_from(n).ok()));
+                .push(parse_int(at(i + 1).text).and_then(|n| u64::try_from(n).ok()));
             i += 3;
         } else {
             return Err(unexpected(at(i + 1), "an array dimension"));
@@ -721,9 +721,9 @@ fn address(inner: &[Tok]) -> Option<Operand> {
         .filter(|t| t.kind == TokKind::Word && !t.is_dot_word())?;
     let offset = match &inner[1..] {
         [] => 0,
-        [p, n] if p.is("+") => parse_int(&n.text)?,
-        [p, m, n] if p.is("+") && m.is("-") => parse_int(&n.text)?.checked_neg()?,
-        [m, n] if m.is("-") => parse_int(&n.text)?.checked_neg()?,
+        [p, n] if p.is("+") => parse_int(n.text)?,
+        [p, m, n] if p.is("+") && m.is("-") => parse_int(n.text)?.checked_neg()?,
+        [m, n] if m.is("-") => parse_int(n.text)?.checked_neg()?,
         _ => return None,
     };
     Some(Operand::Address {
