@@ -468,3 +468,105 @@ fn ctx_reads(obj: &Object, k: usize, facts: &Facts) -> Option<Vec<(usize, usize)
     out.dedup();
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpf2ptx_compiler::inject::attach::{Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
+    use bpf2ptx_compiler::inject::weave::SiteContext;
+
+    /// Contexts of a point's sites: kernel and site varied, and for memory sites the
+    /// access size and flags too.
+    fn contexts(point: Point) -> Vec<SiteContext> {
+        let mut out = Vec::new();
+        for kernel in [0u64, 1, 7] {
+            for site in [12u64, 13, 400] {
+                let id = kernel | site << 32;
+                let mut ctx = SiteContext {
+                    bytes: [0; MEM_CTX_SIZE as usize],
+                    known: 0xff,
+                    size: KERNEL_CTX_SIZE,
+                };
+                if point != Point::Mem {
+                    ctx.bytes[..8].copy_from_slice(&id.to_le_bytes());
+                    out.push(ctx);
+                    continue;
+                }
+                for w1 in [4u64 | 1 << 32, 8 | 2 << 32, 4 | (1 | 1 << 8) << 32] {
+                    ctx.known = 0x00ff_ff00;
+                    ctx.size = MEM_CTX_SIZE;
+                    ctx.bytes[8..16].copy_from_slice(&w1.to_le_bytes());
+                    ctx.bytes[16..24].copy_from_slice(&id.to_le_bytes());
+                    out.push(ctx);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every body the cache gives is the one verifying and lowering that site alone gives,
+    /// for every program of the injection tests' probes.
+    #[test]
+    fn cached_site_bodies_are_the_sites_own() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/inject/probes");
+        let mut checked = 0;
+        for name in ["counters", "memcapture", "plain_counters", "ring_exit"] {
+            let path = dir.join(format!("{name}.bpf.o"));
+            let obj = bpf2ptx_compiler::front::load_path(&path).expect("loads");
+            let (gpu, _) = compile::gpu_programs(&obj);
+            let (maps, _) = compile::map_options(&gpu, &[]).expect("map options");
+            let resolved = compile::resolve(&gpu, &maps).expect("verifies");
+            let cache = SiteBodies::new(&gpu, &resolved);
+            for (k, p) in gpu.programs.iter().enumerate() {
+                let Some(a) = Attach::from_section(&p.section) else {
+                    continue;
+                };
+                let ctxs = contexts(a.point);
+                // Twice, so the second round is served from the cache.
+                for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
+                    let own = compile::site_body(&gpu, &resolved, k, ctx).expect("lowers");
+                    let cached = cache.get(k, ctx).expect("lowers");
+                    assert_eq!(own, cached, "{name}: program {}", p.name);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0);
+    }
+
+    /// A probe that reads its site (not its kernel) and branches on it: sites that differ
+    /// in the site get their own bodies, sites that differ only in the kernel share one.
+    #[test]
+    fn a_probe_that_reads_its_site_gets_a_body_per_site() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/inject/probes");
+        let obj = bpf2ptx_compiler::front::load_path(&dir.join("counters.bpf.o")).expect("loads");
+        let (mut gpu, _) = compile::gpu_programs(&obj);
+        let k = gpu
+            .programs
+            .iter()
+            .position(|p| p.section == "gpu/entry/*")
+            .expect("counters has an entry probe");
+        let code = "r2 = *(u32 *)(r1 + 4)\nr0 = 0\nif r2 > 100 goto +1\nr0 = 1\nexit\n";
+        let p = &mut gpu.programs[k];
+        p.insns = bpf2ptx_compiler::isa::asm::assemble(code)
+            .expect("assembles")
+            .insns;
+        p.funcs.truncate(1);
+        p.relocs.clear();
+        p.lines.clear();
+        let (maps, _) = compile::map_options(&gpu, &[]).expect("map options");
+        let resolved = compile::resolve(&gpu, &maps).expect("verifies");
+        let cache = SiteBodies::new(&gpu, &resolved);
+        let ctxs = contexts(Point::Entry);
+        for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
+            let own = compile::site_body(&gpu, &resolved, k, ctx).expect("lowers");
+            assert_eq!(own, cache.get(k, ctx).expect("lowers"));
+        }
+        let shapes = cache.shapes.borrow();
+        let shapes = &shapes[&k];
+        assert_eq!(shapes.len(), 1);
+        assert_eq!(shapes[0].ranges, vec![(4, 8)]);
+        // Sites 12, 13 and 400.
+        assert_eq!(shapes[0].bodies.len(), 3);
+    }
+}
