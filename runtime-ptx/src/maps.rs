@@ -468,17 +468,15 @@ $Lword_done:
 	ld.param.b64 %rd3, [word];
 	setp.gt.u64 %p1, %rd2, 8;
 	@%p1 bra $Lhashof_bytes;
-	// At most 8 bytes: a 32-bit count (a 64-bit one costs two compares a byte).
-	cvt.u32.u64 %r1, %rd2;
 	mov.b64 %rd4, 0xcbf29ce484222325;
 $Lhashof_byte:
-	setp.eq.u32 %p1, %r1, 0;
+	setp.eq.u64 %p1, %rd2, 0;
 	@%p1 bra $Lhashof_done;
 	and.b64 %rd5, %rd3, 255;
 	xor.b64 %rd4, %rd4, %rd5;
 	mul.lo.u64 %rd4, %rd4, 0x100000001b3;
 	shr.u64 %rd3, %rd3, 8;
-	add.u32 %r1, %r1, -1;
+	add.s64 %rd2, %rd2, -1;
 	bra $Lhashof_byte;
 $Lhashof_bytes:
 	{
@@ -653,14 +651,13 @@ $Lfind_miss:
 
 // Adds 1 to counter `reason` (@FULL@ full, @BUSY@ busy, @EVICTED@ evicted) of the map's
 // counts block, in the calling SM's shard (%smid & @SHARD_MASK@, one 128-byte line each,
-// after the count's own line), aggregated over the converged lanes (one red by the
-// group's lowest lane), so a million refused inserts cost a few thousand atomics on
-// different lines.
+// after the count's own line), aggregated over the converged lanes (group_add), so a
+// million refused inserts cost a few thousand atomics on different lines.
 .func bpf2ptx_map_hash_note(.param .b64 desc, .param .b64 reason)
 {
-	.reg .pred %p<3>;
-	.reg .b32 %r<6>;
-	.reg .b64 %rd<7>;
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<6>;
 	ld.param.b64 %rd1, [desc];
 	ld.param.b64 %rd2, [reason];
 	ld.b64 %rd3, [%rd1+40];
@@ -673,18 +670,16 @@ $Lfind_miss:
 	shl.b64 %rd5, %rd2, 3;
 	add.s64 %rd4, %rd4, %rd5;
 	add.s64 %rd3, %rd3, %rd4;
-	// The group: converged lanes counting into the same word (every caller adds 1, and
-	// nothing is returned, so this is group_add without its broadcast): its lowest lane
-	// adds the group's size with one red.
-	activemask.b32 %r2;
-	match.any.sync.b64 %r3, %rd3, %r2;
-	mov.u32 %r4, %lanemask_lt;
-	and.b32 %r4, %r4, %r3;
-	setp.ne.u32 %p2, %r4, 0;
-	@%p2 bra $Lnote_done;
-	popc.b32 %r5, %r3;
-	cvt.u64.u32 %rd6, %r5;
-	red.relaxed.gpu.add.u64 [%rd3], %rd6;
+	{
+	.param .b64 a0;
+	.param .b64 a1;
+	.param .b32 a2;
+	.param .b64 r;
+	st.param.b64 [a0], %rd3;
+	st.param.b64 [a1], 1;
+	st.param.b32 [a2], 0;
+	call (r), bpf2ptx_map_group_add, (a0, a1, a2);
+	}
 $Lnote_done:
 	ret;
 }
@@ -1129,10 +1124,9 @@ $Lhupd_refind:
 	and.pred %p6, %p6, %p5;
 	@%p6 bra $Lhupd_full;
 	// The home lock: test (the word just read), then test-and-set (acquire). While it
-	// is held, sleep until it reads free (relaxed re-reads, cheaper than a round) and
-	// start over from the count: a map that filled meanwhile then refuses without the
-	// lock, and a key inserted meanwhile is found, so a crowd waiting on one lock
-	// dissolves as soon as there is nothing left to insert.
+	// is held, sleep and start over from the count: a map that filled meanwhile then
+	// refuses without the lock, and a key inserted meanwhile is found, so a crowd
+	// waiting on one lock dissolves as soon as there is nothing left to insert.
 	@!%p7 bra $Lhupd_wait;
 	atom.acquire.gpu.or.b32 %r9, [%rd17+4], 0x80000000;
 	and.b32 %r9, %r9, 0x80000000;
@@ -1145,10 +1139,6 @@ $Lhupd_wait:
 	nanosleep.u32 %r10;
 	shl.b32 %r10, %r10, 1;
 	min.u32 %r10, %r10, 1024;
-	ld.relaxed.gpu.b32 %r9, [%rd17+4];
-	and.b32 %r9, %r9, 0x80000000;
-	setp.ne.u32 %p7, %r9, 0;
-	@%p7 bra $Lhupd_wait;
 	bra $Lhupd_refind;
 $Lhupd_locked:
 	{

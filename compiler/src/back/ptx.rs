@@ -966,13 +966,27 @@ pub enum Granularity {
 }
 
 /// The test that lets only the threads of granularity `g` go on and sends the others to
-/// `skip`: nothing for threads; for a warp its leader, the lowest lane of `activemask`
-/// (PTX 6.2), which exists even when only part of the warp arrives; for a block the thread
-/// with tid (0, 0, 0). Uses three `.b32` registers `{w}0..{w}2` and the predicate `{p}`,
-/// which the caller declares. Entry kernels and injection sites both use it.
-pub fn granularity_test(g: Granularity, w: &str, p: &str, skip: &str) -> String {
+/// `skip`: nothing for threads; for a block the thread with tid (0, 0, 0); for a warp one
+/// lane, chosen by `edge`:
+///
+/// - `edge` (kernel entry and exit, which every thread passes exactly once): lane 0, which
+///   every warp has (a warp's lanes are numbered from 0 up), so the probe runs exactly once
+///   per warp even when the warp reaches the site in parts; it stands for the lanes that
+///   arrived with it (`activemask`). Electing from `activemask` alone ran an exit probe
+///   twice per warp, for 1 lane and for 31, whenever the code before it left the warp
+///   split (seen on an H200 for some builds of the map runtime, whatever the rejoin);
+/// - otherwise (a memory access, which some lanes may never reach): the lowest lane of
+///   `activemask` (PTX 6.2), once per group of lanes that arrives together.
+///
+/// Uses three `.b32` registers `{w}0..{w}2` and the predicate `{p}`, which the caller
+/// declares; `{w}0` is left holding `activemask`. Entry kernels and injection sites both
+/// use it.
+pub fn granularity_test(g: Granularity, w: &str, p: &str, skip: &str, edge: bool) -> String {
     match g {
         Granularity::Thread => String::new(),
+        Granularity::Warp if edge => format!(
+            "activemask.b32 {w}0;\nmov.u32 {w}1, %laneid;\nsetp.ne.u32 {p}, {w}1, 0;\n@{p} bra {skip};\n"
+        ),
         Granularity::Warp => format!(
             "activemask.b32 {w}0;\nneg.s32 {w}1, {w}0;\nand.b32 {w}1, {w}1, {w}0;\n\
              mov.u32 {w}2, %lanemask_eq;\nsetp.ne.u32 {p}, {w}1, {w}2;\n@{p} bra {skip};\n"
@@ -1024,7 +1038,8 @@ fn granularity_guard(g: Granularity) -> String {
     if g == Granularity::Thread {
         return String::new();
     }
-    let test = granularity_test(g, "%g", "%gp", "$Lbpf2ptx_skip");
+    // An entry kernel's guard runs at its entry, which every thread passes once.
+    let test = granularity_test(g, "%g", "%gp", "$Lbpf2ptx_skip", true);
     let mut s = String::from("\t.reg .b32 %g<3>;\n\t.reg .pred %gp;\n");
     for line in test.lines() {
         s.push('\t');

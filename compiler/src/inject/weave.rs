@@ -362,7 +362,8 @@ impl Weaver<'_> {
                 for (p, g) in list {
                     self.labels += 1;
                     let body = self.body(p, &ctx, line)?;
-                    text.push_str(&site_block(self.labels, guard, *g, &fill, p, body.as_ref()));
+                    let edge = matches!(point, Point::Entry | Point::Exit);
+                    text.push_str(&site_block(self.labels, edge, guard, *g, &fill, p, body.as_ref()));
                 }
                 self.sites.push(Site {
                     site: line,
@@ -637,8 +638,11 @@ fn width(regs: &HashMap<String, u32>, reg: &str) -> Option<u32> {
 /// One site's block for one probe: guards, the context (registers `%bpf2ptx_c0..2`
 /// and the kernel's `.local` copy r1 points to), then the probe's body in a block of its
 /// own, or a call.
+/// `edge`: the site is at the kernel's entry or an exit, which every thread passes once
+/// (`granularity_test`).
 fn site_block(
     n: usize,
+    edge: bool,
     guard: Option<&Guard>,
     g: Granularity,
     fill: &str,
@@ -658,6 +662,7 @@ fn site_block(
         "%bpf2ptx_w",
         "%bpf2ptx_p",
         &skip,
+        edge,
     ));
     // Only a probe that reads its context through r1 needs the `.local` copy.
     let in_memory = body.is_none_or(|b| b.ctx_in_memory);
