@@ -354,9 +354,22 @@ def hash_op(probe, placement):
     def bind(buf):
         d[3] = buf.data.ptr
 
-    # Both tables have the same layout and hash (FNV-1a, linear probing): trading them keeps
-    # every launch after the first a lookup of existing keys for either kernel.
-    bufs = Buffers(HASH_SLOTS * 24, placement, bind)
+    # Each kernel keeps its own table: ours has a counts block (descriptor word 5: the
+    # count of keys decides a refusal) and overflow counts that the twin (the protocol
+    # before issue 12) does not keep, so trading tables as the array rows do would make
+    # ours refuse or duplicate keys. Reset zeroes our counts block with our table.
+    ours_tab = alloc(HASH_SLOTS * 24, placement)
+    bind(ours_tab)
+    counts = int(d[5])  # the counts block: 128 + 32 x 128 bytes (specs/abi.md)
+    check(probe, "descriptor has a counts block", counts != 0)
+    bufs = Fixed(ours_tab, alloc(HASH_SLOTS * 24, placement))
+    fixed_reset = bufs.reset
+
+    def reset():
+        fixed_reset()
+        if counts:
+            cp.cuda.runtime.memset(counts, 0, 128 + 32 * 128)
+    bufs.reset = reset
     res_o, res_t = cp.zeros(1, cp.uint64), cp.zeros(1, cp.uint64)
     tf = twin("twin_" + probe, placement)
     lo = lambda: o.fn((grid,), (BLOCK,), args3(res_o))
