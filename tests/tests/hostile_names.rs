@@ -2,7 +2,8 @@
 //! (specs/abi.md, "Programs and functions" and "Maps"): programs and maps with hostile
 //! names — PTX's invalid `_`, `$` and `%` forms, names PTX or the backend reserve, every
 //! device-runtime symbol and every map symbol form, a 1,000-byte name, non-ASCII, names
-//! that differ only in bytes an escape writes — lower, through the verifier, to PTX that
+//! that differ only in bytes an escape writes — as program, map, ring and BPF-to-BPF
+//! function (subprogram) names lower, through the verifier, to PTX that
 //! ptxas accepts for sm_70; the symbols stay distinct; a clash the scheme leaves
 //! (`.bss` and a map named `bss`) is a compile error before ptxas.
 //!
@@ -111,6 +112,18 @@ fn object(maps: &[(&str, &str)]) -> Object {
     obj
 }
 
+/// A text program `prog` that calls a subprogram (which stores to the stack and reads a
+/// hash map, so the function has a frame and a helper call), the subprogram being
+/// `funcs[1]`.
+fn with_subprogram() -> Object {
+    let src = ".map m0 hash 4 8 16\nr1 = 0\ncall pc+2\nr0 = 0\nexit\n\
+               r1 = 0\n*(u64 *)(r10 - 8) = r1\nr2 = r10\nr2 += -8\nr1 = map_idx(0) ll\n\
+               call 1\nr0 = 0\nexit\n";
+    let obj = bpf2ptx::load_bytes("prog.s", src.as_bytes()).unwrap();
+    assert_eq!(obj.programs[0].funcs.len(), 2, "the text has one subprogram");
+    obj
+}
+
 fn lower(obj: &Object) -> Result<String, String> {
     let opts = ptx::Options {
         target: "sm_70".into(),
@@ -161,6 +174,12 @@ fn cases() -> Vec<(String, Object)> {
         let mut o = object(&[("r", "hash 4 8 16"), (&h, "ringbuf 0 0 4096")]);
         o.programs[0].name = ptx::map_counter_symbol(&h);
         out.push((format!("ringbuf `{}`", short(&h)), o));
+    }
+    // A BPF-to-BPF function (subprogram) with the hostile name, called from the program.
+    for h in hostile() {
+        let mut o = with_subprogram();
+        o.programs[0].funcs[1].name = h.clone();
+        out.push((format!("function `{}`", short(&h)), o));
     }
     // Names today's `_` replacement gave one symbol, in one object.
     for (a, b) in [
