@@ -499,10 +499,68 @@ exit
             )),
             "{kind}: storage of {bytes} bytes"
         );
+        // A lookup pinned to a hash map with a 4-byte key on the stack is inlined: the
+        // walk over 32-byte slots (8 + 8 + 16), no call of a lookup function, and LRU
+        // stamps a hit through the runtime.
+        assert!(ptx.contains("mad.lo.u64 %hk7, %hk5, 32, %hk2;"), "{kind}");
         assert!(
-            // A lookup pinned to a hash map calls the hash function directly.
-            ptx.contains("call.uni (bpf_hr), bpf2ptx_map_hash_lookup,"),
+            !ptx.contains("call.uni (bpf_hr), bpf2ptx_map_hash_lookup,"),
+            "{kind}"
+        );
+        assert!(
+            !ptx.contains("call.uni (bpf_hr), bpf2ptx_map_lookup_elem,"),
+            "{kind}"
+        );
+        assert_eq!(
+            ptx.contains("call bpf2ptx_map_hash_stamp, (a0, a1);\n\t}\n\tbra.uni"),
+            stamps,
             "{kind}"
         );
     }
+}
+
+/// A lookup that missed and an update of the same map and key right after it (the
+/// published insert-or-increment pattern) share the lookup's walk: the update refuses a
+/// full map from the miss memo; a call in between (here a second lookup's helper of
+/// another kind) clears the memo first.
+#[test]
+fn an_update_after_a_missed_lookup_reuses_its_walk() {
+    let src = "\
+.map h hash 4 8 1024
+r1 = 7
+*(u32 *)(r10 - 4) = r1
+r1 = 1
+*(u64 *)(r10 - 16) = r1
+r2 = r10
+r2 += -4
+r1 = map_idx(0) ll
+call 1
+if r0 != 0 goto +8
+r2 = r10
+r2 += -4
+r3 = r10
+r3 += -16
+r1 = map_idx(0) ll
+r4 = 1
+call 2
+r0 = 0
+exit
+";
+    let obj = bpf2ptx::load_bytes("m.s", src.as_bytes()).unwrap();
+    let ptx = bpf2ptx::compile::compile(&obj, &Default::default()).unwrap();
+    let lookup_miss = ptx
+        .find("setp.eq.u32 %hm_v, 0, 0;")
+        .expect("a lookup fills the memo");
+    let fused = ptx.find("@!%hm_v bra").expect("the update reads the memo");
+    assert!(lookup_miss < fused);
+    // The refusal counts `full` and gives -E2BIG (7) before the runtime's update.
+    let refuse = ptx.find("call bpf2ptx_map_hash_note, (a0, a1);").unwrap();
+    let update = ptx
+        .find("call.uni (bpf_hr), bpf2ptx_map_hash_update,")
+        .unwrap();
+    assert!(fused < refuse && refuse < update);
+    assert!(ptx[refuse..update].contains("mov.u64 %r0, -7;"));
+    // The memo is declared and cleared at entry, and after the runtime's update.
+    assert!(ptx.contains(".reg .pred %hm_v;"));
+    assert!(ptx[update..].contains("setp.ne.u32 %hm_v, 0, 0;"));
 }
