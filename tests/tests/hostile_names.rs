@@ -120,7 +120,11 @@ fn with_subprogram() -> Object {
                r1 = 0\n*(u64 *)(r10 - 8) = r1\nr2 = r10\nr2 += -8\nr1 = map_idx(0) ll\n\
                call 1\nr0 = 0\nexit\n";
     let obj = bpf2ptx::load_bytes("prog.s", src.as_bytes()).unwrap();
-    assert_eq!(obj.programs[0].funcs.len(), 2, "the text has one subprogram");
+    assert_eq!(
+        obj.programs[0].funcs.len(),
+        2,
+        "the text has one subprogram"
+    );
     obj
 }
 

@@ -363,7 +363,15 @@ impl Weaver<'_> {
                     self.labels += 1;
                     let body = self.body(p, &ctx, line)?;
                     let edge = matches!(point, Point::Entry | Point::Exit);
-                    text.push_str(&site_block(self.labels, edge, guard, *g, &fill, p, body.as_ref()));
+                    text.push_str(&site_block(
+                        self.labels,
+                        edge,
+                        guard,
+                        *g,
+                        &fill,
+                        p,
+                        body.as_ref(),
+                    ));
                 }
                 self.sites.push(Site {
                     site: line,
