@@ -65,6 +65,9 @@ pub(crate) fn parse_fragment(text: &str) -> Result<(Vec<Statement>, String), Par
 ///
 /// [`Function::insert_text_before`]: super::Function::insert_text_before
 pub(crate) fn check_fragment(text: &str) -> Result<(), ParseError> {
+    if balances_plainly(text) {
+        return Ok(());
+    }
     // (line, column) of each open `{`; tokens are not kept.
     let mut open: Vec<(u32, u32)> = Vec::new();
     super::lexer::scan(text, |t| {
@@ -97,6 +100,43 @@ pub(crate) fn check_fragment(text: &str) -> Result<(), ParseError> {
         }),
         None => Ok(()),
     }
+}
+
+/// The common case of [`check_fragment`] without the lexer: `true` when `text` has no
+/// string, no `/*` comment, no `@@` and outside `//` comments only bytes that are
+/// whitespace or start or continue a token (so it lexes, and every `{` `}` byte outside
+/// `//` comments is a punctuation token), and those braces balance, nesting no deeper
+/// than [`MAX_NESTING`]. `false` says nothing: the lexer decides (and gives the error).
+fn balances_plainly(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'{' if depth >= MAX_NESTING => return false,
+            b'{' => depth += 1,
+            b'}' if depth == 0 => return false,
+            b'}' => depth -= 1,
+            b'/' if b.get(i + 1) == Some(&b'*') => return false,
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                // Up to the line break, as the lexer's trivia does.
+                while b.get(i).is_some_and(|&c| c != b'\n') {
+                    i += 1;
+                }
+                continue;
+            }
+            // A string, or an `@@DWARF` line (one opaque token).
+            b'"' => return false,
+            b'@' if b.get(i + 1) == Some(&b'@') => return false,
+            c if c.is_ascii_alphanumeric()
+                || matches!(c, b'_' | b'$' | b'%' | b'.')
+                || matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+                || b",;:{}[]()+-=<>@!|*/&^~?".contains(&c) => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    depth == 0
 }
 
 struct Parser<'a> {
@@ -730,4 +770,82 @@ fn address(inner: &[Tok]) -> Option<Operand> {
         base: base.text.to_string(),
         offset,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lexer's verdict alone (no plain fast path).
+    fn lexed(text: &str) -> Result<(), ParseError> {
+        let mut depth = 0usize;
+        let mut ok = true;
+        super::super::lexer::scan(text, |t| {
+            match &text[t.start..t.end] {
+                "{" if t.kind == TokKind::Punct => {
+                    ok &= depth < MAX_NESTING;
+                    depth += 1;
+                }
+                "}" if t.kind == TokKind::Punct => {
+                    ok &= depth > 0;
+                    depth = depth.saturating_sub(1);
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if ok && depth == 0 {
+            Ok(())
+        } else {
+            Err(ParseError::TooDeep { line: 0, column: 0 })
+        }
+    }
+
+    /// Whenever the fast path accepts a text, the lexer does too; on every text the check
+    /// agrees with the lexer.
+    #[test]
+    fn plain_balance_agrees_with_the_lexer() {
+        let parts = [
+            "{",
+            "}",
+            "\n",
+            " ",
+            "\t",
+            "\r\n",
+            "// c { \n",
+            "/* { */",
+            "\"{\"",
+            "@@DWARF {\n",
+            "@",
+            "ld.u32 %r1, [%rd2];",
+            "/",
+            "*",
+            "é",
+            "#",
+            "$L_1:",
+            "\u{b}",
+            "::",
+            "0x1F",
+        ];
+        // Every sequence of up to 4 parts.
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for t in &texts {
+                for p in parts {
+                    next.push(format!("{t}{p}"));
+                }
+            }
+            texts.extend(next);
+        }
+        texts.push("{".repeat(MAX_NESTING) + &"}".repeat(MAX_NESTING));
+        texts.push("{".repeat(MAX_NESTING + 1) + &"}".repeat(MAX_NESTING + 1));
+        for t in &texts {
+            let lexer = lexed(t).is_ok();
+            if balances_plainly(t) {
+                assert!(lexer, "fast path accepts {t:?}, the lexer does not");
+            }
+            assert_eq!(check_fragment(t).is_ok(), lexer, "{t:?}");
+        }
+    }
 }
