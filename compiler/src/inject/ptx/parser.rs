@@ -112,32 +112,75 @@ fn balances_plainly(text: &str) -> bool {
     let mut depth = 0usize;
     let mut i = 0;
     while let Some(&c) = b.get(i) {
+        i += 1;
+        if PLAIN[c as usize] {
+            continue;
+        }
         match c {
             b'{' if depth >= MAX_NESTING => return false,
             b'{' => depth += 1,
             b'}' if depth == 0 => return false,
             b'}' => depth -= 1,
-            b'/' if b.get(i + 1) == Some(&b'*') => return false,
-            b'/' if b.get(i + 1) == Some(&b'/') => {
+            b'/' if b.get(i) == Some(&b'*') => return false,
+            b'/' if b.get(i) == Some(&b'/') => {
                 // Up to the line break, as the lexer's trivia does.
                 while b.get(i).is_some_and(|&c| c != b'\n') {
                     i += 1;
                 }
-                continue;
             }
-            // A string, or an `@@DWARF` line (one opaque token).
-            b'"' => return false,
-            b'@' if b.get(i + 1) == Some(&b'@') => return false,
-            c if c.is_ascii_alphanumeric()
-                || matches!(c, b'_' | b'$' | b'%' | b'.')
-                || matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
-                || b",;:{}[]()+-=<>@!|*/&^~?".contains(&c) => {}
+            b'/' => {}
+            b'@' if b.get(i) == Some(&b'@') => return false,
+            b'@' => {}
+            // A string, or a byte that starts no token.
             _ => return false,
         }
-        i += 1;
     }
     depth == 0
 }
+
+/// The bytes [`balances_plainly`] passes over: whitespace and the bytes that start or
+/// continue a token, but for `{ } / @` (looked at) and `"` (refused).
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'$'
+                    | b'%'
+                    | b'.'
+                    | b' '
+                    | b'\t'
+                    | b'\r'
+                    | b'\n'
+                    | 0x0b
+                    | 0x0c
+                    | b','
+                    | b';'
+                    | b':'
+                    | b'['
+                    | b']'
+                    | b'('
+                    | b')'
+                    | b'+'
+                    | b'-'
+                    | b'='
+                    | b'<'
+                    | b'>'
+                    | b'!'
+                    | b'|'
+                    | b'*'
+                    | b'&'
+                    | b'^'
+                    | b'~'
+                    | b'?'
+            );
+        c += 1;
+    }
+    t
+};
 
 struct Parser<'a> {
     toks: Vec<Tok<'a>>,
