@@ -271,7 +271,7 @@ pub const HASH_HELPERS: [(u32, &str); 3] = [
 ];
 
 /// Registers of a probe function's *miss memo*: the last [`inline_hash_lookup`] that
-/// missed leaves its map (the descriptor's address, `%hm_d`), key word (`%hm_w`) and hash
+/// missed in a full map leaves its map (the descriptor's address, `%hm_d`), key word (`%hm_w`) and hash
 /// (`%hm_h`) here, valid while `%hm_v`. An [`inline_hash_update`] of the same map and key
 /// word right after it (no call in between: every other call clears the memo) knows the
 /// key was absent and refuses a full map from the count and the home lock word alone,
@@ -312,12 +312,19 @@ fn fnv_word(key_size: u32, word: &str, h: &str, t: &str) -> String {
 /// the three ordered loads), with the map's key and value sizes as constants and the
 /// key as a word already in a register. `desc` holds the descriptor's address (the
 /// call's r1), `word` the key zero-extended, `out` gets the value's address or 0; `tag`
-/// makes the labels unique in the function. A miss fills the miss memo ([`MEMO_REGS`]),
-/// a hit or an unbound map clears it. LRU (9) stamps the hit slot through the runtime.
+/// makes the labels unique in the function. A miss while the map holds `max_entries` keys
+/// (the count, a weak load) fills the miss memo ([`MEMO_REGS`]); a hit, a miss with room
+/// left or an unbound map clears it: with room, an insertion of the same key by another
+/// thread may land before this thread's update, which must then find it (seen on an
+/// H200: a map sized for exactly its keys refused 9 of 1,048,576 increments of keys that
+/// were in). LRU (9) stamps the hit slot through the runtime and keeps no memo (its
+/// updates are not inlined).
+#[allow(clippy::too_many_arguments)]
 pub fn inline_hash_lookup(
     desc: &str,
     key_size: u32,
     value_size: u32,
+    max_entries: u32,
     lru: bool,
     word: &str,
     out: &str,
@@ -353,10 +360,15 @@ pub fn inline_hash_lookup(
              st.param.b64 [a1], %hk5;\ncall bpf2ptx_map_hash_stamp, (a0, a1);\n}}\n"
         ));
     }
-    s.push_str(&format!(
-        "bra.uni {tag}done;\n{tag}miss:\nsetp.eq.u32 %hm_v, 0, 0;\nmov.u64 %hm_d, {desc};\n\
-         mov.u64 %hm_w, {word};\nmov.u64 %hm_h, %hk0;\n{tag}done:\n}}\n"
-    ));
+    s.push_str(&format!("bra.uni {tag}done;\n{tag}miss:\n"));
+    if !lru {
+        s.push_str(&format!(
+            "ld.b64 %hk1, [{desc}+40];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}done;\n\
+             ld.u64 %hk1, [%hk1];\nsetp.ge.u64 %hm_v, %hk1, {max_entries};\n\
+             mov.u64 %hm_d, {desc};\nmov.u64 %hm_w, {word};\nmov.u64 %hm_h, %hk0;\n"
+        ));
+    }
+    s.push_str(&format!("{tag}done:\n}}\n"));
     scope.apply(&s).into_owned()
 }
 

@@ -2164,7 +2164,8 @@ impl<'a> FuncWriter<'a> {
             return false;
         };
         let map = &self.obj.maps[m as usize];
-        let (ks, vs, lru) = (map.key_size, map.value_size, map.map_type == 9);
+        let (ks, vs, max) = (map.key_size, map.value_size, map.max_entries);
+        let lru = map.map_type == bpf2ptx_runtime::maps::MAP_LRU_HASH;
         self.need.insert("maps".into());
         self.l("{");
         self.l(".reg .b64 %hkw;");
@@ -2174,6 +2175,7 @@ impl<'a> FuncWriter<'a> {
             "%r1",
             ks,
             vs,
+            max,
             lru,
             "%hkw",
             "%r0",
