@@ -519,10 +519,9 @@ exit
     }
 }
 
-/// A lookup that missed and an update of the same map and key right after it (the
-/// published insert-or-increment pattern) share the lookup's walk: the update refuses a
-/// full map from the miss memo; a call in between (here a second lookup's helper of
-/// another kind) clears the memo first.
+/// A lookup that missed in a full map and an update of the same map and key right after it
+/// (the published insert-or-increment pattern) share the lookup's walk: the update refuses
+/// a full map from the miss memo, and the runtime's update clears it.
 #[test]
 fn an_update_after_a_missed_lookup_reuses_its_walk() {
     let src = "\
@@ -548,9 +547,10 @@ exit
 ";
     let obj = bpf2ptx::load_bytes("m.s", src.as_bytes()).unwrap();
     let ptx = bpf2ptx::compile::compile(&obj, &Default::default()).unwrap();
+    // A miss fills the memo only when the count says the map is full (1024 keys).
     let lookup_miss = ptx
-        .find("setp.eq.u32 %hm_v, 0, 0;")
-        .expect("a lookup fills the memo");
+        .find("setp.ge.u64 %hm_v, %hk1, 1024;")
+        .expect("a lookup that misses in a full map fills the memo");
     let fused = ptx.find("@!%hm_v bra").expect("the update reads the memo");
     assert!(lookup_miss < fused);
     // The refusal counts `full` and gives -E2BIG (7) before the runtime's update.
