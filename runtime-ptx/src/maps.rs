@@ -312,12 +312,13 @@ fn fnv_word(key_size: u32, word: &str, h: &str, t: &str) -> String {
 /// the three ordered loads), with the map's key and value sizes as constants and the
 /// key as a word already in a register. `desc` holds the descriptor's address (the
 /// call's r1), `word` the key zero-extended, `out` gets the value's address or 0; `tag`
-/// makes the labels unique in the function. A miss while the map holds `max_entries` keys
-/// (the count, a weak load) fills the miss memo ([`MEMO_REGS`]); a hit, a miss with room
-/// left or an unbound map clears it: with room, an insertion of the same key by another
-/// thread may land before this thread's update, which must then find it (seen on an
-/// H200: a map sized for exactly its keys refused 9 of 1,048,576 increments of keys that
-/// were in). LRU (9) stamps the hit slot through the runtime and keeps no memo (its
+/// makes the labels unique in the function. A miss fills the miss memo ([`MEMO_REGS`])
+/// when, read before the walk in update's order, the count was at `max_entries` and the
+/// key's home lock was free: then no insertion of the key was in flight (one holds the
+/// home lock from its place in the count until its key is published), so the walk's miss
+/// stands for update's find. A hit, any other miss or an unbound map clears it (a memo
+/// kept for every miss in a full map refused 12 of 1,048,576 increments of keys being
+/// inserted meanwhile, on an H200: matrix rt_maps). LRU (9) stamps the hit slot through the runtime and keeps no memo (its
 /// updates are not inlined).
 #[allow(clippy::too_many_arguments)]
 pub fn inline_hash_lookup(
@@ -333,13 +334,27 @@ pub fn inline_hash_lookup(
 ) -> String {
     let slot = hash_slot_size(key_size, value_size);
     let value_at = 8 + round8(u64::from(key_size));
-    let mut s = String::from("{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .pred %hq<2>;\n");
+    let mut s = String::from("{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .pred %hq<3>;\n");
     s.push_str(&fnv_word(key_size, word, "%hk0", "%hk1"));
     s.push_str(&format!(
         "ld.b64 %hk2, [{desc}+24];\nld.b64 %hk3, [{desc}+32];\nmov.u64 {out}, 0;\n\
          setp.ne.u32 %hm_v, 0, 0;\nsetp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\n\
          add.s64 %hk4, %hk3, -1;\nand.b64 %hk5, %hk0, %hk4;\nmov.u64 %hk6, 0;\n\
-         {tag}probe:\n\
+         setp.ne.u32 %hq2, 0, 0;\n"
+    ));
+    // The memo's condition, read before the walk as update reads it before its find:
+    // the count at max_entries, then the home lock free (an insertion holds its key's
+    // home lock from its place in the count until its key is published).
+    if !lru {
+        s.push_str(&format!(
+            "ld.b64 %hk1, [{desc}+40];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}probe;\n\
+             ld.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
+             mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\nld.b32 %hw3, [%hk7+4];\n\
+             and.b32 %hw3, %hw3, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n"
+        ));
+    }
+    s.push_str(&format!(
+        "{tag}probe:\n\
          mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\n\
          ld.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.b64 %hk8, [%hk7+8];\n\
          and.b32 %hw2, %hw0, 2;\nsetp.ne.u32 %hq1, %hw2, 0;\n\
@@ -360,15 +375,10 @@ pub fn inline_hash_lookup(
              st.param.b64 [a1], %hk5;\ncall bpf2ptx_map_hash_stamp, (a0, a1);\n}}\n"
         ));
     }
-    s.push_str(&format!("bra.uni {tag}done;\n{tag}miss:\n"));
-    if !lru {
-        s.push_str(&format!(
-            "ld.b64 %hk1, [{desc}+40];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}done;\n\
-             ld.u64 %hk1, [%hk1];\nsetp.ge.u64 %hm_v, %hk1, {max_entries};\n\
-             mov.u64 %hm_d, {desc};\nmov.u64 %hm_w, {word};\nmov.u64 %hm_h, %hk0;\n"
-        ));
-    }
-    s.push_str(&format!("{tag}done:\n}}\n"));
+    s.push_str(&format!(
+        "bra.uni {tag}done;\n{tag}miss:\nmov.pred %hm_v, %hq2;\nmov.u64 %hm_d, {desc};\n\
+         mov.u64 %hm_w, {word};\nmov.u64 %hm_h, %hk0;\n{tag}done:\n}}\n"
+    ));
     scope.apply(&s).into_owned()
 }
 

@@ -547,10 +547,18 @@ exit
 ";
     let obj = bpf2ptx::load_bytes("m.s", src.as_bytes()).unwrap();
     let ptx = bpf2ptx::compile::compile(&obj, &Default::default()).unwrap();
-    // A miss fills the memo only when the count says the map is full (1024 keys).
+    // A miss fills the memo only when, before the walk, the count said the map is full
+    // (1024 keys) and the home lock was free.
+    let full = ptx
+        .find("setp.ge.u64 %hq2, %hk1, 1024;")
+        .expect("the count is read");
+    let lock = ptx
+        .find("setp.eq.and.u32 %hq2, %hw3, 0, %hq2;")
+        .expect("the home lock");
     let lookup_miss = ptx
-        .find("setp.ge.u64 %hm_v, %hk1, 1024;")
-        .expect("a lookup that misses in a full map fills the memo");
+        .find("mov.pred %hm_v, %hq2;")
+        .expect("a miss fills the memo");
+    assert!(full < lock && lock < lookup_miss);
     let fused = ptx.find("@!%hm_v bra").expect("the update reads the memo");
     assert!(lookup_miss < fused);
     // The refusal counts `full` and gives -E2BIG (7) before the runtime's update.
