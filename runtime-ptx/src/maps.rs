@@ -257,7 +257,6 @@ pub const MAP_DECLARATIONS: &str = "\
 .func (.param .b64 ret) bpf2ptx_map_hash_update(.param .b64 desc, .param .b64 key, \
 .param .b64 value, .param .b64 flags);
 .func (.param .b64 ret) bpf2ptx_map_hash_delete(.param .b64 desc, .param .b64 key);
-.func bpf2ptx_map_hash_note(.param .b64 desc, .param .b64 reason);
 .func bpf2ptx_map_hash_stamp(.param .b64 desc, .param .b64 index);
 ";
 
@@ -270,18 +269,7 @@ pub const HASH_HELPERS: [(u32, &str); 3] = [
     (3, "bpf2ptx_map_hash_delete"),
 ];
 
-/// Registers of a probe function's *miss memo*: the last [`inline_hash_lookup`] that
-/// missed in a full map leaves its map (the descriptor's address, `%hm_d`), key word (`%hm_w`) and hash
-/// (`%hm_h`) here, valid while `%hm_v`. An [`inline_hash_update`] of the same map and key
-/// word right after it (no call in between: every other call clears the memo) knows the
-/// key was absent and refuses a full map from the count and the home lock word alone,
-/// without a second walk: the cost of the published insert-or-increment probe's refusal.
-pub const MEMO_REGS: &str =
-    ".reg .b64 %hm_d;\n.reg .b64 %hm_w;\n.reg .b64 %hm_h;\n.reg .pred %hm_v;\n";
-/// Invalidates the miss memo ([`MEMO_REGS`]).
-pub const MEMO_CLEAR: &str = "setp.ne.u32 %hm_v, 0, 0;\n";
-
-/// Whether a hash map's lookups and updates can be inlined ([`inline_hash_lookup`]):
+/// Whether a hash map's lookups can be inlined ([`inline_hash_lookup`]):
 /// keys of 1, 2, 4 or 8 bytes, which the fast path compares as one word.
 pub fn inlinable_key(key_size: u32) -> bool {
     matches!(key_size, 1 | 2 | 4 | 8)
@@ -311,21 +299,14 @@ fn fnv_word(key_size: u32, word: &str, h: &str, t: &str) -> String {
 /// find as `bpf2ptx_map_hash_find`'s fast path (weak filter loads; a candidate decided by
 /// the three ordered loads), with the map's key and value sizes as constants and the
 /// key as a word already in a register. `desc` holds the descriptor's address (the
-/// call's r1), `word` the key zero-extended, `out` gets the value's address or 0; `tag`
-/// makes the labels unique in the function. A miss fills the miss memo ([`MEMO_REGS`])
-/// when, read before the walk in update's order, the count was at `max_entries` and the
-/// key's home lock was free: then no insertion of the key was in flight (one holds the
-/// home lock from its place in the count until its key is published), so the walk's miss
-/// stands for update's find. A hit, any other miss or an unbound map clears it (a memo
-/// kept for every miss in a full map refused 12 of 1,048,576 increments of keys being
-/// inserted meanwhile, on an H200: matrix rt_maps). LRU (9) stamps the hit slot through the runtime and keeps no memo (its
-/// updates are not inlined).
+/// call's r1), `word` the key zero-extended, `out` gets the value's address or 0 (also
+/// for an unbound map); `tag` makes the labels unique in the function. LRU (9) stamps the
+/// hit slot through the runtime.
 #[allow(clippy::too_many_arguments)]
 pub fn inline_hash_lookup(
     desc: &str,
     key_size: u32,
     value_size: u32,
-    max_entries: u32,
     lru: bool,
     word: &str,
     out: &str,
@@ -334,25 +315,13 @@ pub fn inline_hash_lookup(
 ) -> String {
     let slot = hash_slot_size(key_size, value_size);
     let value_at = 8 + round8(u64::from(key_size));
-    let mut s = String::from("{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .pred %hq<3>;\n");
+    let mut s = String::from("{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .pred %hq<2>;\n");
     s.push_str(&fnv_word(key_size, word, "%hk0", "%hk1"));
     s.push_str(&format!(
         "ld.b64 %hk2, [{desc}+24];\nld.b64 %hk3, [{desc}+32];\nmov.u64 {out}, 0;\n\
-         setp.ne.u32 %hm_v, 0, 0;\nsetp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\n\
-         add.s64 %hk4, %hk3, -1;\nand.b64 %hk5, %hk0, %hk4;\nmov.u64 %hk6, 0;\n\
-         setp.ne.u32 %hq2, 0, 0;\n"
+         setp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\n\
+         add.s64 %hk4, %hk3, -1;\nand.b64 %hk5, %hk0, %hk4;\nmov.u64 %hk6, 0;\n"
     ));
-    // The memo's condition, read before the walk as update reads it before its find:
-    // the count at max_entries, then the home lock free (an insertion holds its key's
-    // home lock from its place in the count until its key is published).
-    if !lru {
-        s.push_str(&format!(
-            "ld.b64 %hk1, [{desc}+40];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}probe;\n\
-             ld.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
-             mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\nld.b32 %hw3, [%hk7+4];\n\
-             and.b32 %hw3, %hw3, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n"
-        ));
-    }
     s.push_str(&format!(
         "{tag}probe:\n\
          mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\n\
@@ -375,55 +344,8 @@ pub fn inline_hash_lookup(
              st.param.b64 [a1], %hk5;\ncall bpf2ptx_map_hash_stamp, (a0, a1);\n}}\n"
         ));
     }
-    s.push_str(&format!(
-        "bra.uni {tag}done;\n{tag}miss:\nmov.pred %hm_v, %hq2;\nmov.u64 %hm_d, {desc};\n\
-         mov.u64 %hm_w, {word};\nmov.u64 %hm_h, %hk0;\n{tag}done:\n}}\n"
-    ));
+    s.push_str(&format!("{tag}miss:\n{tag}done:\n}}\n"));
     scope.apply(&s).into_owned()
-}
-
-/// PTX of the fast refusal of `bpf_map_update_elem` on a plain hash map (1, 1501) inlined
-/// at its call, as the text before and the text after the runtime's update (the caller's
-/// call, which goes between them and runs when the refusal does not apply; the text after
-/// clears the memo): when the miss memo ([`MEMO_REGS`]) holds this map and key word and
-/// `flags` (a `.b64`) is `BPF_ANY` or `BPF_NOEXIST`, a map whose count (weak load) is at
-/// `max_entries` and whose home lock word (weak load) is free refuses at once: -E2BIG
-/// into `out`, counted `full` through `bpf2ptx_map_hash_note`; `BPF_EXIST` gives
-/// -ENOENT. Anything else runs `slow`. The refusal is what update's own refusal decides
-/// from the same loads, with the lookup's walk standing for its find (specs/abi.md
-/// "What is not linearizable": an insertion of the key racing the pair may be missed).
-#[allow(clippy::too_many_arguments)]
-pub fn inline_hash_update(
-    desc: &str,
-    key_size: u32,
-    value_size: u32,
-    max_entries: u32,
-    word: &str,
-    flags: &str,
-    out: &str,
-    tag: &str,
-    scope: crate::Scope,
-) -> (String, String) {
-    let slot = hash_slot_size(key_size, value_size);
-    let head = format!(
-        "{{\n.reg .b64 %hf<5>;\n.reg .b32 %hg<2>;\n.reg .pred %hr<2>;\n\
-         @!%hm_v bra {tag}slow;\nsetp.ne.u64 %hr0, {word}, %hm_w;\n\
-         setp.ne.or.u64 %hr0, {desc}, %hm_d, %hr0;\nsetp.gt.or.u64 %hr0, {flags}, 2, %hr0;\n\
-         @%hr0 bra {tag}slow;\n\
-         mov.u64 {out}, -2;\nsetp.eq.u64 %hr1, {flags}, 2;\n@%hr1 bra {tag}done;\n\
-         ld.b64 %hf0, [{desc}+40];\nsetp.eq.u64 %hr0, %hf0, 0;\n@%hr0 bra {tag}slow;\n\
-         ld.u64 %hf1, [%hf0];\nsetp.lt.u64 %hr0, %hf1, {max_entries};\n@%hr0 bra {tag}slow;\n\
-         ld.b64 %hf2, [{desc}+24];\nld.b64 %hf3, [{desc}+32];\nadd.s64 %hf3, %hf3, -1;\n\
-         and.b64 %hf3, %hm_h, %hf3;\nmad.lo.u64 %hf4, %hf3, {slot}, %hf2;\n\
-         ld.b32 %hg0, [%hf4+4];\nand.b32 %hg0, %hg0, 0x80000000;\nsetp.ne.u32 %hr0, %hg0, 0;\n\
-         @%hr0 bra {tag}slow;\n\
-         {{\n.param .b64 a0;\n.param .b64 a1;\nst.param.b64 [a0], {desc};\n\
-         st.param.b64 [a1], {full};\ncall bpf2ptx_map_hash_note, (a0, a1);\n}}\n\
-         mov.u64 {out}, -7;\nbra.uni {tag}done;\n{tag}slow:\n",
-        full = Count::Full as u32,
-    );
-    let tail = format!("{MEMO_CLEAR}{tag}done:\n}}\n");
-    (scope.apply(&head).into_owned(), tail)
 }
 
 /// PTX prototypes of the three map helpers (see [`MAP_DECLARATIONS`]).
@@ -2523,8 +2445,8 @@ mod tests {
                 .find(|w| w.starts_with("bpf2ptx_"));
             assert!(name.is_some(), "{line}");
         }
-        // The generic three, the hash maps' three, and what inlined hash code calls.
-        assert_eq!(declarations().lines().count(), 3 + HASH_HELPERS.len() + 2);
+        // The generic three, the hash maps' three, and the stamp an inlined LRU lookup calls.
+        assert_eq!(declarations().lines().count(), 3 + HASH_HELPERS.len() + 1);
         for (_, name) in HASH_HELPERS {
             assert!(declarations().contains(name), "{name}");
             assert_eq!(text.matches(&format!(") {name}(")).count(), 1, "{name}");
