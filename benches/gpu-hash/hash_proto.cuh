@@ -75,6 +75,19 @@ HD u32 ld_acquire_u32(const void *p)
 	asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
 	return v;
 }
+// Weak loads (plain ld: the SM's L1 may serve them), as the runtime's filters and hints.
+HD u64 ld_weak_u64(const void *p)
+{
+	u64 v;
+	asm volatile("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+HD u32 ld_weak_u32(const void *p)
+{
+	u32 v;
+	asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
 HD void st_relaxed_u32(void *p, u32 v)
 {
 	asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -171,6 +184,9 @@ HD u32 lanemask_lt()
 HD u64 ld_relaxed_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_RELAXED); }
 HD u32 ld_relaxed_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_RELAXED); }
 HD u32 ld_acquire_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_ACQUIRE); }
+// The host has no weak load that may race: relaxed atomics stand for them.
+HD u64 ld_weak_u64(const void *p) { return __atomic_load_n((const u64 *)p, __ATOMIC_RELAXED); }
+HD u32 ld_weak_u32(const void *p) { return __atomic_load_n((const u32 *)p, __ATOMIC_RELAXED); }
 HD void st_relaxed_u32(void *p, u32 v) { __atomic_store_n((u32 *)p, v, __ATOMIC_RELAXED); }
 HD void st_release_u32(void *p, u32 v) { __atomic_store_n((u32 *)p, v, __ATOMIC_RELEASE); }
 HD u32 cas_relaxed(void *p, u32 cmp, u32 val)
@@ -288,18 +304,19 @@ HD bool wait_clear_lock(u32 *p)
 }
 
 // find(K): distance from home of the slot holding K live (full or held), or -1. The fast
-// path of keys of 8 bytes or fewer: per slot one relaxed load of the header (state,
-// meta) and one of the key word, both in flight, as a filter; a slot that passes is
-// decided by three ordered loads: the state (acquire), the key word (acquire), the state
-// again (relaxed). Overflow count 0 = miss; a busy slot is not waited for.
-HD long long find(const HMap &m, u32 key, u64 home)
+// path of keys of 8 bytes or fewer: per slot one weak load of the header (state, meta)
+// and one of the key word, both in flight, as a filter (maps.rs at 1b8a677; WEAK = false:
+// relaxed loads, the protocol before it); a slot that passes is decided by three ordered
+// loads: the state (acquire), the key word (acquire), the state again (relaxed).
+// Overflow count 0 = miss; a busy slot is not waited for.
+template <bool WEAK = true> HD long long find(const HMap &m, u32 key, u64 home)
 {
 	u64 mask = m.aux - 1;
 	u64 kw = key; // zero-extended, as insertions store it
 	for (u64 d = 0; d < m.aux; d++) {
 		u64 i = (home + d) & mask;
-		u64 h = ld_relaxed_u64(slot(m, i));
-		u64 k = ld_relaxed_u64(keyp(m, i));
+		u64 h = WEAK ? ld_weak_u64(slot(m, i)) : ld_relaxed_u64(slot(m, i));
+		u64 k = WEAK ? ld_weak_u64(keyp(m, i)) : ld_relaxed_u64(keyp(m, i));
 		if ((h & HELD_OR_FULL) && k == kw) {
 			u32 s1 = ld_acquire_u32(statep(m, i));
 			u64 k2 = ld_acquire_u64(keyp(m, i));
@@ -456,8 +473,10 @@ template <bool AGG = true, bool EARLY = false> HD int update(const HMap &m, u32 
 	u64 home = hash & mask;
 	u32 *lock = metap(m, home);
 	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
-		u64 cnt = EARLY ? 0 : ld_acquire_u64(m.cnt);
-		u32 lw = EARLY ? 0 : ld_acquire_u32(lock);
+		// maps.rs at 1b8a677: weak reads before any wait for the lock (the twin waits
+		// only inside lock_home, after them).
+		u64 cnt = EARLY ? 0 : ld_weak_u64(m.cnt);
+		u32 lw = EARLY ? 0 : ld_weak_u32(lock);
 		long long d = find(m, key, home);
 		if (d < 0) {
 			if (flags == EXIST)
