@@ -3,6 +3,7 @@
 use bpf2ptx_compiler::back::ptx;
 use bpf2ptx_compiler::inject::attach::Attach;
 use bpf2ptx_compiler::program::{Map, MapOrigin, Object, SourceKind};
+use bpf2ptx_runtime::MapKind;
 use bpf2ptx_verifier::{Diagnostic, Entry, Facts};
 use std::io::Write;
 use std::path::Path;
@@ -182,7 +183,7 @@ pub fn resolve(obj: &Object, opts: &ptx::Options) -> Result<ptx::Options, Compil
             let auto = facts
                 .iter()
                 .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false));
-            let per_sm = obj.maps[k].map_type == bpf2ptx_runtime::maps::MAP_PERCPU_ARRAY;
+            let per_sm = obj.maps[k].kind() == Some(MapKind::PercpuArray);
             !opts.unsharded.get(k).copied().unwrap_or(false)
                 && (forced.get(k).copied().unwrap_or(false) || auto || per_sm)
         })
@@ -249,12 +250,12 @@ pub fn site_body_facts(
 }
 
 /// Whether a map goes to pinned host memory when no `--map NAME=...` says otherwise. Rings
-/// (ringbuf 27, GPU ringbuf 1527, perf event array 4) are event streams the host reads
+/// ([`MapKind::is_ring`]: ringbuf, GPU ringbuf, perf event array) are event streams the host reads
 /// while the kernel runs, so their record bytes default to host memory (their counters
 /// stay in device memory either way, specs/abi.md); every other kind defaults to device
 /// memory, where the device's own updates are cheapest.
 pub fn host_by_default(m: &Map) -> bool {
-    matches!(m.map_type, 27 | 1527 | 4) && m.origin != MapOrigin::GlobalData
+    m.is(MapKind::is_ring) && m.origin != MapOrigin::GlobalData
 }
 
 /// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`)

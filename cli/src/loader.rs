@@ -76,8 +76,8 @@ use bpf2ptx_compiler::back::ptx::{
 };
 use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin, Object};
-use bpf2ptx_runtime::maps;
 use bpf2ptx_runtime::ringbuf::{self, Record, RingError};
+use bpf2ptx_runtime::{maps, MapKind};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use thiserror::Error;
@@ -277,13 +277,14 @@ pub struct MapCounts {
 impl MapCounts {
     /// The counts that apply to a map of type `map_type`, as JSON.
     pub fn json(&self, map_type: u32) -> Value {
-        if maps::is_hash(map_type) {
+        let kind = MapKind::from_id(map_type);
+        if kind.is_some_and(MapKind::is_hash) {
             let mut v = json!({ "full": self.full, "busy": self.busy });
-            if map_type == maps::MAP_LRU_HASH {
+            if kind == Some(MapKind::LruHash) {
                 v["evicted"] = json!(self.evicted);
             }
             v
-        } else if is_ring(map_type) {
+        } else if kind.is_some_and(MapKind::is_ring) {
             json!({ "dropped": self.dropped })
         } else {
             json!({})
@@ -315,10 +316,6 @@ fn word(desc: &[u8], k: usize) -> u64 {
         w.copy_from_slice(b);
     }
     u64::from_le_bytes(w)
-}
-
-fn is_ring(map_type: u32) -> bool {
-    matches!(map_type, 27 | 1527 | 4)
 }
 
 impl<'a> Loader<'a> {
@@ -357,7 +354,7 @@ impl<'a> Loader<'a> {
             // A ring's bound (word 7) must equal its producer whenever no reservation runs
             // (specs/abi.md): set it from the producer, whatever moved the positions
             // before this loader, so the first launch's reservations see the room there is.
-            if is_ring(m.map_type) {
+            if m.is(MapKind::is_ring) {
                 let ctr = word(&gpu.read(desc, 64)?, 5);
                 if ctr != 0 {
                     let producer = gpu.read(ctr, 8)?;
@@ -366,7 +363,7 @@ impl<'a> Loader<'a> {
             }
             // A ring's bytes move; its counters (word 5) stay in the module's device
             // memory, where the reserving leaders' atomics are fast.
-            if placement == Placement::Host && !matches!(m.map_type, 1502 | 1600) {
+            if placement == Placement::Host && !m.is(MapKind::is_per_unit) {
                 if let Some((_, size)) = gpu.global(module, &map_data_symbol(&m.name))? {
                     let h = gpu.alloc_host(size)?;
                     gpu.write(desc + 24, &h.device_ptr().to_le_bytes())?;
@@ -397,9 +394,9 @@ impl<'a> Loader<'a> {
     fn bind_per_unit(&mut self, dims: &Dims) -> Result<(), LoaderError> {
         for b in &mut self.maps {
             let m = &self.obj.maps[b.index];
-            let threads = match m.map_type {
-                1502 => dims.threads(),
-                1600 => dims.warps(),
+            let threads = match m.kind() {
+                Some(MapKind::PerThreadArray) => dims.threads(),
+                Some(MapKind::PerWarpArray) => dims.warps(),
                 _ => continue,
             };
             if b.data.is_some() && b.threads == threads {
@@ -446,7 +443,7 @@ impl<'a> Loader<'a> {
             let Some(Storage::Host(data)) = &b.data else {
                 continue;
             };
-            if !is_ring(self.obj.maps[b.index].map_type) {
+            if !self.obj.maps[b.index].is(MapKind::is_ring) {
                 continue;
             }
             let desc = gpu.read(b.desc, 64)?;
@@ -558,7 +555,7 @@ impl<'a> Loader<'a> {
     /// the loader's copy).
     pub fn records(&mut self, name: &str) -> Result<Option<&[Record]>, LoaderError> {
         let Some(k) = self.maps.iter().position(|b| {
-            self.obj.maps[b.index].name == name && is_ring(self.obj.maps[b.index].map_type)
+            self.obj.maps[b.index].name == name && self.obj.maps[b.index].is(MapKind::is_ring)
         }) else {
             return Ok(None);
         };
@@ -616,7 +613,7 @@ impl<'a> Loader<'a> {
             dropped: word(&desc, 6),
             ..MapCounts::default()
         };
-        if !maps::is_hash(self.obj.maps[b.index].map_type) || word(&desc, 5) == 0 {
+        if !self.obj.maps[b.index].is(MapKind::is_hash) || word(&desc, 5) == 0 {
             return Ok((None, c));
         }
         let block = self.gpu.read(word(&desc, 5), maps::COUNTS_BYTES as usize)?;
@@ -667,7 +664,7 @@ impl<'a> Loader<'a> {
             out["placement"] = json!("host");
         }
         let (keys, counts) = self.read_counts(&self.maps[k])?;
-        if is_ring(m.map_type) {
+        if m.is(MapKind::is_ring) {
             out["drops"] = json!(counts.dropped);
         }
         if let Some(keys) = keys {
@@ -680,8 +677,8 @@ impl<'a> Loader<'a> {
         }
         let n = m.max_entries as usize;
         let mut entries = Vec::new();
-        match m.map_type {
-            2 | 6 | 1503 => {
+        match m.kind() {
+            Some(kind) if kind.is_array_like() => {
                 // A sharded array (aux = replicas) is summed replica by replica, per
                 // 64-bit word: the device only ever added to it. A per-CPU array's
                 // replicas are the SMs' own copies and print one by one.
@@ -689,7 +686,7 @@ impl<'a> Loader<'a> {
                 let replicas = (aux as usize).max(1);
                 let replica = if aux > 0 { aux2 as usize } else { n * stride };
                 let bytes = gpu.read(data, replica * (replicas - 1) + n * stride)?;
-                if m.map_type == 6 && aux > 0 {
+                if kind == MapKind::PercpuArray && aux > 0 {
                     for key in 0..n {
                         let values = (0..replicas)
                             .map(|r| {
@@ -727,8 +724,8 @@ impl<'a> Loader<'a> {
                     out["sharded"] = json!(aux);
                 }
             }
-            1502 | 1600 => {
-                let (unit, units) = if m.map_type == 1502 {
+            Some(kind) if kind.is_per_unit() => {
+                let (unit, units) = if kind == MapKind::PerThreadArray {
                     ("thread", "threads")
                 } else {
                     ("warp", "warps")
@@ -757,7 +754,7 @@ impl<'a> Loader<'a> {
                     entries.push(e);
                 }
             }
-            t if maps::is_hash(t) => {
+            Some(kind) if kind.is_hash() => {
                 let key8 = (m.key_size as usize).div_ceil(8) * 8;
                 let slot = 8 + key8 + stride;
                 let bytes = gpu.read(data, aux as usize * slot)?;
@@ -770,7 +767,7 @@ impl<'a> Loader<'a> {
                     }
                 }
             }
-            t if is_ring(t) => {
+            Some(kind) if kind.is_ring() => {
                 self.collect_ring(k)?;
                 let st = &self.maps[k].ring;
                 let recs = &st.records;

@@ -10,6 +10,7 @@
 //! explain where each reference came from.
 
 use crate::isa::Insn;
+use bpf2ptx_runtime::MapKind;
 use serde::Serialize;
 
 /// What kind of file an object was loaded from.
@@ -117,7 +118,7 @@ pub struct Map {
     pub origin: MapOrigin,
     /// The section the definition (or data) is in.
     pub section: String,
-    /// The map type id (see [`map_type_name`]).
+    /// The map type id (see [`map_type_name`] and [`Map::kind`]).
     pub map_type: u32,
     /// Key size in bytes (0 where the type has no key, e.g. ringbuf).
     pub key_size: u32,
@@ -136,6 +137,20 @@ pub struct Map {
     /// Initial contents of a `.data`/`.rodata` map (`None` for `.bss` and other maps).
     #[serde(skip)]
     pub init: Option<Vec<u8>>,
+}
+
+impl Map {
+    /// The map's kind; `None` for a type id bpf2ptx does not know (which the front end
+    /// refuses, so only a hand-built [`Object`] has one).
+    pub fn kind(&self) -> Option<MapKind> {
+        MapKind::from_id(self.map_type)
+    }
+
+    /// Whether the map's kind is known and has property `p` (a [`MapKind`] predicate,
+    /// e.g. `m.is(MapKind::is_array_like)`).
+    pub fn is(&self, p: fn(MapKind) -> bool) -> bool {
+        self.kind().is_some_and(p)
+    }
 }
 
 /// A function within a linked program.
@@ -237,50 +252,9 @@ impl Program {
     }
 }
 
-/// Map type ids bpf2ptx knows: the Linux ids and bpftime's GPU ids. Loading a map of
-/// any other type is an error, because nothing downstream could lay it out.
-pub const MAP_TYPES: &[(u32, &str)] = &[
-    (1, "hash"),
-    (2, "array"),
-    (3, "prog_array"),
-    (4, "perf_event_array"),
-    (5, "percpu_hash"),
-    (6, "percpu_array"),
-    (7, "stack_trace"),
-    (8, "cgroup_array"),
-    (9, "lru_hash"),
-    (10, "lru_percpu_hash"),
-    (11, "lpm_trie"),
-    (12, "array_of_maps"),
-    (13, "hash_of_maps"),
-    (14, "devmap"),
-    (15, "sockmap"),
-    (16, "cpumap"),
-    (17, "xskmap"),
-    (18, "sockhash"),
-    (19, "cgroup_storage"),
-    (20, "reuseport_sockarray"),
-    (21, "percpu_cgroup_storage"),
-    (22, "queue"),
-    (23, "stack"),
-    (24, "sk_storage"),
-    (25, "devmap_hash"),
-    (26, "struct_ops"),
-    (27, "ringbuf"),
-    (28, "inode_storage"),
-    (29, "task_storage"),
-    (30, "bloom_filter"),
-    (31, "user_ringbuf"),
-    (32, "cgrp_storage"),
-    (33, "arena"),
-    (1501, "gpu_hash"),
-    (1502, "perthread_array"),
-    (1503, "gpu_array"),
-    (1527, "gpu_ringbuf"),
-    (1600, "perwarp_array"),
-];
-
-/// The name of a map type id, if bpf2ptx knows it.
+/// The name of a map type id, if bpf2ptx knows it. The ids bpf2ptx knows are those of
+/// [`MapKind`] (the Linux ids and bpftime's GPU ids); loading a map of any other type is
+/// an error, because nothing downstream could lay it out.
 pub fn map_type_name(id: u32) -> Option<&'static str> {
-    MAP_TYPES.iter().find(|(i, _)| *i == id).map(|(_, n)| *n)
+    MapKind::from_id(id).map(MapKind::name)
 }

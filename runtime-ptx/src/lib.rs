@@ -8,8 +8,11 @@
 //! unchanged. `include/bpf2ptx_helpers.h` declares the GPU helpers for probe authors.
 #![deny(missing_docs)]
 
+pub mod map_kind;
 pub mod maps;
 pub mod ringbuf;
+
+pub use map_kind::MapKind;
 
 use std::borrow::Cow;
 

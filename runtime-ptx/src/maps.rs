@@ -77,34 +77,39 @@
 //! counters are warp-aggregated and sharded by SM ([`COUNT_SHARDS`] shards), so a probe
 //! refusing a million inserts costs a few thousand atomics on different lines.
 
+use crate::MapKind;
+
 /// Map type id: hash map (Linux `BPF_MAP_TYPE_HASH`).
-pub const MAP_HASH: u32 = 1;
+pub const MAP_HASH: u32 = MapKind::Hash.id();
 /// Map type id: array (Linux `BPF_MAP_TYPE_ARRAY`).
-pub const MAP_ARRAY: u32 = 2;
+pub const MAP_ARRAY: u32 = MapKind::Array.id();
 /// Map type id: per-CPU array (Linux `BPF_MAP_TYPE_PERCPU_ARRAY`); per SM on the GPU: one
 /// copy per SM (256 replicas, `smid & 255`), which the host reads replica by replica.
-pub const MAP_PERCPU_ARRAY: u32 = 6;
+pub const MAP_PERCPU_ARRAY: u32 = MapKind::PercpuArray.id();
 /// Map type id: LRU hash map (Linux `BPF_MAP_TYPE_LRU_HASH`): a hash map that evicts an
 /// old entry instead of refusing an insertion when full.
-pub const MAP_LRU_HASH: u32 = 9;
+pub const MAP_LRU_HASH: u32 = MapKind::LruHash.id();
 /// Map type id: GPU hash map (bpftime).
-pub const MAP_GPU_HASH: u32 = 1501;
+pub const MAP_GPU_HASH: u32 = MapKind::GpuHash.id();
 /// Map type id: per-thread array (bpftime): one copy of each element per thread.
-pub const MAP_PER_THREAD_ARRAY: u32 = 1502;
+pub const MAP_PER_THREAD_ARRAY: u32 = MapKind::PerThreadArray.id();
 /// Lowest PTX ISA version of a module the map functions are pasted into: waits sleep with
 /// `nanosleep` (6.3, sm_70).
 pub const MIN_PTX: (u32, u32) = (6, 3);
 
 /// Map type id: GPU array (bpftime).
-pub const MAP_GPU_ARRAY: u32 = 1503;
+pub const MAP_GPU_ARRAY: u32 = MapKind::GpuArray.id();
 /// Map type id: per-warp array (bpf2ptx's own id): one copy of each element per warp of
 /// the launch, sized by the host from the launch shape.
-pub const MAP_PER_WARP_ARRAY: u32 = 1600;
+pub const MAP_PER_WARP_ARRAY: u32 = MapKind::PerWarpArray.id();
 
 /// Whether `map_type` is one of the hash maps (1, 1501, 9): one storage layout, one
-/// protocol, a counts block.
+/// protocol, a counts block ([`MapKind::is_hash`]).
 pub const fn is_hash(map_type: u32) -> bool {
-    matches!(map_type, MAP_HASH | MAP_GPU_HASH | MAP_LRU_HASH)
+    match MapKind::from_id(map_type) {
+        Some(k) => k.is_hash(),
+        None => false,
+    }
 }
 
 /// `map_update_elem` flag: insert or replace.

@@ -154,11 +154,11 @@ use std::fmt;
 use crate::maps::round8;
 
 /// Map type id: perf event array (Linux `BPF_MAP_TYPE_PERF_EVENT_ARRAY`), one GPU ring.
-pub const MAP_PERF_EVENT_ARRAY: u32 = 4;
+pub const MAP_PERF_EVENT_ARRAY: u32 = crate::MapKind::PerfEventArray.id();
 /// Map type id: ring buffer (Linux `BPF_MAP_TYPE_RINGBUF`).
-pub const MAP_RINGBUF: u32 = 27;
+pub const MAP_RINGBUF: u32 = crate::MapKind::Ringbuf.id();
 /// Map type id: GPU ring buffer (bpftime).
-pub const MAP_GPU_RINGBUF: u32 = 1527;
+pub const MAP_GPU_RINGBUF: u32 = crate::MapKind::GpuRingbuf.id();
 
 /// Header flag: reserved, not yet submitted or discarded.
 pub const BUSY: u32 = 1 << 31;

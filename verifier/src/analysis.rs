@@ -21,7 +21,7 @@ use bpf2ptx_compiler::isa::table::{
 };
 use bpf2ptx_compiler::isa::Insn;
 use bpf2ptx_compiler::program::{MapOrigin, Object, Program};
-use bpf2ptx_runtime::maps::MAP_PER_THREAD_ARRAY;
+use bpf2ptx_runtime::MapKind;
 use bpf2ptx_runtime::{Access, Arg, Ret};
 
 /// Instructions the exploration may process before it gives up on a program.
@@ -142,19 +142,14 @@ fn same_on_every_path<T: PartialEq>(seen: &mut bool, fact: &mut Option<T>, v: Op
 
 type R<T> = Result<T, Box<Diagnostic>>;
 
-/// Map types whose values a direct address (`map_idx_value`) may point into: global data
-/// (any type) and arrays (`array`, `gpu_array`), whose first value is one fixed block.
-const DIRECT_VALUE_KINDS: &[u32] = &[2, 1503];
-
-/// Map types with keys and values (lookup, update, delete).
-const KEY_VALUE_KINDS: &[u32] = &[1, 2, 5, 6, 9, 10, 11, 1501, 1502, 1503, 1600];
-
-/// The map types helper `id` takes as its map argument (None: no constraint).
-fn map_kinds(id: i64) -> Option<&'static [u32]> {
+/// The map kinds helper `id` takes as its map argument, as a [`MapKind`] predicate (None:
+/// no constraint): maps with keys and values for lookup, update and delete
+/// ([`MapKind::is_key_value`]), rings for the ring helpers.
+fn map_kinds(id: i64) -> Option<fn(MapKind) -> bool> {
     match id {
-        1..=3 => Some(KEY_VALUE_KINDS),
-        25 => Some(&[4, 1527]),
-        130 | 131 | 134 => Some(&[27, 1527]),
+        1..=3 => Some(MapKind::is_key_value),
+        25 => Some(MapKind::takes_perf_event_output),
+        130 | 131 | 134 => Some(MapKind::takes_ringbuf_helpers),
         _ => None,
     }
 }
@@ -521,7 +516,7 @@ impl<'a> Explorer<'a> {
             let private = self
                 .triple_maps
                 .range((k, 0)..=(k, u32::MAX))
-                .any(|&(_, m)| self.obj.maps[m as usize].map_type == MAP_PER_THREAD_ARRAY);
+                .any(|&(_, m)| self.obj.maps[m as usize].kind() == Some(MapKind::PerThreadArray));
             if !(f.reached[t.load] && map_value(t.load) && map_value(t.store)) || private {
                 continue;
             }
@@ -830,7 +825,7 @@ impl<'a> Explorer<'a> {
                         if p == Pseudo::MapIdx {
                             Reg::Map(map)
                         } else if m.origin != MapOrigin::GlobalData
-                            && !DIRECT_VALUE_KINDS.contains(&m.map_type)
+                            && !m.is(MapKind::has_direct_value)
                         {
                             return Err(self.diag(
                                 Rule::HelperArg,
@@ -1669,7 +1664,7 @@ impl<'a> Explorer<'a> {
                         }
                         let map = &self.obj.maps[m as usize];
                         if let Some(want) = map_kinds(id) {
-                            if !want.contains(&map.map_type) {
+                            if !map.is(want) {
                                 let name = bpf2ptx_compiler::program::map_type_name(map.map_type)
                                     .unwrap_or("unknown");
                                 return Err(bad(
@@ -1700,7 +1695,7 @@ impl<'a> Explorer<'a> {
                     if *arg == Arg::MapKey && id == 1 {
                         // An array index below max_entries on every path: the lookup
                         // cannot miss (`Facts::lookup_in_range`).
-                        let hit = matches!(map.map_type, 2 | 6 | 1503)
+                        let hit = map.is(MapKind::is_array_like)
                             && self
                                 .stack_u32(&st, r)
                                 .is_some_and(|k| k.umax < u64::from(map.max_entries));

@@ -32,6 +32,7 @@ use super::{Addend, PlainAdd};
 use crate::isa::insn::Insn;
 use crate::isa::table::{AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::MapKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use thiserror::Error;
@@ -107,7 +108,7 @@ const MAX_SHARDED_BYTES: u64 = 64 << 20;
 pub fn is_sharded(obj: &Object, opts: &Options, k: usize) -> bool {
     let m = &obj.maps[k];
     opts.sharded.get(k).copied().unwrap_or(false)
-        && matches!(m.map_type, 2 | 6 | 1503)
+        && m.is(MapKind::is_array_like)
         && bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size) * SHARDS
             <= MAX_SHARDED_BYTES
 }
@@ -254,9 +255,11 @@ const RING_HELPERS: &[(i64, &str, &[&str])] = &[
     (25, "bpf2ptx_ringbuf_output", &["%r2", "%r4", "%r5", "0"]),
 ];
 
-/// Map types the device runtime implements: arrays (2, 6, 1503), per-thread and per-warp
-/// arrays (1502, 1600) and hash maps (1, 1501, LRU 9). Storage bytes the module reserves for one,
-/// or `None` when the host sizes it from the launch (per-thread and per-warp arrays).
+/// Map types the device runtime implements: arrays ([`MapKind::is_array_like`]),
+/// per-thread and per-warp arrays ([`MapKind::is_per_unit`]), hash maps
+/// ([`MapKind::is_hash`]) and rings ([`MapKind::is_ring`]). Storage bytes the module
+/// reserves for one, or `None` when the host sizes it from the launch (per-thread and
+/// per-warp arrays).
 ///
 /// Definitions Linux refuses at map creation are refused here too: an array of any kind
 /// with keys other than 4 bytes, and an array or hash map with no entries or a 0-byte
@@ -264,24 +267,25 @@ const RING_HELPERS: &[(i64, &str, &[&str])] = &[
 fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
     let stride = bpf2ptx_runtime::maps::round8(u64::from(m.value_size));
     let entries = u64::from(m.max_entries);
-    let array = matches!(m.map_type, 2 | 6 | 1503 | 1502 | 1600);
+    let kind = m.kind();
+    let array = m.is(MapKind::is_array);
     if array && m.key_size != 4 {
         return Err("an array map needs 4-byte keys (Linux refuses others at map creation)");
     }
-    let hash = bpf2ptx_runtime::maps::is_hash(m.map_type);
+    let hash = m.is(MapKind::is_hash);
     if (array || hash) && (m.key_size == 0 || m.value_size == 0 || m.max_entries == 0) {
         return Err("a map with no entries, or 0-byte keys or values (Linux refuses it)");
     }
-    match m.map_type {
-        2 | 6 | 1503 => Ok(Some(stride * entries)),
-        1502 | 1600 => Ok(None),
+    match kind {
+        Some(k) if k.is_array_like() => Ok(Some(stride * entries)),
+        Some(k) if k.is_per_unit() => Ok(None),
         _ if hash => Ok(Some(bpf2ptx_runtime::maps::hash_storage_size(
             m.map_type,
             m.key_size,
             m.value_size,
             m.max_entries,
         ))),
-        27 | 1527 | 4 => Ok(Some(ring_bytes(m))),
+        Some(k) if k.is_ring() => Ok(Some(ring_bytes(m))),
         _ => Err("this map type has no GPU implementation"),
     }
 }
@@ -290,8 +294,8 @@ fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'static str> {
 /// least 4096); a perf event array becomes one GPU ring of 4096 bytes per entry (at least
 /// 64 KiB), since the GPU has no per-CPU buffers.
 fn ring_bytes(m: &crate::program::Map) -> u64 {
-    match m.map_type {
-        4 => (u64::from(m.max_entries.max(1)) * 4096)
+    match m.kind() {
+        Some(MapKind::PerfEventArray) => (u64::from(m.max_entries.max(1)) * 4096)
             .max(65536)
             .next_power_of_two(),
         _ => u64::from(m.max_entries).max(4096).next_power_of_two(),
@@ -586,21 +590,19 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
         let w0 = u64::from(m.map_type) | (u64::from(m.flags) << 32);
         let w1 = u64::from(m.key_size) | (u64::from(m.value_size) << 32);
         let w2 = u64::from(m.max_entries) | (stride << 32);
-        let aux = match m.map_type {
-            2 | 6 | 1503 => shards,
-            t if bpf2ptx_runtime::maps::is_hash(t) => {
-                bpf2ptx_runtime::maps::hash_slots(m.max_entries)
-            }
-            27 | 1527 | 4 => ring_bytes(m),
+        let aux = match m.kind() {
+            Some(k) if k.is_array_like() => shards,
+            Some(k) if k.is_hash() => bpf2ptx_runtime::maps::hash_slots(m.max_entries),
+            Some(k) if k.is_ring() => ring_bytes(m),
             _ => 0,
         };
         let aux2 = if shards > 0 {
             bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size).to_string()
-        } else if matches!(m.map_type, 27 | 1527 | 4) {
+        } else if m.is(MapKind::is_ring) {
             let counters = map_counter_symbol(&m.name);
             let _ = writeln!(out, ".visible .global .align 8 .u64 {counters}[2];");
             format!("generic({counters})")
-        } else if bpf2ptx_runtime::maps::is_hash(m.map_type) {
+        } else if m.is(MapKind::is_hash) {
             // The count and the sharded counters, on lines of their own, in device
             // memory whatever the placement (specs/abi.md, "Hash maps").
             let counts = map_counts_symbol(&m.name);
@@ -640,7 +642,9 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             ".visible .global .align 8 .b8 bpf2ptx_printk_data[{PRINTK_RING}];"
         );
         let _ = writeln!(out, ".visible .global .align 8 .u64 bpf2ptx_printk_ctr[2];");
-        let _ = writeln!(out, ".visible .global .align 8 .u64 {PRINTK_DESC}[8] = {{1527, 0, 0, generic(bpf2ptx_printk_data), {PRINTK_RING}, generic(bpf2ptx_printk_ctr), 0, 0}};");
+        // The printk ring is a GPU ringbuf: its descriptor's word 0 is that map type id.
+        let gpu_ringbuf = MapKind::GpuRingbuf.id();
+        let _ = writeln!(out, ".visible .global .align 8 .u64 {PRINTK_DESC}[8] = {{{gpu_ringbuf}, 0, 0, generic(bpf2ptx_printk_data), {PRINTK_RING}, generic(bpf2ptx_printk_ctr), 0, 0}};");
     }
     out.push('\n');
     out.push_str(&decls);
@@ -2055,11 +2059,11 @@ impl<'a> FuncWriter<'a> {
     }
 
     /// The runtime's hash function for map helper call `i` (1-3) when the verifier pinned
-    /// the call to one hash map (1, 1501, 9).
+    /// the call to one hash map ([`MapKind::is_hash`]).
     fn pinned_hash_helper(&self, i: usize) -> Option<&'static str> {
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        if !bpf2ptx_runtime::maps::is_hash(map.map_type) {
+        if !map.is(MapKind::is_hash) {
             return None;
         }
         bpf2ptx_runtime::maps::HASH_HELPERS
@@ -2096,7 +2100,7 @@ impl<'a> FuncWriter<'a> {
     }
 
     /// The hash map, key slot and key width of instruction `i` when it is a
-    /// `map_lookup_elem` of a hash map (1, 1501, 9) that the verifier pinned to one map,
+    /// `map_lookup_elem` of a hash map ([`MapKind::is_hash`]) that the verifier pinned to one map,
     /// whose key of 1, 2, 4 or 8 bytes is one aligned slot of this frame: inlined
     /// ([`FuncWriter::inline_hash_lookup`]), so it needs no frame address either.
     fn hash_inline(&self, i: usize, fp: &[Fp; 11], frame: u32) -> Option<(u32, i64, Size)> {
@@ -2107,7 +2111,7 @@ impl<'a> FuncWriter<'a> {
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        if !maps::is_hash(map.map_type) || !maps::inlinable_key(map.key_size) {
+        if !map.is(MapKind::is_hash) || !maps::inlinable_key(map.key_size) {
             return None;
         }
         let size = match map.key_size {
@@ -2137,7 +2141,7 @@ impl<'a> FuncWriter<'a> {
         };
         let map = &self.obj.maps[m as usize];
         let (ks, vs) = (map.key_size, map.value_size);
-        let lru = map.map_type == bpf2ptx_runtime::maps::MAP_LRU_HASH;
+        let lru = map.kind() == Some(MapKind::LruHash);
         self.need.insert("maps".into());
         self.l("{");
         self.l(".reg .b64 %hkw;");
@@ -2169,13 +2173,13 @@ impl<'a> FuncWriter<'a> {
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        if !matches!(map.map_type, 2 | 6 | 1503 | 1502 | 1600) || map.key_size != 4 {
+        if !map.is(MapKind::is_array) || map.key_size != 4 {
             return None;
         }
         Some((m, folded(fp, 2, 0, Size::W, frame)?))
     }
 
-    /// `map_lookup_elem` on an array (2, 6, 1503) the verifier pinned to one map, with
+    /// `map_lookup_elem` on an array ([`MapKind::is_array`]) the verifier pinned to one map, with
     /// the key in a known stack slot: inline, with the map's entries, stride and sharding
     /// as constants. Returns false (nothing emitted) when the call does not qualify and
     /// goes to the runtime function instead.
@@ -2187,8 +2191,9 @@ impl<'a> FuncWriter<'a> {
         let entries = map.max_entries;
         let stride = bpf2ptx_runtime::maps::round8(u64::from(map.value_size));
         let desc = map_desc_symbol(&map.name);
-        if matches!(map.map_type, 1502 | 1600) {
-            self.per_unit_lookup(slot, entries, stride, &desc, map.map_type == 1600);
+        if map.is(MapKind::is_per_unit) {
+            let warp = map.kind() == Some(MapKind::PerWarpArray);
+            self.per_unit_lookup(slot, entries, stride, &desc, warp);
             return true;
         }
         let sharded = self.sharded.get(m as usize).copied().unwrap_or(false);
@@ -2253,7 +2258,7 @@ impl<'a> FuncWriter<'a> {
             return None;
         };
         let slot = i64::from(frame) + k;
-        (matches!(map.map_type, 27 | 1527 | 4)
+        (map.is(MapKind::is_ring)
             && (1..=INLINE_RECORD_MAX).contains(&size)
             && slot >= 0
             && slot % 8 == 0
@@ -2335,7 +2340,7 @@ impl<'a> FuncWriter<'a> {
         true
     }
 
-    /// Inlined `map_lookup_elem` on a per-thread array (1502) or a per-warp array (1600):
+    /// Inlined `map_lookup_elem` on a per-thread array or a per-warp array ([`MapKind::is_per_unit`]):
     /// the calling thread's (warp's) slot of key `k`, `data + (k * aux + id) * stride`
     /// (words 3 and 4, which the host binds for the launch; id the global thread or warp
     /// id), or NULL when the map is unbound, the key is out of range or the id is beyond
@@ -2946,7 +2951,7 @@ impl<'a> FuncWriter<'a> {
     fn red_add(&mut self, space: &str, wide: bool, v: &str, c: Option<u64>, map: Option<u32>) {
         let array = map
             .and_then(|m| self.obj.maps.get(m as usize))
-            .is_some_and(|m| matches!(m.map_type, 2 | 6 | 1503) && m.key_size == 4);
+            .is_some_and(|m| m.is(MapKind::is_array_like) && m.key_size == 4);
         match c {
             Some(c) if !array => self.aggregated_add(space, wide, "%t1", c),
             _ => self.l(format!(

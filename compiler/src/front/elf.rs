@@ -25,6 +25,7 @@ use crate::program::{
     map_type_name, Func, LineRef, Map, MapOrigin, Object, Program, Reloc, RelocTarget, Section,
     SectionKind, SourceKind,
 };
+use bpf2ptx_runtime::MapKind;
 use goblin::elf::{header, section_header as sh, sym, Elf};
 use std::collections::HashMap;
 
@@ -40,8 +41,6 @@ const R_BPF_64_32: u32 = 10;
 const BPF_F_RDONLY_PROG: u32 = 0x80;
 /// `BPF_F_MMAPABLE`: libbpf sets it on global-data maps.
 const BPF_F_MMAPABLE: u32 = 0x400;
-/// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`.
-const BPF_MAP_TYPE_PERF_EVENT_ARRAY: u32 = 4;
 /// Size of the legacy `struct bpf_map_def` fields bpf2ptx reads (5 × u32).
 const LEGACY_MAP_DEF: usize = 20;
 
@@ -361,7 +360,7 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             map_by_sym.insert((mi, offset), maps.len());
             // libbpf gives a perf event array 4-byte keys and values (cpu index → perf fd)
             // when the definition leaves them out.
-            let default_size = if def.map_type == BPF_MAP_TYPE_PERF_EVENT_ARRAY {
+            let default_size = if def.map_type == MapKind::PerfEventArray.id() {
                 4
             } else {
                 0
@@ -408,7 +407,7 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             name: name.clone(),
             origin: MapOrigin::GlobalData,
             section: name,
-            map_type: 2,
+            map_type: MapKind::Array.id(),
             key_size: 4,
             value_size: size,
             max_entries: 1,
@@ -427,7 +426,7 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
                 map_type: m.map_type,
             });
         }
-        if matches!(m.map_type, 12 | 13) {
+        if m.is(MapKind::is_map_in_map) {
             return Err(err(
                 file,
                 &m.section,

@@ -265,11 +265,8 @@ fn map_directives(file: &str, text: &str) -> Result<(Vec<Map>, String), LoadErro
             };
             v.map_err(|_| bad(&format!("`{}` is not a number", crate::isa::asm::clip(w))))
         };
-        let map_type = match crate::program::MAP_TYPES
-            .iter()
-            .find(|(_, name)| *name == words[1])
-        {
-            Some((id, _)) => *id,
+        let map_type = match bpf2ptx_runtime::MapKind::from_name(words[1]) {
+            Some(kind) => kind.id(),
             None => num(words[1])?,
         };
         if crate::program::map_type_name(map_type).is_none() {
