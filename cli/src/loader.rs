@@ -77,7 +77,7 @@ use bpf2ptx_compiler::back::ptx::{
 use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin, Object};
 use bpf2ptx_runtime::ringbuf::{self, Record, RingError};
-use bpf2ptx_runtime::{maps, MapKind};
+use bpf2ptx_runtime::{desc, maps, MapKind};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use thiserror::Error;
@@ -355,7 +355,7 @@ impl<'a> Loader<'a> {
             // (specs/abi.md): set it from the producer, whatever moved the positions
             // before this loader, so the first launch's reservations see the room there is.
             if m.is(MapKind::is_ring) {
-                let ctr = word(&gpu.read(desc, 64)?, 5);
+                let ctr = desc::read(&gpu.read(desc, desc::BYTES as usize)?, desc::AUX2);
                 if ctr != 0 {
                     let producer = gpu.read(ctr, 8)?;
                     gpu.write(desc + ringbuf::BOUND_OFFSET, &producer)?;
@@ -366,7 +366,7 @@ impl<'a> Loader<'a> {
             if placement == Placement::Host && !m.is(MapKind::is_per_unit) {
                 if let Some((_, size)) = gpu.global(module, &map_data_symbol(&m.name))? {
                     let h = gpu.alloc_host(size)?;
-                    gpu.write(desc + 24, &h.device_ptr().to_le_bytes())?;
+                    gpu.write(desc + desc::DATA, &h.device_ptr().to_le_bytes())?;
                     b.data = Some(Storage::Host(h));
                 }
             }
@@ -416,8 +416,8 @@ impl<'a> Loader<'a> {
                     (Storage::Device { _buffer: d }, p)
                 }
             };
-            self.gpu.write(b.desc + 32, &threads.to_le_bytes())?;
-            self.gpu.write(b.desc + 24, &ptr.to_le_bytes())?;
+            self.gpu.write(b.desc + desc::AUX, &threads.to_le_bytes())?;
+            self.gpu.write(b.desc + desc::DATA, &ptr.to_le_bytes())?;
             b.data = Some(storage);
             b.threads = threads;
         }
@@ -446,9 +446,9 @@ impl<'a> Loader<'a> {
             if !self.obj.maps[b.index].is(MapKind::is_ring) {
                 continue;
             }
-            let desc = gpu.read(b.desc, 64)?;
-            let ctr = word(&desc, 5);
-            if ctr == 0 || word(&desc, 3) != data.device_ptr() {
+            let d = gpu.read(b.desc, desc::BYTES as usize)?;
+            let ctr = desc::read(&d, desc::AUX2);
+            if ctr == 0 || desc::read(&d, desc::DATA) != data.device_ptr() {
                 continue;
             }
             let consumer = word(&gpu.read(ctr + 8, 8)?, 0);
@@ -567,8 +567,8 @@ impl<'a> Loader<'a> {
     /// consumer to the end.
     fn collect_ring(&mut self, k: usize) -> Result<(), LoaderError> {
         let b = &mut self.maps[k];
-        let desc = self.gpu.read(b.desc, 64)?;
-        collect(self.gpu, &desc, &mut b.ring)?;
+        let d = self.gpu.read(b.desc, desc::BYTES as usize)?;
+        collect(self.gpu, &d, &mut b.ring)?;
         Ok(())
     }
 
@@ -608,15 +608,16 @@ impl<'a> Loader<'a> {
     /// ring's drops from descriptor word 6, a hash map's from its counts block (word 5,
     /// the shards summed).
     fn read_counts(&self, b: &Bound) -> Result<(Option<u64>, MapCounts), LoaderError> {
-        let desc = self.gpu.read(b.desc, 64)?;
+        let d = self.gpu.read(b.desc, desc::BYTES as usize)?;
         let mut c = MapCounts {
-            dropped: word(&desc, 6),
+            dropped: desc::read(&d, desc::DROPS),
             ..MapCounts::default()
         };
-        if !self.obj.maps[b.index].is(MapKind::is_hash) || word(&desc, 5) == 0 {
+        let counts = desc::read(&d, desc::AUX2);
+        if !self.obj.maps[b.index].is(MapKind::is_hash) || counts == 0 {
             return Ok((None, c));
         }
-        let block = self.gpu.read(word(&desc, 5), maps::COUNTS_BYTES as usize)?;
+        let block = self.gpu.read(counts, maps::COUNTS_BYTES as usize)?;
         let (keys, [full, busy, evicted]) = maps::read_counts(&block);
         (c.full, c.busy, c.evicted) = (full, busy, evicted);
         Ok((Some(keys), c))
@@ -658,8 +659,12 @@ impl<'a> Loader<'a> {
             out["note"] = json!("not in this module (the program does not use it)");
             return Ok(out);
         };
-        let desc = gpu.read(self.maps[k].desc, 64)?;
-        let (data, aux, aux2) = (word(&desc, 3), word(&desc, 4), word(&desc, 5));
+        let d = gpu.read(self.maps[k].desc, desc::BYTES as usize)?;
+        let (data, aux, aux2) = (
+            desc::read(&d, desc::DATA),
+            desc::read(&d, desc::AUX),
+            desc::read(&d, desc::AUX2),
+        );
         if self.maps[k].placement == Placement::Host {
             out["placement"] = json!("host");
         }
@@ -786,7 +791,7 @@ impl<'a> Loader<'a> {
                 if let Some(e) = &st.error {
                     out["error"] = json!(e.to_string());
                 }
-                let ctr = gpu.read(word(&desc, 5), 16)?;
+                let ctr = gpu.read(aux2, 16)?;
                 out["producer"] = json!(word(&ctr, 0));
                 return Ok(out);
             }
@@ -815,7 +820,7 @@ impl<'a> Loader<'a> {
             return Ok(Vec::new());
         };
         let mut st = RingState::default();
-        collect(gpu, &gpu.read(d, 64)?, &mut st)?;
+        collect(gpu, &gpu.read(d, desc::BYTES as usize)?, &mut st)?;
         // Where each global-data map lives on the device, to turn addresses into strings.
         let mut bases = Vec::new();
         for m in obj
@@ -874,8 +879,12 @@ fn hex(bytes: &[u8]) -> Value {
 /// Reads a ring's committed records from `consumer` on through its descriptor (device or
 /// mapped host memory, by copies), appends them to `st` and advances the consumer past
 /// them. Used after a kernel has ended.
-fn collect(gpu: &Gpu, desc: &[u8], st: &mut RingState) -> Result<(), GpuError> {
-    let (data, aux, ctr) = (word(desc, 3), word(desc, 4), word(desc, 5));
+fn collect(gpu: &Gpu, d: &[u8], st: &mut RingState) -> Result<(), GpuError> {
+    let (data, aux, ctr) = (
+        desc::read(d, desc::DATA),
+        desc::read(d, desc::AUX),
+        desc::read(d, desc::AUX2),
+    );
     if data == 0 || ctr == 0 || st.error.is_some() {
         return Ok(());
     }

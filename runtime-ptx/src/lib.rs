@@ -8,6 +8,7 @@
 //! unchanged. `include/bpf2ptx_helpers.h` declares the GPU helpers for probe authors.
 #![deny(missing_docs)]
 
+pub mod desc;
 pub mod map_kind;
 pub mod maps;
 pub mod ringbuf;

@@ -323,9 +323,11 @@ pub fn inline_hash_lookup(
     let mut s = String::from("{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .pred %hq<2>;\n");
     s.push_str(&fnv_word(key_size, word, "%hk0", "%hk1"));
     s.push_str(&format!(
-        "ld.b64 %hk2, [{desc}+24];\nld.b64 %hk3, [{desc}+32];\nmov.u64 {out}, 0;\n\
+        "ld.b64 %hk2, [{desc}+{data}];\nld.b64 %hk3, [{desc}+{aux}];\nmov.u64 {out}, 0;\n\
          setp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\n\
-         add.s64 %hk4, %hk3, -1;\nand.b64 %hk5, %hk0, %hk4;\nmov.u64 %hk6, 0;\n"
+         add.s64 %hk4, %hk3, -1;\nand.b64 %hk5, %hk0, %hk4;\nmov.u64 %hk6, 0;\n",
+        data = crate::desc::DATA,
+        aux = crate::desc::AUX,
     ));
     s.push_str(&format!(
         "{tag}probe:\n\

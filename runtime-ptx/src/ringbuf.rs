@@ -175,7 +175,7 @@ pub const RESERVE_ROUNDS: u32 = 2;
 /// Byte offset in the descriptor of the bound (word 7): the producer plus every byte that
 /// group leaders have claimed and neither added to the producer nor given back (module
 /// doc, step 2); equal to the producer when no reserve runs.
-pub const BOUND_OFFSET: u64 = 56;
+pub const BOUND_OFFSET: u64 = crate::desc::BOUND;
 /// Smallest ring (`aux`) the helpers accept.
 pub const MIN_RING_SIZE: u64 = 4096;
 

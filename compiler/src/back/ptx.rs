@@ -32,7 +32,7 @@ use super::{Addend, PlainAdd};
 use crate::isa::insn::Insn;
 use crate::isa::table::{AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
-use bpf2ptx_runtime::MapKind;
+use bpf2ptx_runtime::{desc, MapKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use thiserror::Error;
@@ -634,7 +634,10 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
             }
             None => "0".to_string(),
         };
-        let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[8] = {{{w0}, {w1}, {w2}, {data}, {aux}, {aux2}, 0, 0}};");
+        // The words in order (runtime desc): type and flags, sizes, entries and stride,
+        // data, aux, aux2, drops, bound.
+        const _: () = assert!(desc::WORDS == 8 && desc::word(desc::AUX2) == 5);
+        let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[{}] = {{{w0}, {w1}, {w2}, {data}, {aux}, {aux2}, 0, 0}};", desc::WORDS);
     }
     if need.contains("printk") {
         let _ = writeln!(
@@ -2205,7 +2208,7 @@ impl<'a> FuncWriter<'a> {
         self.l(format!("setp.ge.u32 %lkp0, %lk0, {entries};"));
         if self.host.get(m as usize).copied().unwrap_or(false) {
             // Host placement: the loader binds word 3 to pinned memory before a launch.
-            self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
+            self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
             self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
             self.l("or.pred %lkp0, %lkp0, %lkp1;");
         } else {
@@ -2325,7 +2328,7 @@ impl<'a> FuncWriter<'a> {
             ("RS", rs.to_string()),
             ("EINVAL", bpf2ptx_runtime::ringbuf::EINVAL.to_string()),
             ("EAGAIN", bpf2ptx_runtime::ringbuf::EAGAIN.to_string()),
-            ("BOUND", bpf2ptx_runtime::ringbuf::BOUND_OFFSET.to_string()),
+            ("BOUND", desc::BOUND.to_string()),
             ("COPY", copy),
             ("DONE", labels[0].clone()),
             ("WRITE", labels[1].clone()),
@@ -2352,8 +2355,8 @@ impl<'a> FuncWriter<'a> {
         self.l(".reg .b64 %lkd<4>;");
         self.l(".reg .pred %lkp<2>;");
         self.local_load("%lk0", true, slot, Size::W, false);
-        self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+24];"));
-        self.l(format!("ld.global.nc.u64 %lkd1, [{desc}+32];"));
+        self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
+        self.l(format!("ld.global.nc.u64 %lkd1, [{desc}+{}];", desc::AUX));
         self.global_id("%lkd2", warp);
         self.l(format!("setp.ge.u32 %lkp0, %lk0, {entries};"));
         self.l("setp.ge.u64 %lkp1, %lkd2, %lkd1;");
@@ -2981,7 +2984,27 @@ impl<'a> FuncWriter<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{granularity_rejoin, Granularity, INLINE_RECORD_MAX};
+    use super::{granularity_rejoin, Granularity, INLINE_RECORD_MAX, INLINE_RING_OUTPUT};
+    use bpf2ptx_runtime::desc;
+
+    /// The inlined ring output reads the descriptor only at the runtime's fields: data,
+    /// aux and aux2 (counters), drops, and the bound through its placeholder.
+    #[test]
+    fn inline_ring_output_uses_the_descriptor_layout() {
+        let mut seen = std::collections::BTreeSet::new();
+        for part in INLINE_RING_OUTPUT.split("[@DESC@+").skip(1) {
+            let off = &part[..part.find(']').expect("closing bracket")];
+            if off == "@BOUND@" {
+                seen.insert(desc::BOUND);
+                continue;
+            }
+            let off: u64 = off.parse().expect("a decimal offset");
+            assert!(desc::FIELDS.iter().any(|f| f.0 == off), "offset {off}");
+            seen.insert(off);
+        }
+        let want = [desc::DATA, desc::AUX, desc::AUX2, desc::DROPS, desc::BOUND];
+        assert_eq!(seen, want.into_iter().collect());
+    }
 
     #[test]
     fn per_warp_sites_rejoin_with_a_warp_barrier_unless_the_leader_may_exit() {
