@@ -1,7 +1,12 @@
 //! Shared helpers of the bpf2ptx test suites: where the corpus and the conformance suite
-//! are, and the snapshot comparison with `BLESS=1`.
+//! are, the snapshot comparison with `BLESS=1`, and the tools the suites run (ptxas,
+//! the `bpf2ptx` binary).
 
 use std::path::{Path, PathBuf};
+
+mod tools;
+
+pub use tools::skip_ptxas;
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -61,26 +66,16 @@ pub fn check_snapshot(path: &Path, actual: &str) {
 }
 
 /// ptxas: `$PTXAS`, else the project's venv (`.venv`, which `.ci/run` creates with
-/// `pip install nvidia-cuda-nvcc-cu12`), else `PATH`.
+/// `pip install nvidia-cuda-nvcc-cu12`), else `PATH` (`tests/tools.rs`, shared with
+/// runtime-ptx's tests).
 pub fn ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join(".venv/lib");
-    if let Ok(rd) = std::fs::read_dir(&venv) {
-        for e in rd.flatten() {
-            let p = e.path().join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    std::process::Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| PathBuf::from("ptxas"))
+    tools::ptxas_in(&repo_root())
+}
+
+/// [`ptxas`] for a test that needs it: `None` (the skip printed) only with
+/// `BPF2PTX_SKIP_PTXAS=1`; without ptxas otherwise, panics with how to get one.
+pub fn require_ptxas() -> Option<PathBuf> {
+    tools::require_ptxas_in(&repo_root())
 }
 
 /// The `bpf2ptx` binary of this build. The tests crate depends only on the `bpf2ptx`

@@ -12,7 +12,7 @@ use bpf2ptx::inject::{self, Options};
 use bpf2ptx_compiler::back::ptx::Granularity;
 use bpf2ptx_compiler::inject::ptx::{self as model, FunctionKind, Space};
 use bpf2ptx_compiler::inject::weave::Woven;
-use bpf2ptx_tests::{check_snapshot, files_with_ext, ptxas, repo_root};
+use bpf2ptx_tests::{check_snapshot, files_with_ext, repo_root, require_ptxas};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -302,11 +302,8 @@ fn bad_inputs_are_errors() {
 /// relocatable code with `-c`).
 #[test]
 fn ptxas_accepts_every_output() {
-    let Some(ptxas) = ptxas() else {
-        if std::env::var_os("BPF2PTX_SKIP_PTXAS").is_some_and(|v| v == "1") {
-            return;
-        }
-        panic!("ptxas not found: run `bash .ci/run` once (it creates .venv) or set PTXAS");
+    let Some(ptxas) = require_ptxas() else {
+        return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let mut n = 0;

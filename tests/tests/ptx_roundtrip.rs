@@ -640,11 +640,7 @@ fn inserted_instructions_join_the_structure() {
 /// venv or `PATH`; `BPF2PTX_SKIP_PTXAS=1` skips on purpose.
 #[test]
 fn edited_fixtures_assemble() {
-    let Some(ptxas) = bpf2ptx_tests::ptxas() else {
-        assert!(
-            std::env::var_os("BPF2PTX_SKIP_PTXAS").is_some_and(|v| v == "1"),
-            "ptxas not found; set PTXAS or BPF2PTX_SKIP_PTXAS=1"
-        );
+    let Some(ptxas) = bpf2ptx_tests::require_ptxas() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

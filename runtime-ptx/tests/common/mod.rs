@@ -1,34 +1,15 @@
-//! ptxas for the runtime's assembly tests: found through `$PTXAS` or the project's
-//! `.venv` (which `.ci/run` creates); a missing ptxas fails the test unless
-//! `BPF2PTX_SKIP_PTXAS=1`.
+//! ptxas for the runtime's assembly tests, found by the one finder of the test suites
+//! (`tests/tools.rs`: `$PTXAS`, the project's `.venv`, `PATH`); a missing ptxas fails the
+//! test unless `BPF2PTX_SKIP_PTXAS=1`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub fn ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let lib = root.join(".venv/lib");
-    for entry in std::fs::read_dir(lib).ok()?.flatten() {
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with("python3") {
-            let p = entry
-                .path()
-                .join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
-
-pub fn skip() -> bool {
-    std::env::var("BPF2PTX_SKIP_PTXAS").is_ok_and(|v| v == "1")
-}
+// runtime-ptx cannot depend on the tests crate (which depends on it), so the finder's
+// file is included here as a module.
+#[path = "../../../tests/tools.rs"]
+mod tools;
 
 /// Assemble `text` for `arch` with `extra` options; panics with ptxas's message on error.
 pub fn assemble(ptxas: &PathBuf, text: &str, arch: &str, extra: &[&str]) {
@@ -59,13 +40,11 @@ pub fn assemble(ptxas: &PathBuf, text: &str, arch: &str, extra: &[&str]) {
     );
 }
 
+/// Runs `f` with ptxas; without one, panics with how to get it, unless
+/// `BPF2PTX_SKIP_PTXAS=1` (then prints the skip and returns).
 pub fn with_ptxas(f: impl FnOnce(&PathBuf)) {
-    match ptxas() {
-        Some(p) => f(&p),
-        None if skip() => eprintln!("ptxas not found; skipped (BPF2PTX_SKIP_PTXAS=1)"),
-        None => panic!(
-            "ptxas not found: set PTXAS, or create .venv with nvidia-cuda-nvcc-cu12, \
-             or set BPF2PTX_SKIP_PTXAS=1"
-        ),
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if let Some(p) = tools::require_ptxas_in(&root) {
+        f(&p);
     }
 }
