@@ -109,16 +109,20 @@ impl Function {
     /// that many.
     pub fn insert_before(&mut self, index: usize, text: &str) -> Result<usize, EditError> {
         self.check(index, self.body.len())?;
-        let anchor = self
-            .body
-            .get(index)
-            .map(|s| &s.tokens)
-            .or(self.close.as_ref());
-        let trivia = anchor.map_or("", |t| t.trivia());
+        let trivia = self.anchor_trivia(index);
         let br = line_breaks(trivia).last().copied();
         let indent = indent_of(trivia).to_string();
         let eol = eol_at(trivia, br, self.eol_style());
         self.insert_at(index, br.unwrap_or(trivia.len()), "", &indent, eol, text)
+    }
+
+    /// The leading trivia of [`Function::anchor`]'s tokens ("" without a body).
+    fn anchor_trivia(&self, index: usize) -> &str {
+        self.body
+            .get(index)
+            .map(|s| &s.tokens)
+            .or(self.close.as_ref())
+            .map_or("", |t| t.trivia())
     }
 
     /// The tokens whose leading trivia text inserted before statement `index` goes into:
@@ -143,12 +147,7 @@ impl Function {
     /// [`Function::insert_before`] then).
     pub fn insert_text_before(&mut self, index: usize, texts: &[&str]) -> Result<bool, EditError> {
         self.check(index, self.body.len())?;
-        let anchor = self
-            .body
-            .get(index)
-            .map(|s| &s.tokens)
-            .or(self.close.as_ref());
-        let trivia = anchor.map_or("", |t| t.trivia());
+        let trivia = self.anchor_trivia(index);
         let Some(br) = line_breaks(trivia).last().copied() else {
             return Ok(false);
         };
