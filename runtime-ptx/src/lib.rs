@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod desc;
+mod flatten;
 pub mod map_kind;
 pub mod maps;
 pub mod ringbuf;

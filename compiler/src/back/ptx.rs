@@ -1406,6 +1406,9 @@ struct FuncWriter<'a> {
     /// are kept in `%lanes` and handed to every subprogram as a sixth parameter;
     /// `get_active_mask` returns them (specs/abi.md, "Execution granularity").
     lanes: bool,
+    /// The function inlines a hash map lookup or update ([`FuncWriter::hash_inline`]) and
+    /// declares the miss memo (`maps::MEMO_REGS`), which every other call clears.
+    memo: bool,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -1516,6 +1519,7 @@ impl<'a> FuncWriter<'a> {
             host: Vec::new(),
             nonnull_r0: false,
             lanes: false,
+            memo: false,
         }
     }
 
@@ -1566,7 +1570,7 @@ impl<'a> FuncWriter<'a> {
             && needs_frame_address(prog, self.k, &frame, &|i, fp| {
                 self.lookup_map(i, fp, frame.size).is_some()
                     || self.ring_output_args(i, fp, frame.size).is_some()
-                    || self.hash_inline(i, fp, frame.size).is_some()
+                    || (prog.insns[i].imm == 1 && self.hash_inline(i, fp, frame.size).is_some())
             });
         // A frame whose address is never taken lives in registers: one .b64 per 8-byte
         // slot, sub-word accesses through bfe/bfi. ptxas does not promote .local arrays
@@ -1576,6 +1580,15 @@ impl<'a> FuncWriter<'a> {
             self.l(format!(".reg .b64 %s<{}>;", frame.size / 8));
         } else if frame.size > 0 {
             self.l(format!(".local .align 8 .b8 bpf_stack[{}];", frame.size));
+        }
+        self.memo = (a..b).any(|i| {
+            frame.before[i].is_some_and(|fp| self.hash_inline(i, &fp, frame.size).is_some())
+        });
+        if self.memo {
+            for line in bpf2ptx_runtime::maps::MEMO_REGS.lines() {
+                self.l(line);
+            }
+            self.l(bpf2ptx_runtime::maps::MEMO_CLEAR.trim_end());
         }
         self.l(".reg .b64 %r<11>;");
         self.l(".reg .b64 %t<4>;");
@@ -1656,6 +1669,14 @@ impl<'a> FuncWriter<'a> {
                 }
                 _ => {}
             }
+        }
+        // A call other than an inlined hash lookup or update may change any map: the
+        // miss memo no longer holds.
+        if self.memo
+            && matches!(ins.kind(), Kind::Call(_))
+            && self.hash_inline(i, fp, frame).is_none()
+        {
+            self.l(bpf2ptx_runtime::maps::MEMO_CLEAR.trim_end());
         }
         let plain = self
             .hints
@@ -1776,6 +1797,7 @@ impl<'a> FuncWriter<'a> {
             Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
             Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_hash_lookup(fp, frame) => {}
+            Kind::Call(CallKind::Helper) if ins.imm == 2 && self.inline_hash_update(fp, frame) => {}
             Kind::Call(CallKind::Helper) if MAP_HELPERS.iter().any(|h| h.0 == ins.imm) => {
                 self.map_call(i);
             }
@@ -2103,18 +2125,24 @@ impl<'a> FuncWriter<'a> {
     }
 
     /// The hash map, key slot and key width of instruction `i` when it is a
-    /// `map_lookup_elem` of a hash map ([`MapKind::is_hash`]) that the verifier pinned to one map,
-    /// whose key of 1, 2, 4 or 8 bytes is one aligned slot of this frame: inlined
-    /// ([`FuncWriter::inline_hash_lookup`]), so it needs no frame address either.
+    /// `map_lookup_elem` of a hash map ([`MapKind::is_hash`]) or a `map_update_elem` of a
+    /// plain one (hash, GPU hash) that the verifier pinned to one map, whose key of 1, 2, 4
+    /// or 8 bytes is one aligned slot of this frame: inlined
+    /// ([`FuncWriter::inline_hash_lookup`], [`FuncWriter::inline_hash_update`]).
     fn hash_inline(&self, i: usize, fp: &[Fp; 11], frame: u32) -> Option<(u32, i64, Size)> {
         use bpf2ptx_runtime::maps;
         let ins = self.prog.insns.get(i)?;
-        if ins.kind() != Kind::Call(CallKind::Helper) || ins.imm != 1 {
+        if ins.kind() != Kind::Call(CallKind::Helper) || !matches!(ins.imm, 1 | 2) {
             return None;
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        if !map.is(MapKind::is_hash) || !maps::inlinable_key(map.key_size) {
+        let kind_ok = if ins.imm == 1 {
+            map.is(MapKind::is_hash)
+        } else {
+            matches!(map.kind(), Some(MapKind::Hash | MapKind::GpuHash))
+        };
+        if !kind_ok || !maps::inlinable_key(map.key_size) {
             return None;
         }
         let size = match map.key_size {
@@ -2137,13 +2165,13 @@ impl<'a> FuncWriter<'a> {
 
     /// `map_lookup_elem` on a hash map, inlined ([`FuncWriter::hash_inline`],
     /// `maps::inline_hash_lookup`): the key word from its frame slot, then the runtime's
-    /// find with the key and value sizes as constants.
+    /// find with the key and value sizes as constants. A miss fills the miss memo.
     fn inline_hash_lookup(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
         let Some((m, slot, size)) = self.hash_inline(self.cur, fp, frame) else {
             return false;
         };
         let map = &self.obj.maps[m as usize];
-        let (ks, vs) = (map.key_size, map.value_size);
+        let (ks, vs, max) = (map.key_size, map.value_size, map.max_entries);
         let lru = map.kind() == Some(MapKind::LruHash);
         self.need.insert("maps".into());
         self.l("{");
@@ -2154,6 +2182,7 @@ impl<'a> FuncWriter<'a> {
             "%r1",
             ks,
             vs,
+            max,
             lru,
             "%hkw",
             "%r0",
@@ -2161,6 +2190,43 @@ impl<'a> FuncWriter<'a> {
             self.scope(),
         );
         for line in text.lines() {
+            self.l(line);
+        }
+        self.l("}");
+        true
+    }
+
+    /// `map_update_elem` on a plain hash map, with the refusal of a full map inlined
+    /// before the runtime's update (`maps::inline_hash_update`): taken when the miss memo
+    /// says this thread's last lookup of the key, with no call since, missed.
+    fn inline_hash_update(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
+        let i = self.cur;
+        let Some((m, slot, size)) = self.hash_inline(i, fp, frame) else {
+            return false;
+        };
+        let map = &self.obj.maps[m as usize];
+        let (ks, vs, max) = (map.key_size, map.value_size, map.max_entries);
+        self.need.insert("maps".into());
+        self.l("{");
+        self.l(".reg .b64 %hkw;");
+        self.local_load("%hkw", false, slot, size, false);
+        let tag = self.fresh_label();
+        let (head, tail) = bpf2ptx_runtime::maps::inline_hash_update(
+            "%r1",
+            ks,
+            vs,
+            max,
+            "%hkw",
+            "%r4",
+            "%r0",
+            &tag,
+            self.scope(),
+        );
+        for line in head.lines() {
+            self.l(line);
+        }
+        self.map_call(i);
+        for line in tail.lines() {
             self.l(line);
         }
         self.l("}");
