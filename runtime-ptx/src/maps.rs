@@ -275,14 +275,16 @@ pub const HASH_HELPERS: [(u32, &str); 3] = [
     (3, "bpf2ptx_map_hash_delete"),
 ];
 
-/// Registers of a probe function's *miss memo*: the last [`inline_hash_lookup`] that
-/// missed in a full map leaves its map (the descriptor's address, `%hm_d`), key word (`%hm_w`) and hash
-/// (`%hm_h`) here, valid while `%hm_v`. An [`inline_hash_update`] of the same map and key
-/// word right after it (no call in between: every other call clears the memo) knows the
-/// key was absent and refuses a full map from the count and the home lock word alone,
-/// without a second walk: the cost of the published insert-or-increment probe's refusal.
+/// Registers of a probe function's *miss memo*: an [`inline_hash_lookup`] that missed in
+/// a map that was full with the key's home lock free (both read before the walk, in
+/// update's order) leaves its map (the descriptor's address, `%hm_d`), key word (`%hm_w`)
+/// and counts block (a global address, `%hm_c`) here, valid while `%hm_v`. An
+/// [`inline_hash_update`] of the same map and key word right after it (no call in
+/// between: every other call clears the memo) knows the key was absent from a full map
+/// and refuses at once, without a second walk or a load: the cost of the published
+/// insert-or-increment probe's refusal.
 pub const MEMO_REGS: &str =
-    ".reg .b64 %hm_d;\n.reg .b64 %hm_w;\n.reg .b64 %hm_h;\n.reg .pred %hm_v;\n";
+    ".reg .b64 %hm_d;\n.reg .b64 %hm_w;\n.reg .b64 %hm_c;\n.reg .pred %hm_v;\n";
 /// Invalidates the miss memo ([`MEMO_REGS`]).
 pub const MEMO_CLEAR: &str = "setp.ne.u32 %hm_v, 0, 0;\n";
 
@@ -357,7 +359,7 @@ pub fn inline_hash_lookup(
     if !lru {
         s.push_str(&format!(
             "ld.global.b64 %hk1, [%hk8+{aux2}];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}probe;\n\
-             cvta.to.global.u64 %hk1, %hk1;\nld.global.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
+             cvta.to.global.u64 %hk1, %hk1;\nmov.u64 %hm_c, %hk1;\nld.global.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
              mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\nld.global.b32 %hw3, [%hk7+4];\n\
              and.b32 %hw3, %hw3, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n",
             aux2 = crate::desc::AUX2,
@@ -387,7 +389,7 @@ pub fn inline_hash_lookup(
     }
     s.push_str(&format!(
         "bra.uni {tag}done;\n{tag}miss:\nmov.pred %hm_v, %hq2;\nmov.u64 %hm_d, {desc};\n\
-         mov.u64 %hm_w, {word};\nmov.u64 %hm_h, %hk0;\n{tag}done:\n}}\n"
+         mov.u64 %hm_w, {word};\n{tag}done:\n}}\n"
     ));
     scope.apply(&s).into_owned()
 }
@@ -395,50 +397,36 @@ pub fn inline_hash_lookup(
 /// PTX of the fast refusal of `bpf_map_update_elem` on a plain hash map (1, 1501) inlined
 /// at its call, as the text before and the text after the runtime's update (the caller's
 /// call, which goes between them and runs when the refusal does not apply; the text after
-/// clears the memo): when the miss memo ([`MEMO_REGS`]) holds this map and key word and
-/// `flags` (a `.b64`) is `BPF_ANY` or `BPF_NOEXIST`, a map whose count (weak load) is at
-/// `max_entries` and whose home lock word (weak load) is free refuses at once: -E2BIG
-/// into `out`, counted `full` through `bpf2ptx_map_hash_note`; `BPF_EXIST` gives
-/// -ENOENT. Anything else runs `slow`. The refusal is what update's own refusal decides
-/// from the same loads, with the lookup's walk standing for its find (specs/abi.md
-/// "What is not linearizable": an insertion of the key racing the pair may be missed).
+/// clears the memo): when the miss memo ([`MEMO_REGS`]) holds this map and key word,
+/// `BPF_ANY` or `BPF_NOEXIST` (`flags`, a `.b64`) refuses at once: -E2BIG into `out`,
+/// counted `full` in the calling SM's shard by one `red` per converged group (the site's
+/// map: every lane of the group adds to the same word); `BPF_EXIST` gives -ENOENT.
+/// Anything else runs the runtime's update. The refusal is what update's own refusal
+/// decides from the same loads in the same order (count, home lock, find), made by the
+/// lookup (specs/abi.md "What is not linearizable": an insertion of the key racing the
+/// pair may be missed).
 #[allow(clippy::too_many_arguments)]
 pub fn inline_hash_update(
     desc: &str,
-    key_size: u32,
-    value_size: u32,
-    max_entries: u32,
     word: &str,
     flags: &str,
     out: &str,
     tag: &str,
     scope: crate::Scope,
 ) -> (String, String) {
-    let slot = hash_slot_size(key_size, value_size);
     let head = format!(
-        "{{\n.reg .b64 %hf<5>;\n.reg .b32 %hg<3>;\n.reg .pred %hr<2>;\n\
+        "{{\n.reg .b64 %hf<3>;\n.reg .b32 %hg<3>;\n.reg .pred %hr<2>;\n\
          @!%hm_v bra {tag}slow;\nsetp.ne.u64 %hr0, {word}, %hm_w;\n\
          setp.ne.or.u64 %hr0, {desc}, %hm_d, %hr0;\nsetp.gt.or.u64 %hr0, {flags}, 2, %hr0;\n\
          @%hr0 bra {tag}slow;\n\
          mov.u64 {out}, -2;\nsetp.eq.u64 %hr1, {flags}, 2;\n@%hr1 bra {tag}done;\n\
-         cvta.to.global.u64 %hf4, {desc};\nld.global.b64 %hf0, [%hf4+{aux2}];\n\
-         setp.eq.u64 %hr0, %hf0, 0;\n@%hr0 bra {tag}slow;\n\
-         cvta.to.global.u64 %hf0, %hf0;\nld.global.u64 %hf1, [%hf0];\nsetp.lt.u64 %hr0, %hf1, {max_entries};\n@%hr0 bra {tag}slow;\n\
-         ld.global.b64 %hf2, [%hf4+{data}];\nld.global.b64 %hf3, [%hf4+{aux}];\n\
-         cvta.to.global.u64 %hf2, %hf2;\nadd.s64 %hf3, %hf3, -1;\n\
-         and.b64 %hf3, %hm_h, %hf3;\nmad.lo.u64 %hf4, %hf3, {slot}, %hf2;\n\
-         ld.global.b32 %hg0, [%hf4+4];\nand.b32 %hg0, %hg0, 0x80000000;\nsetp.ne.u32 %hr0, %hg0, 0;\n\
-         @%hr0 bra {tag}slow;\n\
          mov.u32 %hg0, %smid;\nand.b32 %hg0, %hg0, {shard_mask};\n\
-         mad.wide.u32 %hf2, %hg0, 128, %hf0;\nactivemask.b32 %hg0;\npopc.b32 %hg1, %hg0;\n\
+         mad.wide.u32 %hf2, %hg0, 128, %hm_c;\nactivemask.b32 %hg0;\npopc.b32 %hg1, %hg0;\n\
          mov.u32 %hg2, %lanemask_lt;\nand.b32 %hg2, %hg2, %hg0;\nsetp.eq.u32 %hr0, %hg2, 0;\n\
-         cvt.u64.u32 %hf3, %hg1;\n@%hr0 red.relaxed.gpu.global.add.u64 [%hf2+{full}], %hf3;\n\
+         cvt.u64.u32 %hf1, %hg1;\n@%hr0 red.relaxed.gpu.global.add.u64 [%hf2+{full}], %hf1;\n\
          mov.u64 {out}, -7;\nbra.uni {tag}done;\n{tag}slow:\n",
         shard_mask = COUNT_SHARDS - 1,
         full = Count::Full.offset(0),
-        data = crate::desc::DATA,
-        aux = crate::desc::AUX,
-        aux2 = crate::desc::AUX2,
     );
     let tail = format!("{MEMO_CLEAR}{tag}done:\n}}\n");
     (scope.apply(&head).into_owned(), tail)
@@ -477,6 +465,111 @@ pub fn functions_at(scope: crate::Scope) -> String {
     });
     let text = crate::flatten::flatten(&text, crate::COPY_FUNCTION, &FLATTENED);
     scope.apply(&text).into_owned()
+}
+
+/// A map's geometry as its object fixes it: descriptor words 0-2 (type and flags, key and
+/// value size, max entries and value stride), which the backend writes into the module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// The map type id.
+    pub map_type: u32,
+    /// The map flags (descriptor word 0, high half).
+    pub flags: u32,
+    /// Key size in bytes.
+    pub key_size: u32,
+    /// Value size in bytes.
+    pub value_size: u32,
+    /// `max_entries`.
+    pub max_entries: u32,
+}
+
+/// The name of hash function `base` ([`HASH_HELPERS`]) specialised for the map whose
+/// descriptor is `desc_symbol` ([`specialized_function`]).
+pub fn specialized_name(base: &str, desc_symbol: &str) -> String {
+    format!("{base}__{desc_symbol}")
+}
+
+/// PTX definition of hash function `base` ([`HASH_HELPERS`]) for one map, named `name`:
+/// the flattened function ([`functions_at`]) with every load of descriptor words 0-2 (the
+/// type, flags, sizes, max entries, stride) replaced by the map's constant. The storage
+/// words (data, aux, counts) are still read, so a host that rebinds the storage is
+/// honoured. Why: with the sizes and type constant, ptxas drops the paths of other key
+/// sizes and map types and folds the slot arithmetic, so the function needs fewer
+/// registers (every kernel that may call it gets its count) and instructions. Should the
+/// descriptor's register be written after it is set, the definition is returned renamed
+/// but not specialised. `None` when `base` is not a hash function of the runtime.
+pub fn specialized_function(
+    base: &str,
+    name: &str,
+    g: Geometry,
+    scope: crate::Scope,
+) -> Option<String> {
+    HASH_HELPERS.iter().find(|(_, n)| *n == base)?;
+    let text = functions_at(scope);
+    let head = format!("\n.func (.param .b64 ret) {base}(");
+    let start = text.find(&head)? + 1;
+    let end = start + text[start..].find("\n}\n")? + 3;
+    let def = text[start..end].replacen(&format!(" {base}("), &format!(" {name}("), 1);
+    let stride = u64::from(g.value_size).div_ceil(8) * 8;
+    let word = |off: u64| -> Option<u64> {
+        Some(match off {
+            o if o == crate::desc::MAP_TYPE => u64::from(g.map_type),
+            o if o == crate::desc::MAP_FLAGS => u64::from(g.flags),
+            o if o == crate::desc::KEY_SIZE => u64::from(g.key_size),
+            o if o == crate::desc::VALUE_SIZE => u64::from(g.value_size),
+            o if o == crate::desc::MAX_ENTRIES => u64::from(g.max_entries),
+            o if o == crate::desc::VALUE_STRIDE => stride,
+            _ => return None,
+        })
+    };
+    let mut aliases: Vec<String> = Vec::new();
+    let mut out = String::with_capacity(def.len());
+    let plain = def.clone();
+    for line in def.lines() {
+        let t = line.trim();
+        if t.starts_with("//") {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let (op, rest) = t.split_once(' ').unwrap_or((t, ""));
+        let dst = rest
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_end_matches(';');
+        let src = rest
+            .split_once(',')
+            .map(|(_, s)| s.trim().trim_end_matches(';'));
+        if op == "ld.param.b64" && src == Some("[desc]") {
+            aliases.push(dst.to_string());
+        } else if op == "mov.b64" && src.is_some_and(|s| aliases.iter().any(|a| a == s)) {
+            aliases.push(dst.to_string());
+        } else if op == "ld.u32" {
+            // `ld.u32 %r, [DESC+OFF];` of a geometry word: the constant.
+            let addr = src
+                .unwrap_or("")
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            let (base_reg, off) = match addr.split_once('+') {
+                Some((b, o)) => (b, o.parse::<u64>().ok()),
+                None => (addr, Some(0)),
+            };
+            if let (true, Some(v)) = (aliases.iter().any(|a| a == base_reg), off.and_then(word)) {
+                out.push_str(&format!("\tmov.u32 {dst}, {v};\n"));
+                continue;
+            }
+        } else if aliases.iter().any(|a| a == dst)
+            && !op.starts_with("st")
+            && !op.starts_with("red")
+        {
+            return Some(plain); // the descriptor register is overwritten: not a plain alias
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// The map functions a probe calls that are emitted with their own calls inlined

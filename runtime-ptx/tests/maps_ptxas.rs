@@ -115,3 +115,55 @@ fn assembles_at_sys_scope() {
         }
     });
 }
+
+/// Each hash function specialised for a map ([`maps::specialized_function`]) reads none
+/// of descriptor words 0-2 (its sizes, type and max entries are constants), still reads
+/// the storage words, and assembles next to the generic functions, for each hash kind and
+/// a short and a long key.
+#[test]
+fn specialised_hash_functions_have_constant_geometry_and_assemble() {
+    with_ptxas(|p| {
+        for (map_type, key_size, value_size) in [(1, 4, 8), (9, 8, 16), (1501, 12, 3)] {
+            let g = maps::Geometry {
+                map_type,
+                flags: 0,
+                key_size,
+                value_size,
+                max_entries: 1024,
+            };
+            let mut text = format!(
+                ".version 7.8\n.target sm_90\n.address_size 64\n\n{}{}{}",
+                maps::declarations(),
+                bpf2ptx_runtime::COPY_FUNCTION,
+                maps::functions_at(Scope::Gpu)
+            );
+            for (_, base) in maps::HASH_HELPERS {
+                let name = maps::specialized_name(base, "desc_t");
+                let f = maps::specialized_function(base, &name, g, Scope::Gpu).expect(base);
+                assert!(
+                    f.starts_with(&format!(".func (.param .b64 ret) {name}(")),
+                    "{f}"
+                );
+                assert!(
+                    !f.lines().any(|l| l.trim_start().starts_with("call")),
+                    "flattened: {f}"
+                );
+                for off in [0, 8, 12, 16, 20] {
+                    let load = if off == 0 {
+                        "[%rd1];".to_string()
+                    } else {
+                        format!("[%rd1+{off}];")
+                    };
+                    assert!(
+                        !f.lines()
+                            .any(|l| l.contains("ld.u32") && l.ends_with(&load)),
+                        "{base} word at {off}"
+                    );
+                }
+                assert!(f.contains("[%rd1+24];"), "{base} reads data");
+                text.push_str(&f);
+            }
+            assemble(p, &text, "sm_90", &["-c"]);
+        }
+    });
+}

@@ -568,10 +568,11 @@ exit
     // The refusal counts `full` (one red per converged group, in the SM's shard) and
     // gives -E2BIG (7) before the runtime's update.
     let refuse = ptx
-        .find("@%hr0 red.relaxed.gpu.global.add.u64 [%hf2+128], %hf3;")
+        .find("@%hr0 red.relaxed.gpu.global.add.u64 [%hf2+128], %hf1;")
         .unwrap();
+    // The runtime's update, specialised for this map (its sizes and type constants).
     let update = ptx
-        .find("call.uni (bpf_hr), bpf2ptx_map_hash_update,")
+        .find("call.uni (bpf_hr), bpf2ptx_map_hash_update__bpf2ptx_map_h,")
         .unwrap();
     assert!(fused < refuse && refuse < update);
     assert!(ptx[refuse..update].contains("mov.u64 %r0, -7;"));

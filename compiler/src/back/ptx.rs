@@ -484,6 +484,36 @@ pub fn map_desc_symbol(name: &str) -> String {
     format!("bpf2ptx_map_{}", map_part(name))
 }
 
+/// Prefix of a `need` entry `{SPEC_NEED}{base}:{map index}`: hash function `base`
+/// specialised for one map (`maps::specialized_function`).
+const SPEC_NEED: &str = "spec:";
+
+/// Prototype and definition of each specialised hash function the module's calls need.
+fn specialised_functions(
+    obj: &Object,
+    need: &BTreeSet<String>,
+    scope: bpf2ptx_runtime::Scope,
+) -> Vec<(String, String)> {
+    need.iter()
+        .filter_map(|n| n.strip_prefix(SPEC_NEED))
+        .filter_map(|n| {
+            let (base, m) = n.rsplit_once(':')?;
+            let map = obj.maps.get(m.parse::<usize>().ok()?)?;
+            let name = bpf2ptx_runtime::maps::specialized_name(base, &map_desc_symbol(&map.name));
+            let geometry = bpf2ptx_runtime::maps::Geometry {
+                map_type: map.map_type,
+                flags: map.flags,
+                key_size: map.key_size,
+                value_size: map.value_size,
+                max_entries: map.max_entries,
+            };
+            let body = bpf2ptx_runtime::maps::specialized_function(base, &name, geometry, scope)?;
+            let proto = body.lines().next()?.to_string() + ";\n";
+            Some((proto, body))
+        })
+        .collect()
+}
+
 /// Lowers every program of an object to one PTX module.
 pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     let version = TARGETS
@@ -657,6 +687,10 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     if need.contains("maps") {
         out.push_str(bpf2ptx_runtime::maps::declarations());
     }
+    let specialised = specialised_functions(obj, &need, scope);
+    for (proto, _) in &specialised {
+        out.push_str(proto);
+    }
     if need.contains("ringbuf") {
         out.push_str(bpf2ptx_runtime::ringbuf::declarations());
     }
@@ -670,6 +704,9 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     }
     if need.contains("maps") {
         out.push_str(&bpf2ptx_runtime::maps::functions_at(scope));
+    }
+    for (_, body) in &specialised {
+        out.push_str(body);
     }
     if need.contains("ringbuf") {
         out.push_str(&bpf2ptx_runtime::ringbuf::functions_at(scope));
@@ -2085,7 +2122,7 @@ impl<'a> FuncWriter<'a> {
 
     /// The runtime's hash function for map helper call `i` (1-3) when the verifier pinned
     /// the call to one hash map ([`MapKind::is_hash`]).
-    fn pinned_hash_helper(&self, i: usize) -> Option<&'static str> {
+    fn pinned_hash_helper(&self, i: usize) -> Option<(u32, &'static str)> {
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
         if !map.is(MapKind::is_hash) {
@@ -2094,19 +2131,27 @@ impl<'a> FuncWriter<'a> {
         bpf2ptx_runtime::maps::HASH_HELPERS
             .iter()
             .find(|(id, _)| i64::from(*id) == self.prog.insns[i].imm)
-            .map(|(_, name)| *name)
+            .map(|(_, name)| (m, *name))
     }
 
-    /// A call of map helper 1-3 (instruction `i`) into the runtime: the hash function when
-    /// the verifier pinned the call to one hash map (past the type dispatch: same checks,
-    /// same results), else the generic helper.
+    /// A call of map helper 1-3 (instruction `i`) into the runtime: when the verifier
+    /// pinned the call to one hash map, that map's specialisation of the hash function
+    /// (past the type dispatch, with the map's sizes and type as constants:
+    /// `maps::specialized_function`; same checks, same results), else the generic helper.
     fn map_call(&mut self, i: usize) {
         let ins = self.prog.insns[i];
         let &(_, generic, argc) = MAP_HELPERS
             .iter()
             .find(|h| h.0 == ins.imm)
             .expect("a map helper");
-        let name = self.pinned_hash_helper(i).unwrap_or(generic);
+        let name = match self.pinned_hash_helper(i) {
+            Some((m, base)) => {
+                self.need.insert(format!("{SPEC_NEED}{base}:{m}"));
+                let desc = map_desc_symbol(&self.obj.maps[m as usize].name);
+                bpf2ptx_runtime::maps::specialized_name(base, &desc)
+            }
+            None => generic.to_string(),
+        };
         self.need.insert("maps".into());
         self.l("{");
         let mut params = Vec::new();
@@ -2201,11 +2246,9 @@ impl<'a> FuncWriter<'a> {
     /// says this thread's last lookup of the key, with no call since, missed.
     fn inline_hash_update(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
         let i = self.cur;
-        let Some((m, slot, size)) = self.hash_inline(i, fp, frame) else {
+        let Some((_, slot, size)) = self.hash_inline(i, fp, frame) else {
             return false;
         };
-        let map = &self.obj.maps[m as usize];
-        let (ks, vs, max) = (map.key_size, map.value_size, map.max_entries);
         self.need.insert("maps".into());
         self.l("{");
         self.l(".reg .b64 %hkw;");
@@ -2213,9 +2256,6 @@ impl<'a> FuncWriter<'a> {
         let tag = self.fresh_label();
         let (head, tail) = bpf2ptx_runtime::maps::inline_hash_update(
             "%r1",
-            ks,
-            vs,
-            max,
             "%hkw",
             "%r4",
             "%r0",
