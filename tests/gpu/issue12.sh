@@ -23,7 +23,7 @@ mkdir -p "$out"
 step hash 260 env REPORT="$out/hash-maps.md" bash benches/gpu-hash/run.sh "$out/hash-build" --budget 220
 step matrix 150 env SKIP_HOST_MAPS=1 BPF2PTX_DRAIN_STATS=1 python3 tests/gpu/matrix.py "$out/matrix.md"
 step overhead 120 env REPORT="$out/inject-overhead.md" bash benches/gpu/run.sh "$out/overhead-build" --apps-only vecadd
-step map_ops 150 python3 tests/gpu/map_ops.py "$out/map_ops.md"
+step map_ops 260 python3 tests/gpu/map_ops.py "$out/map_ops.md"
 step rings 200 env OUT="$out/rings" RUNS=2 bash tests/gpu/ring_live_check.sh
 finish
 rc=$?
