@@ -65,8 +65,11 @@ fn functions(text: &str) -> HashMap<&str, Func<'_>> {
     out
 }
 
+/// A parsed `.func` header: name, return parameter `(type, name)`, parameter names.
+type Header<'a> = (&'a str, Option<(&'a str, &'a str)>, Vec<&'a str>);
+
 /// `.func (.param .b64 ret) NAME(.param .b64 a, .param .b32 b)` -> name, ret, params.
-fn parse_header(header: &str) -> Option<(&str, Option<(&str, &str)>, Vec<&str>)> {
+fn parse_header(header: &str) -> Option<Header<'_>> {
     let rest = header.strip_prefix(".func")?.trim_start();
     let (ret, rest) = if let Some(r) = rest.strip_prefix('(') {
         let close = r.find(')')?;

@@ -542,9 +542,9 @@ pub fn specialized_function(
         let src = rest
             .split_once(',')
             .map(|(_, s)| s.trim().trim_end_matches(';'));
-        if op == "ld.param.b64" && src == Some("[desc]") {
-            aliases.push(dst.to_string());
-        } else if op == "mov.b64" && src.is_some_and(|s| aliases.iter().any(|a| a == s)) {
+        let sets_alias = (op == "ld.param.b64" && src == Some("[desc]"))
+            || (op == "mov.b64" && src.is_some_and(|s| aliases.iter().any(|a| a == s)));
+        if sets_alias {
             aliases.push(dst.to_string());
         } else if op == "ld.u32" {
             // `ld.u32 %r, [DESC+OFF];` of a geometry word: the constant.
