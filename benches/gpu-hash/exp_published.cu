@@ -7,7 +7,7 @@
 //
 //     nvcc -O3 -arch=sm_90 -o /tmp/exp benches/gpu-hash/exp_published.cu && /tmp/exp
 //
-// The figures in specs/device-runtime.md ("Issue 12, session 6") were taken when
+// The figures in benches/results/device-runtime-history.md ("Issue 12, session 6") were taken when
 // hash_proto.cuh's update still read the count and lock word with acquire; it now reads
 // them weak, as the runtime does, so "twin (as benchmarked)" is no longer that variant.
 //

@@ -57,64 +57,55 @@ impl Scope {
     }
 }
 
+/// The ABI facts the hand-written PTX (`src/ptx/*.ptx`) names rather than writes: each
+/// `@DESC_*@` placeholder is a descriptor word's byte offset ([`desc`]), each `@MAP_*@` a
+/// map type id ([`MapKind`], its variant's name in upper snake case). The templates hold
+/// no literal offset or id of their own (a test checks it), so these constants are the
+/// one home of both.
+pub(crate) fn abi_placeholders() -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = [
+        ("DESC_MAP_FLAGS", desc::MAP_FLAGS),
+        ("DESC_KEY_SIZE", desc::KEY_SIZE),
+        ("DESC_VALUE_SIZE", desc::VALUE_SIZE),
+        ("DESC_MAX_ENTRIES", desc::MAX_ENTRIES),
+        ("DESC_VALUE_STRIDE", desc::VALUE_STRIDE),
+        ("DESC_DATA", desc::DATA),
+        ("DESC_AUX", desc::AUX),
+        ("DESC_AUX2", desc::AUX2),
+        ("DESC_DROPS", desc::DROPS),
+        ("DESC_BOUND", desc::BOUND),
+    ]
+    .iter()
+    .map(|(n, o)| (n.to_string(), *o))
+    .collect();
+    for (kind, _) in MapKind::ALL {
+        let camel = format!("{kind:?}");
+        let mut name = String::from("MAP_");
+        for (i, c) in camel.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                name.push('_');
+            }
+            name.push(c.to_ascii_uppercase());
+        }
+        v.push((name, u64::from(kind.id())));
+    }
+    v
+}
+
+/// `text` with every ABI placeholder ([`abi_placeholders`]) replaced by its value.
+pub(crate) fn fill_abi(text: &str) -> String {
+    abi_placeholders()
+        .iter()
+        .fold(text.to_string(), |t, (name, value)| {
+            t.replace(&format!("@{name}@"), &value.to_string())
+        })
+}
+
 /// PTX definition of `bpf2ptx_copy(dst, src, len)`, the one memory copy of the runtime: the
 /// map functions copy keys and values with it and the ring functions records. A module that
 /// includes [`maps::functions`] or [`ringbuf::functions`] includes this text once, before
 /// them. It has no atomics or orderings, so it is the same at every [`Scope`].
-pub const COPY_FUNCTION: &str = r#"
-// Copy `len` bytes from `src` to `dst`: by 8-byte words while both are 8-aligned, else by
-// 4-byte words while both are 4-aligned, then byte by byte. The alignment is tested at run
-// time: a key, value or record source may be anywhere in the caller's stack or a map value.
-.func bpf2ptx_copy(.param .b64 dst, .param .b64 src, .param .b64 len)
-{
-	.reg .pred %p<4>;
-	.reg .b32 %r<2>;
-	.reg .b64 %rd<7>;
-	ld.param.b64 %rd1, [dst];
-	ld.param.b64 %rd2, [src];
-	ld.param.b64 %rd3, [len];
-	// 8-byte words: both addresses 8-aligned (advancing by 8 keeps them so).
-	or.b64 %rd4, %rd1, %rd2;
-	and.b64 %rd5, %rd4, 7;
-	setp.ne.u64 %p1, %rd5, 0;
-	@%p1 bra $Lcopy_words4;
-$Lcopy_words8:
-	setp.lt.u64 %p2, %rd3, 8;
-	@%p2 bra $Lcopy_words4;
-	ld.b64 %rd6, [%rd2];
-	st.b64 [%rd1], %rd6;
-	add.s64 %rd1, %rd1, 8;
-	add.s64 %rd2, %rd2, 8;
-	add.s64 %rd3, %rd3, -8;
-	bra $Lcopy_words8;
-	// 4-byte words: both addresses 4-aligned (true after the 8-byte loop too).
-$Lcopy_words4:
-	and.b64 %rd5, %rd4, 3;
-	setp.ne.u64 %p1, %rd5, 0;
-	@%p1 bra $Lcopy_bytes;
-$Lcopy_words4_loop:
-	setp.lt.u64 %p2, %rd3, 4;
-	@%p2 bra $Lcopy_bytes;
-	ld.b32 %r1, [%rd2];
-	st.b32 [%rd1], %r1;
-	add.s64 %rd1, %rd1, 4;
-	add.s64 %rd2, %rd2, 4;
-	add.s64 %rd3, %rd3, -4;
-	bra $Lcopy_words4_loop;
-	// The rest (or everything, when unaligned) byte by byte.
-$Lcopy_bytes:
-	setp.eq.u64 %p3, %rd3, 0;
-	@%p3 bra $Lcopy_done;
-	ld.u8 %r1, [%rd2];
-	st.u8 [%rd1], %r1;
-	add.s64 %rd1, %rd1, 1;
-	add.s64 %rd2, %rd2, 1;
-	add.s64 %rd3, %rd3, -1;
-	bra $Lcopy_bytes;
-$Lcopy_done:
-	ret;
-}
-"#;
+pub const COPY_FUNCTION: &str = include_str!("ptx/copy.ptx");
 
 /// How a helper accesses memory it is given a pointer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -520,6 +511,133 @@ pub(crate) mod tests {
                     );
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod template_tests {
+    /// The hand-written PTX files, as `include_str!` brings them in.
+    const TEMPLATES: [(&str, &str); 3] = [
+        ("ptx/maps.ptx", crate::maps::MAP_FUNCTIONS),
+        ("ptx/ringbuf.ptx", crate::ringbuf::RINGBUF_FUNCTIONS),
+        ("ptx/copy.ptx", crate::COPY_FUNCTION),
+    ];
+
+    /// Every `@NAME@` placeholder of the templates (a run of capitals, digits and `_`
+    /// between two `@`; `@%p1` predicates are not placeholders).
+    fn placeholders(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find('@') {
+            let tail = &rest[at + 1..];
+            let len = tail
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(tail.len());
+            if len > 0 && tail[len..].starts_with('@') {
+                out.push(&tail[..len]);
+                rest = &tail[len + 1..];
+            } else {
+                rest = tail;
+            }
+        }
+        out
+    }
+
+    /// Each template's functions that take a descriptor (`ld.param.b64 %rd1, [desc];`).
+    fn desc_functions(text: &str) -> Vec<&str> {
+        text.split("\n.func ")
+            .filter(|f| f.contains("\tld.param.b64 %rd1, [desc];"))
+            .collect()
+    }
+
+    /// No template writes a descriptor offset or a map type id itself: a descriptor word
+    /// other than word 0 is read at `[%rd1+@DESC_*@]`, and the type read from word 0 is
+    /// compared with `@MAP_*@`; every placeholder is one the runtime fills
+    /// (`abi_placeholders`, the tuning constants and record-side markers of maps.rs).
+    #[test]
+    fn templates_name_every_abi_fact() {
+        let abi: Vec<String> = crate::abi_placeholders()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let tuning = [
+            "WAIT",
+            "UPDATE_ROUNDS",
+            "LRU_SAMPLE",
+            "LRU_TRIES",
+            "SHARD_MASK",
+            "FULL",
+            "BUSY",
+            "EVICTED",
+        ];
+        for (file, text) in TEMPLATES {
+            for p in placeholders(text) {
+                assert!(
+                    abi.iter().any(|a| a == p) || tuning.contains(&p),
+                    "{file}: unknown placeholder @{p}@"
+                );
+            }
+            for f in desc_functions(text) {
+                let name = f
+                    .split('(')
+                    .nth(1)
+                    .unwrap_or(f)
+                    .split_whitespace()
+                    .last()
+                    .unwrap_or("");
+                for line in f.lines() {
+                    let t = line.trim();
+                    if t.starts_with("//") {
+                        continue;
+                    }
+                    let literal_offset = t
+                        .split("[%rd1+")
+                        .skip(1)
+                        .any(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+                    assert!(
+                        !literal_offset,
+                        "{file} {name}: literal descriptor offset: {t}"
+                    );
+                }
+                // Registers holding the type word, and their comparisons.
+                let types: Vec<&str> = f
+                    .lines()
+                    .filter_map(|l| l.trim().strip_prefix("ld.u32 "))
+                    .filter_map(|l| l.strip_suffix(", [%rd1];"))
+                    .collect();
+                for line in f.lines() {
+                    let t = line.trim();
+                    let Some(cmp) = t
+                        .strip_prefix("setp.eq.u32 ")
+                        .or_else(|| t.strip_prefix("setp.ne.u32 "))
+                    else {
+                        continue;
+                    };
+                    let ops: Vec<&str> = cmp.trim_end_matches(';').split(", ").collect();
+                    if ops.len() == 3 && types.contains(&ops[1]) {
+                        assert!(
+                            ops[2].starts_with("@MAP_"),
+                            "{file}: literal map type in `{t}`"
+                        );
+                    }
+                }
+            }
+        }
+        // The ids behind the names are MapKind's.
+        assert!(crate::abi_placeholders().contains(&("MAP_LRU_HASH".to_string(), 9)));
+        assert!(crate::abi_placeholders().contains(&("MAP_GPU_RINGBUF".to_string(), 1527)));
+        assert!(crate::abi_placeholders().contains(&("DESC_AUX2".to_string(), 40)));
+    }
+
+    /// Filling leaves no placeholder behind.
+    #[test]
+    fn filled_templates_have_no_placeholders() {
+        for text in [
+            crate::maps::functions_at(crate::Scope::Sys),
+            crate::ringbuf::functions(),
+        ] {
+            assert!(placeholders(&text).is_empty(), "{:?}", placeholders(&text));
         }
     }
 }

@@ -79,7 +79,8 @@
 //! Measured on an H200 with the in-flight word of before (4096 x 256 = 1,048,576 threads
 //! each reserving once, 16 data bytes, 32 MiB ring): 1,048,576 records and 0 drops in
 //! 0.17 ms, where the former 64-try `cas` loop kept about 1,600 and ran 57 ms (see
-//! `specs/device-runtime.md`); the bound does one atomic fewer per group.
+//! benches/results/device-runtime-history.md, "Ring reservation under contention"); the
+//! bound does one atomic fewer per group.
 //!
 //! # A record never wraps
 //!
@@ -216,8 +217,8 @@ pub fn declarations() -> &'static str {
 
 /// PTX definitions of the ringbuf helpers and their private helpers (see
 /// [`RINGBUF_FUNCTIONS`]).
-pub fn functions() -> &'static str {
-    RINGBUF_FUNCTIONS
+pub fn functions() -> String {
+    functions_at(crate::Scope::Gpu).into_owned()
 }
 
 /// [`functions`] with the record side at `record_scope` (module doc, "Placement"): the
@@ -227,10 +228,11 @@ pub fn functions() -> &'static str {
 /// kernel runs. The counter side (claims, producer, consumer, drops, `query`) stays `.gpu`
 /// in every module: the counters are in device memory in both placements.
 pub fn functions_at(record_scope: crate::Scope) -> std::borrow::Cow<'static, str> {
+    let filled = crate::fill_abi(RINGBUF_FUNCTIONS);
     if record_scope == crate::Scope::Gpu {
-        return std::borrow::Cow::Borrowed(RINGBUF_FUNCTIONS);
+        return std::borrow::Cow::Owned(filled);
     }
-    let text: String = RINGBUF_FUNCTIONS
+    let text: String = filled
         .split_inclusive('\n')
         .map(|line| {
             if line.contains(RECORD_SIDE) {
@@ -254,376 +256,7 @@ const RECORD_SIDE: &str = "// record side";
 /// [`MIN_PTX`] = 6.2 or later, sm_70 or later, 64-bit addresses). Every pointer is a generic address; the
 /// functions are module-local. `flags` of reserve, submit, discard and output (Linux's
 /// wakeup hints) are ignored: there is no one to wake.
-pub const RINGBUF_FUNCTIONS: &str = r#"
-// ---- bpf2ptx ringbuf helpers (specs/abi.md, "Maps (device runtime)") ----
-
-// 1 if the descriptor is a usable ring: type 27, 1527 or 4; data and aux2 non-zero; aux a
-// power of two in 4096..=2^32 (so every offset stays inside the ring and every length fits
-// the header's u32). Else 0.
-.func (.param .b32 ret) bpf2ptx_ringbuf_bound(.param .b64 desc)
-{
-	.reg .pred %p<4>;
-	.reg .b32 %r<3>;
-	.reg .b64 %rd<6>;
-	ld.param.b64 %rd1, [desc];
-	mov.u32 %r2, 0;
-	ld.u32 %r1, [%rd1];
-	setp.eq.u32 %p1, %r1, 27;
-	setp.eq.u32 %p2, %r1, 1527;
-	or.pred %p1, %p1, %p2;
-	setp.eq.u32 %p2, %r1, 4;
-	or.pred %p1, %p1, %p2;
-	@!%p1 bra $Lbound_done;
-	ld.b64 %rd2, [%rd1+24];
-	ld.b64 %rd3, [%rd1+32];
-	ld.b64 %rd4, [%rd1+40];
-	setp.eq.u64 %p1, %rd2, 0;
-	setp.eq.u64 %p2, %rd4, 0;
-	or.pred %p1, %p1, %p2;
-	setp.lt.u64 %p2, %rd3, 4096;
-	or.pred %p1, %p1, %p2;
-	setp.gt.u64 %p2, %rd3, 0x100000000;
-	or.pred %p1, %p1, %p2;
-	add.s64 %rd5, %rd3, -1;
-	and.b64 %rd5, %rd5, %rd3;
-	setp.ne.u64 %p3, %rd5, 0;
-	or.pred %p1, %p1, %p3;
-	@%p1 bra $Lbound_done;
-	mov.u32 %r2, 1;
-$Lbound_done:
-	st.param.b32 [ret], %r2;
-	ret;
-}
-
-// bpf_ringbuf_reserve: the address of `size` writable bytes in the ring, or 0 (NULL).
-// Unbound or malformed descriptor: 0, not counted. size 0 or > aux/2, no room, or a record
-// that met the ring's end twice: 0, counted in the descriptor's drops word. The lanes of a
-// warp that reserve on the same ring together form a group; its leader (lowest lane) takes
-// the bytes of all of them at once (module doc, "Reserving never blocks"). On success the
-// header is {size, BUSY}.
-.func (.param .b64 ret) bpf2ptx_ringbuf_reserve(.param .b64 desc, .param .b64 size, .param .b64 flags)
-{
-	.reg .pred %p<12>;
-	.reg .b32 %r<18>;
-	.reg .b64 %rd<27>;
-	ld.param.b64 %rd1, [desc];
-	ld.param.b64 %rd2, [size];
-	mov.u64 %rd3, 0;
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd1;
-	call (r), bpf2ptx_ringbuf_bound, (a0);
-	ld.param.b32 %r1, [r];
-	}
-	setp.eq.u32 %p1, %r1, 0;
-	@%p1 bra $Lrsv_done;
-	// Ring, aux, mask = aux - 1, counters [producer, consumer].
-	ld.b64 %rd4, [%rd1+24];
-	ld.b64 %rd5, [%rd1+32];
-	add.s64 %rd6, %rd5, -1;
-	ld.b64 %rd7, [%rd1+40];
-	add.s64 %rd8, %rd7, 8;
-	// size in 1..=aux/2, else a drop.
-	setp.eq.u64 %p1, %rd2, 0;
-	shr.u64 %rd9, %rd5, 1;
-	setp.gt.u64 %p2, %rd2, %rd9;
-	or.pred %p1, %p1, %p2;
-	@%p1 bra $Lrsv_drop;
-	// t = 8 + round8(size) <= 2^31 + 8: fits 32 bits.
-	add.s64 %rd10, %rd2, 15;
-	and.b64 %rd10, %rd10, -8;
-	cvt.u32.u64 %r2, %rd10;
-	mov.u32 %r3, 0;
-	mov.u32 %r4, %laneid;
-	mov.u32 %r5, %lanemask_lt;
-$Lrsv_round:
-	// The group g: lanes here now with the same descriptor; its leader, the lowest lane.
-	activemask.b32 %r6;
-	match.any.sync.b64 %r7, %rd1, %r6;
-	brev.b32 %r8, %r7;
-	clz.b32 %r8, %r8;
-	setp.eq.u32 %p3, %r4, %r8;
-	// pre = sum of t over the group's lanes below this one (t * count when all t agree).
-	match.all.sync.b32 %r9|%p4, %r2, %r7;
-	@!%p4 bra $Lrsv_scan;
-	and.b32 %r9, %r7, %r5;
-	popc.b32 %r9, %r9;
-	mul.wide.u32 %rd11, %r9, %r2;
-	bra $Lrsv_scanned;
-$Lrsv_scan:
-	mov.u64 %rd11, 0;
-	mov.u32 %r10, %r7;
-$Lrsv_scan_next:
-	brev.b32 %r9, %r10;
-	clz.b32 %r9, %r9;
-	shfl.sync.idx.b32 %r11, %r2, %r9, 0x1f, %r7;
-	cvt.u64.u32 %rd12, %r11;
-	setp.lt.u32 %p5, %r9, %r4;
-	@%p5 add.s64 %rd11, %rd11, %rd12;
-	add.s32 %r9, %r10, -1;
-	and.b32 %r10, %r10, %r9;
-	setp.ne.u32 %p5, %r10, 0;
-	@%p5 bra $Lrsv_scan_next;
-$Lrsv_scanned:
-	// Leader: room = consumer + aux - bound (0 when the words are inconsistent): the bytes
-	// no one holds, neither the producer nor a claim in flight. The consumer first, with
-	// acquire: a reader only advances it over committed records, all below the producer,
-	// which is never above the bound, so the bound read after it is not below it. The
-	// acquire also orders the reader's zeroing of the bytes it gave back before this
-	// group writes them (module doc, "What a reader can rely on").
-	mov.u64 %rd13, 0;
-	@!%p3 bra $Lrsv_room;
-	ld.acquire.gpu.u64 %rd15, [%rd8];
-	ld.relaxed.gpu.u64 %rd14, [%rd1+56];
-	add.s64 %rd16, %rd15, %rd5;
-	sub.s64 %rd13, %rd16, %rd14;
-	setp.gt.u64 %p6, %rd14, %rd16;
-	setp.gt.u64 %p7, %rd15, %rd14;
-	or.pred %p6, %p6, %p7;
-	selp.b64 %rd13, 0, %rd13, %p6;
-$Lrsv_room:
-	mov.b64 {%r12, %r13}, %rd13;
-	shfl.sync.idx.b32 %r12, %r12, %r8, 0x1f, %r7;
-	shfl.sync.idx.b32 %r13, %r13, %r8, 0x1f, %r7;
-	mov.b64 %rd13, {%r12, %r13};
-	// A lane fits when its record ends within the room; the lanes that fit are the group's
-	// lowest, and G0, the bytes they claim, is the end of the highest of them. None fits
-	// (p9): the group drops without touching the bound, so a full ring costs two loads
-	// and a claim never stands in the way of another when it cannot succeed.
-	add.s64 %rd17, %rd11, %rd10;
-	setp.le.u64 %p8, %rd17, %rd13;
-	vote.sync.ballot.b32 %r14, %p8, %r7;
-	setp.eq.u32 %p9, %r14, 0;
-	bfind.u32 %r15, %r14;
-	selp.b32 %r15, %r8, %r15, %p9;
-	mov.b64 {%r12, %r13}, %rd17;
-	shfl.sync.idx.b32 %r12, %r12, %r15, 0x1f, %r7;
-	shfl.sync.idx.b32 %r13, %r13, %r15, 0x1f, %r7;
-	mov.b64 %rd18, {%r12, %r13};
-	// Leader: claim G0 on the bound (descriptor word 7: the producer plus every claim in
-	// flight) with one atom.add; what it returned, old, counts every byte taken or
-	// claimed before, each once; the room is consumer + aux - old.
-	mov.u64 %rd13, 0;
-	@!%p3 bra $Lrsv_claimed;
-	@%p9 bra $Lrsv_claimed;
-	atom.relaxed.gpu.add.u64 %rd20, [%rd1+56], %rd18;
-	sub.s64 %rd13, %rd16, %rd20;
-	setp.gt.u64 %p6, %rd20, %rd16;
-	setp.gt.u64 %p7, %rd15, %rd20;
-	or.pred %p6, %p6, %p7;
-	selp.b64 %rd13, 0, %rd13, %p6;
-$Lrsv_claimed:
-	mov.b64 {%r12, %r13}, %rd13;
-	shfl.sync.idx.b32 %r12, %r12, %r8, 0x1f, %r7;
-	shfl.sync.idx.b32 %r13, %r13, %r8, 0x1f, %r7;
-	mov.b64 %rd13, {%r12, %r13};
-	// The lanes that take part (p8): those that fit both rooms, again the group's lowest;
-	// G, the bytes they take, the end of the highest (0 when none does: p10).
-	setp.le.u64 %p10, %rd17, %rd13;
-	and.pred %p8, %p8, %p10;
-	vote.sync.ballot.b32 %r16, %p8, %r7;
-	setp.eq.u32 %p10, %r16, 0;
-	bfind.u32 %r15, %r16;
-	selp.b32 %r15, %r8, %r15, %p10;
-	mov.b64 {%r12, %r13}, %rd17;
-	shfl.sync.idx.b32 %r12, %r12, %r15, 0x1f, %r7;
-	shfl.sync.idx.b32 %r13, %r13, %r15, 0x1f, %r7;
-	mov.b64 %rd21, {%r12, %r13};
-	selp.b64 %rd21, 0, %rd21, %p10;
-	// Leader: give back G0 - G, what it claimed and does not take (relaxed: the bound is
-	// a count), then take [p, p + G) with atom.add on the producer (acq_rel: it orders
-	// this group's record stores after the consumer loads of every leader whose bytes
-	// came before in the producer; no cas, it always succeeds).
-	mov.u64 %rd19, 0;
-	@!%p3 bra $Lrsv_taken;
-	@%p9 bra $Lrsv_taken;
-	sub.s64 %rd22, %rd21, %rd18;
-	setp.ne.u64 %p11, %rd22, 0;
-	@%p11 red.relaxed.gpu.add.u64 [%rd1+56], %rd22;
-	@!%p10 atom.acq_rel.gpu.add.u64 %rd19, [%rd7], %rd21;
-$Lrsv_taken:
-	mov.b64 {%r12, %r13}, %rd19;
-	shfl.sync.idx.b32 %r12, %r12, %r8, 0x1f, %r7;
-	shfl.sync.idx.b32 %r13, %r13, %r8, 0x1f, %r7;
-	mov.b64 %rd19, {%r12, %r13};
-	// The group's drops, counted once by the leader.
-	@!%p3 bra $Lrsv_counted;
-	not.b32 %r17, %r16;
-	and.b32 %r17, %r17, %r7;
-	popc.b32 %r17, %r17;
-	setp.eq.u32 %p11, %r17, 0;
-	@%p11 bra $Lrsv_counted;
-	cvt.u64.u32 %rd22, %r17;
-	red.relaxed.gpu.add.u64 [%rd1+48], %rd22;
-$Lrsv_counted:
-	@!%p8 bra $Lrsv_done;
-	// This lane's record: position p + pre, offset off (8-aligned even if a host wrote an
-	// odd position).
-	add.s64 %rd23, %rd19, %rd11;
-	and.b64 %rd23, %rd23, %rd6;
-	and.b64 %rd23, %rd23, -8;
-	add.s64 %rd24, %rd23, %rd10;
-	setp.gt.u64 %p11, %rd24, %rd5;
-	@%p11 bra $Lrsv_pad;
-	// Header {size, BUSY}: one 64-bit store, so a reader sees a whole header or none.
-	add.s64 %rd25, %rd4, %rd23;
-	or.b64 %rd26, %rd2, 0x8000000000000000;
-	st.relaxed.gpu.b64 [%rd25], %rd26; // record side
-	add.s64 %rd3, %rd25, 8;
-	bra $Lrsv_done;
-$Lrsv_pad:
-	// The record would run past the ring's end: its bytes become two padding records,
-	// {head - 8, DISCARD} at off (head = aux - off) and {t - head - 8, DISCARD} at 0 (both
-	// multiples of 8, at least 8), and the lane reserves again, once.
-	sub.s64 %rd24, %rd5, %rd23;
-	add.s64 %rd25, %rd4, %rd23;
-	add.s64 %rd26, %rd24, -8;
-	or.b64 %rd26, %rd26, 0x4000000000000000;
-	st.relaxed.gpu.b64 [%rd25], %rd26; // record side
-	sub.s64 %rd26, %rd10, %rd24;
-	add.s64 %rd26, %rd26, -8;
-	or.b64 %rd26, %rd26, 0x4000000000000000;
-	st.relaxed.gpu.b64 [%rd4], %rd26; // record side
-	add.u32 %r3, %r3, 1;
-	setp.lt.u32 %p11, %r3, 2;
-	@%p11 bra $Lrsv_round;
-$Lrsv_drop:
-	red.relaxed.gpu.add.u64 [%rd1+48], 1;
-$Lrsv_done:
-	st.param.b64 [ret], %rd3;
-	ret;
-}
-
-// bpf_ringbuf_submit: publish the record at `data` (from reserve): flags = 0, a release
-// store, so the probe's writes to the record are visible before BUSY is seen clear.
-.func bpf2ptx_ringbuf_submit(.param .b64 data, .param .b64 flags)
-{
-	.reg .pred %p<2>;
-	.reg .b32 %r<2>;
-	.reg .b64 %rd<3>;
-	ld.param.b64 %rd1, [data];
-	setp.eq.u64 %p1, %rd1, 0;
-	@%p1 bra $Lsubmit_done;
-	add.s64 %rd2, %rd1, -4;
-	mov.u32 %r1, 0;
-	st.release.gpu.b32 [%rd2], %r1; // record side
-$Lsubmit_done:
-	ret;
-}
-
-// bpf_ringbuf_discard: mark the record at `data` discarded (flags = DISCARD, a release
-// store); readers skip it.
-.func bpf2ptx_ringbuf_discard(.param .b64 data, .param .b64 flags)
-{
-	.reg .pred %p<2>;
-	.reg .b32 %r<2>;
-	.reg .b64 %rd<3>;
-	ld.param.b64 %rd1, [data];
-	setp.eq.u64 %p1, %rd1, 0;
-	@%p1 bra $Ldiscard_done;
-	add.s64 %rd2, %rd1, -4;
-	mov.u32 %r1, 0x40000000;
-	st.release.gpu.b32 [%rd2], %r1; // record side
-$Ldiscard_done:
-	ret;
-}
-
-// bpf_ringbuf_output: reserve `size` bytes, copy them from `data`, submit. 0; -EINVAL
-// (-22) for an unbound or malformed descriptor; -EAGAIN (-11) when reserve dropped the
-// record (counted there: no room, size 0 or > aux/2).
-.func (.param .b64 ret) bpf2ptx_ringbuf_output(.param .b64 desc, .param .b64 data, .param .b64 size, .param .b64 flags)
-{
-	.reg .pred %p<3>;
-	.reg .b32 %r<2>;
-	.reg .b64 %rd<6>;
-	ld.param.b64 %rd1, [desc];
-	ld.param.b64 %rd2, [data];
-	ld.param.b64 %rd3, [size];
-	mov.u64 %rd4, -22;
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd1;
-	call (r), bpf2ptx_ringbuf_bound, (a0);
-	ld.param.b32 %r1, [r];
-	}
-	setp.eq.u32 %p1, %r1, 0;
-	@%p1 bra $Loutput_done;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 a2;
-	.param .b64 r;
-	st.param.b64 [a0], %rd1;
-	st.param.b64 [a1], %rd3;
-	st.param.b64 [a2], 0;
-	call (r), bpf2ptx_ringbuf_reserve, (a0, a1, a2);
-	ld.param.b64 %rd5, [r];
-	}
-	mov.u64 %rd4, -11;
-	setp.eq.u64 %p2, %rd5, 0;
-	@%p2 bra $Loutput_done;
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	.param .b64 a2;
-	st.param.b64 [a0], %rd5;
-	st.param.b64 [a1], %rd2;
-	st.param.b64 [a2], %rd3;
-	call bpf2ptx_copy, (a0, a1, a2);
-	}
-	{
-	.param .b64 a0;
-	.param .b64 a1;
-	st.param.b64 [a0], %rd5;
-	st.param.b64 [a1], 0;
-	call bpf2ptx_ringbuf_submit, (a0, a1);
-	}
-	mov.u64 %rd4, 0;
-$Loutput_done:
-	st.param.b64 [ret], %rd4;
-	ret;
-}
-
-// bpf_ringbuf_query: flags 0 (BPF_RB_AVAIL_DATA) producer - consumer, 1 (RING_SIZE) aux,
-// 2 (CONS_POS) consumer, 3 (PROD_POS) producer; other flags, or an unbound or malformed
-// descriptor: 0. The consumer is read first (acquire), so producer - consumer >= 0.
-.func (.param .b64 ret) bpf2ptx_ringbuf_query(.param .b64 desc, .param .b64 flags)
-{
-	.reg .pred %p<5>;
-	.reg .b32 %r<2>;
-	.reg .b64 %rd<9>;
-	ld.param.b64 %rd1, [desc];
-	ld.param.b64 %rd2, [flags];
-	mov.u64 %rd3, 0;
-	{
-	.param .b64 a0;
-	.param .b32 r;
-	st.param.b64 [a0], %rd1;
-	call (r), bpf2ptx_ringbuf_bound, (a0);
-	ld.param.b32 %r1, [r];
-	}
-	setp.eq.u32 %p1, %r1, 0;
-	setp.gt.u64 %p2, %rd2, 3;
-	or.pred %p1, %p1, %p2;
-	@%p1 bra $Lquery_done;
-	ld.b64 %rd4, [%rd1+32];
-	ld.b64 %rd5, [%rd1+40];
-	ld.acquire.gpu.u64 %rd6, [%rd5+8];
-	ld.relaxed.gpu.u64 %rd7, [%rd5];
-	sub.s64 %rd3, %rd7, %rd6;
-	setp.eq.u64 %p3, %rd2, 1;
-	selp.b64 %rd3, %rd4, %rd3, %p3;
-	setp.eq.u64 %p3, %rd2, 2;
-	selp.b64 %rd3, %rd6, %rd3, %p3;
-	setp.eq.u64 %p3, %rd2, 3;
-	selp.b64 %rd3, %rd7, %rd3, %p3;
-$Lquery_done:
-	st.param.b64 [ret], %rd3;
-	ret;
-}
-"#;
+pub const RINGBUF_FUNCTIONS: &str = include_str!("ptx/ringbuf.ptx");
 
 /// One committed record, as [`decode`] finds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1173,10 +806,8 @@ mod tests {
     #[test]
     fn record_side_only_is_system_scope() {
         let sys = functions_at(crate::Scope::Sys);
-        let marked: Vec<&str> = functions()
-            .lines()
-            .filter(|l| l.contains(RECORD_SIDE))
-            .collect();
+        let gpu = functions();
+        let marked: Vec<&str> = gpu.lines().filter(|l| l.contains(RECORD_SIDE)).collect();
         // The header, the two padding headers, submit's and discard's release stores.
         assert_eq!(marked.len(), 5);
         assert!(marked.iter().all(|l| l.trim_start().starts_with("st.")));
@@ -1284,7 +915,7 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with(".func")) {
             assert!(line.contains("bpf2ptx_ringbuf_"), "{line}");
         }
-        crate::tests::assert_calls_resolve(text);
+        crate::tests::assert_calls_resolve(&text);
         // Every declaration matches its definition's signature.
         for decl in declarations().lines() {
             assert!(text.contains(decl.trim_end_matches(';')), "{decl}");

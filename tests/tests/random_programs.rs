@@ -2,7 +2,7 @@
 //! runs in the reference interpreter, and lowers to PTX that ptxas accepts. The GPU tier
 //! runs the same programs on the device and compares r0 with the interpreter
 //! (`cargo run -p bpf2ptx-tests --example gen_random`, then `bpf2ptx run DIR`; results in
-//! specs/conformance.md).
+//! benches/results/conformance.md).
 
 use bpf2ptx_compiler::back::ptx;
 use bpf2ptx_tests::{ptxas, random};
