@@ -62,7 +62,7 @@ impl Scope {
 /// map type id ([`MapKind`], its variant's name in upper snake case). The templates hold
 /// no literal offset or id of their own (a test checks it), so these constants are the
 /// one home of both.
-pub(crate) fn abi_placeholders() -> Vec<(String, u64)> {
+pub fn abi_placeholders() -> Vec<(String, u64)> {
     let mut v: Vec<(String, u64)> = [
         ("DESC_MAP_FLAGS", desc::MAP_FLAGS),
         ("DESC_KEY_SIZE", desc::KEY_SIZE),
@@ -92,8 +92,9 @@ pub(crate) fn abi_placeholders() -> Vec<(String, u64)> {
     v
 }
 
-/// `text` with every ABI placeholder ([`abi_placeholders`]) replaced by its value.
-pub(crate) fn fill_abi(text: &str) -> String {
+/// `text` with every ABI placeholder ([`abi_placeholders`]) replaced by its value: for
+/// hand-written PTX outside this crate too (the backend's inlined ring output).
+pub fn fill_abi(text: &str) -> String {
     abi_placeholders()
         .iter()
         .fold(text.to_string(), |t, (name, value)| {

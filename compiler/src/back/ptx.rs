@@ -309,7 +309,8 @@ const INLINE_RECORD_MAX: u64 = 256;
 /// [`FuncWriter::inline_ring_output`]'s code, `@NAME@` filled in: `DESC` the ring's
 /// descriptor, `SIZE` the record's data bytes, `T` its bytes in the ring, `MAGIC`
 /// ceil(2^32 / T), `RS` the scope of the record side, `COPY` the stores of the data from
-/// the frame to `[%rbd6+8..]`, `BOUND` the descriptor's bound (word 7), and four labels.
+/// the frame to `[%rbd6+8..]`, and four labels; the descriptor's words are `@DESC_*@`
+/// (`bpf2ptx_runtime::fill_abi`).
 /// Registers: %rbd0 data, %rbd1 aux, %rbd2 counters, %rbd3 aux - 1, %rbd4 consumer + aux;
 /// %rb0 active mask, %rb2 rank, %rb3 lanes, %rb4 leader lane; %rb5 records taken and
 /// %rbd5 their first position, broadcast by the leader.
@@ -332,9 +333,9 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	.reg .b32 %rb<8>;
 	.reg .b64 %rbd<11>;
 	.reg .pred %rbp<3>;
-	ld.global.nc.u64 %rbd0, [@DESC@+24];
-	ld.global.nc.u64 %rbd1, [@DESC@+32];
-	ld.global.nc.u64 %rbd2, [@DESC@+40];
+	ld.global.nc.u64 %rbd0, [@DESC@+@DESC_DATA@];
+	ld.global.nc.u64 %rbd1, [@DESC@+@DESC_AUX@];
+	ld.global.nc.u64 %rbd2, [@DESC@+@DESC_AUX2@];
 	cvta.to.global.u64 %rbd0, %rbd0;
 	cvta.to.global.u64 %rbd2, %rbd2;
 	setp.eq.u64 %rbp0, %rbd0, 0;
@@ -366,7 +367,7 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	mov.u64 %rbd5, 0;
 	@!%rbp1 bra @WRITE@_b;
 	ld.acquire.gpu.global.u64 %rbd8, [%rbd2+8];
-	ld.relaxed.gpu.global.u64 %rbd9, [@DESC@+@BOUND@];
+	ld.relaxed.gpu.global.u64 %rbd9, [@DESC@+@DESC_BOUND@];
 	add.u64 %rbd4, %rbd8, %rbd1;
 	sub.u64 %rbd10, %rbd4, %rbd9;
 	setp.le.u64 %rbp0, %rbd9, %rbd4;
@@ -380,7 +381,7 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	setp.eq.u32 %rbp0, %rb5, 0;
 	@%rbp0 bra @WRITE@_d;
 	mul.wide.u32 %rbd6, %rb5, @T@;
-	atom.relaxed.gpu.global.add.u64 %rbd7, [@DESC@+@BOUND@], %rbd6;
+	atom.relaxed.gpu.global.add.u64 %rbd7, [@DESC@+@DESC_BOUND@], %rbd6;
 	sub.u64 %rbd10, %rbd4, %rbd7;
 	setp.le.u64 %rbp0, %rbd7, %rbd4;
 	setp.le.u64 %rbp2, %rbd8, %rbd7;
@@ -392,7 +393,7 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	sub.u32 %rb7, %rb6, %rb5;
 	setp.ne.u32 %rbp0, %rb7, 0;
 	mul.wide.s32 %rbd10, %rb7, @T@;
-	@%rbp0 red.relaxed.gpu.global.add.u64 [@DESC@+@BOUND@], %rbd10;
+	@%rbp0 red.relaxed.gpu.global.add.u64 [@DESC@+@DESC_BOUND@], %rbd10;
 	mov.u32 %rb5, %rb6;
 	setp.ne.u32 %rbp0, %rb5, 0;
 	mul.wide.u32 %rbd10, %rb5, @T@;
@@ -401,7 +402,7 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	sub.u32 %rb6, %rb3, %rb5;
 	setp.ne.u32 %rbp0, %rb6, 0;
 	cvt.u64.u32 %rbd6, %rb6;
-	@%rbp0 red.relaxed.gpu.global.add.u64 [@DESC@+48], %rbd6;
+	@%rbp0 red.relaxed.gpu.global.add.u64 [@DESC@+@DESC_DROPS@], %rbd6;
 @WRITE@_b:
 	shfl.sync.idx.b32 %rb5, %rb5, %rb4, 0x1f, %rb0;
 	mov.b64 {%rb6, %rb7}, %rbd5;
@@ -450,7 +451,7 @@ const INLINE_RING_OUTPUT: &str = "\t{
 	add.u64 %rbd6, %rbd6, -8;
 	bra.uni @WRITE@;
 @DROP@:
-	red.relaxed.gpu.global.add.u64 [@DESC@+48], 1;
+	red.relaxed.gpu.global.add.u64 [@DESC@+@DESC_DROPS@], 1;
 @DONE@:
 	}
 ";
@@ -2424,7 +2425,7 @@ impl<'a> FuncWriter<'a> {
             self.fresh_label(),
         ];
         self.ptx_62 = true;
-        let fields: [(&str, String); 13] = [
+        let fields: [(&str, String); 12] = [
             ("DESC", map_desc_symbol(&map.name)),
             ("SIZE", size.to_string()),
             ("T", t.to_string()),
@@ -2434,14 +2435,13 @@ impl<'a> FuncWriter<'a> {
             ("RS", rs.to_string()),
             ("EINVAL", bpf2ptx_runtime::ringbuf::EINVAL.to_string()),
             ("EAGAIN", bpf2ptx_runtime::ringbuf::EAGAIN.to_string()),
-            ("BOUND", desc::BOUND.to_string()),
             ("COPY", copy),
             ("DONE", labels[0].clone()),
             ("WRITE", labels[1].clone()),
             ("PAD", labels[2].clone()),
             ("DROP", labels[3].clone()),
         ];
-        let mut text = INLINE_RING_OUTPUT.to_string();
+        let mut text = bpf2ptx_runtime::fill_abi(INLINE_RING_OUTPUT);
         for (k, v) in &fields {
             text = text.replace(&format!("@{k}@"), v);
         }
@@ -3093,20 +3093,24 @@ mod tests {
     use super::{granularity_rejoin, Granularity, INLINE_RECORD_MAX, INLINE_RING_OUTPUT};
     use bpf2ptx_runtime::desc;
 
-    /// The inlined ring output reads the descriptor only at the runtime's fields: data,
-    /// aux and aux2 (counters), drops, and the bound through its placeholder.
+    /// The inlined ring output reads the descriptor only at the runtime's fields, by name:
+    /// data, aux and aux2 (counters), drops and the bound, never at a literal offset.
     #[test]
     fn inline_ring_output_uses_the_descriptor_layout() {
         let mut seen = std::collections::BTreeSet::new();
         for part in INLINE_RING_OUTPUT.split("[@DESC@+").skip(1) {
             let off = &part[..part.find(']').expect("closing bracket")];
-            if off == "@BOUND@" {
-                seen.insert(desc::BOUND);
-                continue;
-            }
-            let off: u64 = off.parse().expect("a decimal offset");
-            assert!(desc::FIELDS.iter().any(|f| f.0 == off), "offset {off}");
-            seen.insert(off);
+            let name = off
+                .strip_prefix('@')
+                .and_then(|o| o.strip_suffix('@'))
+                .unwrap_or_else(|| panic!("literal descriptor offset {off}"));
+            let filled = bpf2ptx_runtime::fill_abi(&format!("@{name}@"));
+            let value: u64 = filled.parse().unwrap_or_else(|_| panic!("unknown {name}"));
+            assert!(
+                desc::FIELDS.iter().any(|f| f.0 == value),
+                "{name} = {value}"
+            );
+            seen.insert(value);
         }
         let want = [desc::DATA, desc::AUX, desc::AUX2, desc::DROPS, desc::BOUND];
         assert_eq!(seen, want.into_iter().collect());
