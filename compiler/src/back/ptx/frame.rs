@@ -1,0 +1,275 @@
+//! The frame analysis: which registers point into the BPF stack at which offset, how many
+//! bytes of frame each function needs, which accesses fold to constant slots, and whether
+//! the frame's address is ever taken (when not, the frame lives in registers). A dataflow
+//! pass over the instructions, run before any lowering.
+
+use super::symbols::func_symbol;
+use super::MAX_STACK;
+use crate::isa::insn::Insn;
+use crate::isa::table::{AluOp, AtomicOp, Kind, Size, Src, Width};
+use crate::program::Program;
+
+/// How the backend lays out one function's BPF stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    /// The function's PTX symbol.
+    pub symbol: String,
+    /// Bytes of BPF stack the function uses (0 when it never touches r10).
+    pub bytes: u32,
+    /// Every access is at a constant offset from r10 and no pointer into the frame escapes,
+    /// so the frame lives in registers instead of `.local` memory.
+    pub in_registers: bool,
+}
+
+/// The stack layout of every function of a program, as
+/// [`write_string`](super::write_string) emits it.
+pub fn frame_layouts(prog: &Program) -> Vec<FrameLayout> {
+    let pcs = prog.pcs();
+    (0..prog.funcs.len().max(1))
+        .map(|k| {
+            let frame = analyse_frame(prog, k, &pcs);
+            FrameLayout {
+                symbol: func_symbol(prog, k),
+                bytes: frame.size,
+                // Without the verifier's facts: no lookup is known to be inlined.
+                in_registers: frame.size > 0
+                    && !needs_frame_address(prog, k, &frame, &|_, _| false),
+            }
+        })
+        .collect()
+}
+
+/// What the frame analysis knows about a register: not a frame pointer, a frame pointer
+/// at a known offset from r10, or a frame pointer at an unknown offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Fp {
+    No,
+    At(i64),
+    Any,
+}
+
+impl Fp {
+    fn join(self, o: Fp) -> Fp {
+        match (self, o) {
+            (a, b) if a == b => a,
+            (Fp::No, Fp::No) => Fp::No,
+            _ => Fp::Any,
+        }
+    }
+}
+
+/// Frame-pointer facts per instruction of one function, and the frame size.
+pub(super) struct Frame {
+    /// Register facts before each instruction (None: unreachable).
+    pub(super) before: Vec<Option<[Fp; 11]>>,
+    /// Bytes of `.local` frame the function needs (a multiple of 8).
+    pub(super) size: u32,
+}
+
+/// Instruction index range `[a, b)` of function `k`.
+pub(super) fn func_range(prog: &Program, k: usize) -> (usize, usize) {
+    let a = prog.funcs.get(k).map_or(0, |f| f.start);
+    let b = prog.funcs.get(k + 1).map_or(prog.insns.len(), |f| f.start);
+    (a, b)
+}
+
+fn successors(
+    insns: &[Insn],
+    pcs: &[usize],
+    idx_of_pc: &dyn Fn(usize) -> Option<usize>,
+    i: usize,
+    end: usize,
+) -> Vec<usize> {
+    let ins = &insns[i];
+    let mut v = Vec::new();
+    let rel = match ins.kind() {
+        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+        Kind::Gotol => Some(ins.imm),
+        _ => None,
+    };
+    if let Some(rel) = rel {
+        if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
+            .ok()
+            .and_then(idx_of_pc)
+        {
+            v.push(t);
+        }
+    }
+    if !matches!(ins.kind(), Kind::Ja | Kind::Gotol | Kind::Exit) && i + 1 < end {
+        v.push(i + 1);
+    }
+    v
+}
+
+pub(super) fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
+    let (a, b) = func_range(prog, k);
+    let insns = &prog.insns;
+    // `pcs` is sorted, so a binary search finds an instruction by its slot.
+    let idx_of_pc = |pc: usize| pcs[a..b].binary_search(&pc).ok().map(|i| i + a);
+    let mut before: Vec<Option<[Fp; 11]>> = vec![None; insns.len()];
+    let mut init = [Fp::No; 11];
+    init[10] = Fp::At(0);
+    before[a] = Some(init);
+    let mut work = vec![a];
+    while let Some(i) = work.pop() {
+        let Some(s) = before[i] else { continue };
+        let out = transfer(&insns[i], s);
+        for t in successors(insns, pcs, &idx_of_pc, i, b) {
+            let new = match before[t] {
+                None => out,
+                Some(old) => std::array::from_fn(|r| old[r].join(out[r])),
+            };
+            if before[t] != Some(new) {
+                before[t] = Some(new);
+                work.push(t);
+            }
+        }
+    }
+    // The lowest byte below r10 that an access or an escaping pointer reaches.
+    let mut low: i64 = 0;
+    let mut unbounded = false;
+    for i in a..b {
+        let Some(s) = before[i] else { continue };
+        let ins = &insns[i];
+        let mut base = |r: u8, off: i64, unbounded: &mut bool| match s[r as usize] {
+            Fp::At(k) => low = low.min(k + off),
+            Fp::Any => *unbounded = true,
+            Fp::No => {}
+        };
+        match ins.kind() {
+            Kind::Ldx(..) => base(ins.src, ins.off.into(), &mut unbounded),
+            Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..) => {
+                base(ins.dst, ins.off.into(), &mut unbounded)
+            }
+            Kind::Call(_) | Kind::Callx => {
+                for r in 1..=5 {
+                    base(r, 0, &mut unbounded);
+                }
+            }
+            _ => {}
+        }
+        // A frame pointer stored to memory could come back from anywhere.
+        if matches!(ins.kind(), Kind::Stx(_) | Kind::Atomic(..)) && s[ins.src as usize] != Fp::No {
+            unbounded = true;
+        }
+        // ... and one passed back to the caller could be used at any offset.
+        if matches!(ins.kind(), Kind::Exit) && s[0] != Fp::No {
+            unbounded = true;
+        }
+    }
+    let size = if unbounded {
+        MAX_STACK
+    } else {
+        ((-low + 7) / 8 * 8).clamp(0, i64::from(MAX_STACK)) as u32
+    };
+    Frame { before, size }
+}
+
+/// The constant frame offset of an access at `base + off`, when the base is a frame pointer
+/// at a known offset and the access lies inside the frame, naturally aligned: such an
+/// access becomes `ld.local`/`st.local` at a constant address.
+pub(super) fn folded(fp: &[Fp; 11], base: u8, off: i16, size: Size, frame: u32) -> Option<i64> {
+    let Fp::At(k) = fp[base as usize] else {
+        return None;
+    };
+    let slot = i64::from(frame) + k + i64::from(off);
+    (slot >= 0
+        && slot + i64::from(size.bytes()) <= i64::from(frame)
+        && slot % i64::from(size.bytes()) == 0)
+        .then_some(slot)
+}
+
+/// Whether the function needs r10 as a real generic address: some instruction uses a frame
+/// pointer other than as the base of a folded access or in tracked pointer arithmetic.
+/// When none does, r10 is never materialised and ptxas can keep the whole frame in
+/// registers (a 0-byte stack frame).
+pub(super) fn needs_frame_address(
+    prog: &Program,
+    k: usize,
+    frame: &Frame,
+    inlined_lookup: &dyn Fn(usize, &[Fp; 11]) -> bool,
+) -> bool {
+    let (a, b) = func_range(prog, k);
+    (a..b).any(|i| {
+        let Some(s) = frame.before[i] else {
+            return false;
+        };
+        let ins = &prog.insns[i];
+        let is_fp = |r: u8| s[r as usize] != Fp::No;
+        match ins.kind() {
+            Kind::Ldx(size, _) => {
+                is_fp(ins.src) && folded(&s, ins.src, ins.off, size, frame.size).is_none()
+            }
+            Kind::St(size) => {
+                is_fp(ins.dst) && folded(&s, ins.dst, ins.off, size, frame.size).is_none()
+            }
+            Kind::Stx(size) | Kind::Atomic(size, ..) => {
+                is_fp(ins.src)
+                    || (is_fp(ins.dst) && folded(&s, ins.dst, ins.off, size, frame.size).is_none())
+            }
+            Kind::Alu(AluOp::Mov, Width::W64, Src::X) => false,
+            Kind::Alu(AluOp::Add | AluOp::Sub, Width::W64, Src::K) => {
+                matches!(s[ins.dst as usize], Fp::Any)
+            }
+            Kind::Alu(_, _, src) => is_fp(ins.dst) || (src == Src::X && is_fp(ins.src)),
+            Kind::Neg(_) | Kind::Endian(..) => is_fp(ins.dst),
+            Kind::Movsx(..) => is_fp(ins.src),
+            Kind::Jmp(_, _, src) => is_fp(ins.dst) || (src == Src::X && is_fp(ins.src)),
+            // An inlined array lookup reads its key from the slot directly.
+            Kind::Call(_) if inlined_lookup(i, &s) => is_fp(1),
+            Kind::Call(_) | Kind::Callx => {
+                (1..=5).any(is_fp) || (ins.kind() == Kind::Callx && is_fp(ins.dst))
+            }
+            Kind::Exit => is_fp(0),
+            Kind::LdInd(_) => is_fp(ins.src),
+            _ => false,
+        }
+    })
+}
+
+fn transfer(ins: &Insn, mut s: [Fp; 11]) -> [Fp; 11] {
+    let d = ins.dst as usize;
+    match ins.kind() {
+        Kind::Alu(AluOp::Mov, Width::W64, Src::X) => s[d] = s[ins.src as usize],
+        Kind::Alu(op @ (AluOp::Add | AluOp::Sub), Width::W64, Src::K) => {
+            s[d] = match s[d] {
+                Fp::At(k) => Fp::At(if op == AluOp::Add {
+                    k + ins.imm
+                } else {
+                    k - ins.imm
+                }),
+                x => x,
+            }
+        }
+        Kind::Alu(_, _, src) => {
+            let other = if src == Src::X {
+                s[ins.src as usize]
+            } else {
+                Fp::No
+            };
+            s[d] = if s[d] == Fp::No && other == Fp::No {
+                Fp::No
+            } else {
+                Fp::Any
+            };
+        }
+        Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) => {
+            s[d] = if s[d] == Fp::No { Fp::No } else { Fp::Any }
+        }
+        Kind::Ldx(..) | Kind::LdImm64(_) => s[d] = Fp::No,
+        Kind::Call(_) | Kind::Callx | Kind::LdAbs(_) | Kind::LdInd(_) => {
+            for r in s.iter_mut().take(6) {
+                *r = Fp::No;
+            }
+        }
+        Kind::Atomic(_, op, fetch) => {
+            if op == AtomicOp::Cmpxchg {
+                s[0] = Fp::No;
+            } else if fetch {
+                s[ins.src as usize] = Fp::No;
+            }
+        }
+        _ => {}
+    }
+    s
+}

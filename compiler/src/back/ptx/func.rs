@@ -1,0 +1,547 @@
+//! The function writer: [`FuncWriter`]'s state, its construction from the options, and
+//! the lowering loop that walks one BPF function and lowers each instruction, handing ALU
+//! operations, memory accesses, atomics, calls, map helpers and ring output to the
+//! methods of the sibling files.
+
+use super::calls::{INLINE_HELPERS, MAP_HELPERS, RING_HELPERS};
+use super::entry::{entry_granularity, reads_active_mask, Granularity};
+use super::frame::{analyse_frame, func_range, needs_frame_address, Fp};
+use super::module::{map_storage, INLINE_END};
+use super::symbols::{map_desc_symbol, map_symbol};
+use super::{atomic_scope, is_sharded, Error, Hints, Options, FUNC_TAG};
+use crate::back::PlainAdd;
+use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
+use crate::program::{MapOrigin, Object, Program};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+pub(super) struct FuncWriter<'a> {
+    pub(super) obj: &'a Object,
+    pub(super) prog: &'a Program,
+    k: usize,
+    pub(super) out: String,
+    pub(super) need: BTreeSet<String>,
+    labels: usize,
+    /// The frame lives in registers `%s<n>` instead of `.local` memory.
+    pub(super) promote: bool,
+    /// An instruction needs PTX ISA 6.2 (`activemask`).
+    pub(super) ptx_62: bool,
+    /// The verifier's facts about this program.
+    pub(super) hints: Option<&'a Hints>,
+    /// The instruction being lowered.
+    pub(super) cur: usize,
+    /// Atomics at `.sys` scope (a map of the module is in host memory).
+    pub(super) sys: bool,
+    /// Per map: sharded into [`SHARDS`](super::SHARDS) per-SM replicas ([`is_sharded`]).
+    pub(super) sharded: Vec<bool>,
+    /// The body is inlined (an attach site, [`inline_body`](super::inline_body), or an
+    /// entry kernel), not a `.func`.
+    pub(super) inline: bool,
+    /// Context loads at constant offsets read the site's `%bpf2ptx_c` registers.
+    pub(super) ctx_regs: bool,
+    /// Per map: placed in host memory ([`Options::host`]).
+    pub(super) host: Vec<bool>,
+    /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
+    /// until the next instruction.
+    pub(super) nonnull_r0: bool,
+    /// The program runs once per warp and calls `get_active_mask`: the lanes that reached
+    /// the site with the leader come in as r5 at the program's entry (BPF leaves r3..r5
+    /// undefined there and the verifier refuses to read them, so no program can tell),
+    /// are kept in `%lanes` and handed to every subprogram as a sixth parameter;
+    /// `get_active_mask` returns them (specs/abi.md, "Execution granularity").
+    pub(super) lanes: bool,
+    /// The function inlines a hash map lookup or update ([`FuncWriter::hash_inline`]) and
+    /// declares the miss memo (`maps::MEMO_REGS`), which every other call clears.
+    memo: bool,
+}
+
+fn cmp_name(c: Cond) -> (&'static str, bool) {
+    match c {
+        Cond::Eq => ("eq", false),
+        Cond::Ne => ("ne", false),
+        Cond::Gt => ("gt", false),
+        Cond::Ge => ("ge", false),
+        Cond::Lt => ("lt", false),
+        Cond::Le => ("le", false),
+        Cond::Sgt => ("gt", true),
+        Cond::Sge => ("ge", true),
+        Cond::Slt => ("lt", true),
+        Cond::Sle => ("le", true),
+        Cond::Set => ("ne", false),
+    }
+}
+
+impl<'a> FuncWriter<'a> {
+    /// A writer for function `k` of program `pi` with the module-wide settings.
+    pub(super) fn configured(obj: &'a Object, opts: &'a Options, pi: usize, k: usize) -> Self {
+        let mut f = FuncWriter::new(obj, &obj.programs[pi], k, opts.hints.get(pi));
+        f.sharded = (0..obj.maps.len())
+            .map(|m| is_sharded(obj, opts, m))
+            .collect();
+        f.sys = atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
+        f.host = opts.host.clone();
+        let prog = &obj.programs[pi];
+        f.lanes = entry_granularity(prog, opts) == Granularity::Warp && reads_active_mask(prog);
+        f
+    }
+
+    fn new(obj: &'a Object, prog: &'a Program, k: usize, hints: Option<&'a Hints>) -> Self {
+        FuncWriter {
+            obj,
+            prog,
+            k,
+            out: String::new(),
+            need: BTreeSet::new(),
+            labels: 0,
+            promote: false,
+            ptx_62: false,
+            hints,
+            cur: 0,
+            sys: false,
+            sharded: Vec::new(),
+            inline: false,
+            ctx_regs: false,
+            host: Vec::new(),
+            nonnull_r0: false,
+            lanes: false,
+            memo: false,
+        }
+    }
+
+    /// A label no BPF instruction uses (those are `$L<pc>`).
+    pub(super) fn fresh_label(&mut self) -> String {
+        self.labels += 1;
+        format!("$Lx{}", self.labels)
+    }
+
+    pub(super) fn l(&mut self, s: impl AsRef<str>) {
+        self.out.push('\t');
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+
+    fn unsupported(&self, i: usize, pcs: &[usize], why: &'static str) -> Error {
+        Error::Unsupported {
+            program: self.prog.name.clone(),
+            pc: pcs[i],
+            insn: self.prog.insns[i].to_string(),
+            why,
+        }
+    }
+
+    pub(super) fn lower(&mut self) -> Result<(), Error> {
+        let prog = self.prog;
+        let pcs = prog.pcs();
+        let (a, b) = func_range(prog, self.k);
+        let frame = analyse_frame(prog, self.k, &pcs);
+        // Jump targets need labels.
+        // `pcs` is sorted, so a binary search finds an instruction by its slot.
+        let idx_of_pc = |pc: usize| pcs[a..b].binary_search(&pc).ok().map(|i| i + a);
+        let mut targets = BTreeSet::new();
+        for (ins, &pc) in prog.insns[a..b].iter().zip(&pcs[a..b]) {
+            let rel = match ins.kind() {
+                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
+                Kind::Gotol => ins.imm,
+                _ => continue,
+            };
+            if let Some(t) = usize::try_from(pc as i64 + 1 + rel)
+                .ok()
+                .and_then(idx_of_pc)
+            {
+                targets.insert(t);
+            }
+        }
+        let materialise = frame.size > 0
+            && needs_frame_address(prog, self.k, &frame, &|i, fp| {
+                self.lookup_map(i, fp, frame.size).is_some()
+                    || self.ring_output_args(i, fp, frame.size).is_some()
+                    || (prog.insns[i].imm == 1 && self.hash_inline(i, fp, frame.size).is_some())
+            });
+        // A frame whose address is never taken lives in registers: one .b64 per 8-byte
+        // slot, sub-word accesses through bfe/bfi. ptxas does not promote .local arrays
+        // itself, so without this every spill of a BPF program would go to local memory.
+        self.promote = frame.size > 0 && !materialise;
+        if self.promote {
+            self.l(format!(".reg .b64 %s<{}>;", frame.size / 8));
+        } else if frame.size > 0 {
+            self.l(format!(".local .align 8 .b8 bpf_stack[{}];", frame.size));
+        }
+        self.memo = (a..b).any(|i| {
+            frame.before[i].is_some_and(|fp| self.hash_inline(i, &fp, frame.size).is_some())
+        });
+        if self.memo {
+            for line in bpf2ptx_runtime::maps::MEMO_REGS.lines() {
+                self.l(line);
+            }
+            self.l(bpf2ptx_runtime::maps::MEMO_CLEAR.trim_end());
+        }
+        self.l(".reg .b64 %r<11>;");
+        self.l(".reg .b64 %t<4>;");
+        self.l(".reg .b32 %w<4>;");
+        self.l(".reg .pred %p<4>;");
+        for r in 1..=5 {
+            if self.inline {
+                self.l(format!("mov.u64 %r{r}, %bpf2ptx_a{r};"));
+            } else {
+                self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
+            }
+        }
+        if self.lanes {
+            self.l(".reg .b32 %lanes;");
+            if self.k == 0 {
+                self.l("cvt.u32.u64 %lanes, %r5;");
+            } else {
+                self.l("ld.param.u32 %lanes, [bpf_lanes];");
+            }
+        }
+        if materialise {
+            self.l("mov.u64 %r10, bpf_stack;");
+            self.l("cvta.local.u64 %r10, %r10;");
+            self.l(format!("add.u64 %r10, %r10, {};", frame.size));
+        } else {
+            self.l("mov.u64 %r10, 0;");
+        }
+        for i in a..b {
+            if targets.contains(&i) {
+                let _ = writeln!(self.out, "$L{}:", pcs[i]);
+                // Another path joins here: nothing is known about r0.
+                self.nonnull_r0 = false;
+            }
+            let fp = frame.before[i].unwrap_or([Fp::Any; 11]);
+            self.insn(i, &pcs, &fp, frame.size)?;
+        }
+        Ok(())
+    }
+
+    /// The operand for a 64-bit immediate (sign-extended from 32 bits).
+    fn imm64(v: i64) -> String {
+        format!("{}", v)
+    }
+
+    /// Whether the verifier proved `what` for the current instruction.
+    pub(super) fn proven(&self, what: fn(&Hints) -> &Vec<bool>) -> bool {
+        self.hints
+            .and_then(|h| Hints::get(what(h), self.cur))
+            .unwrap_or(false)
+    }
+
+    fn insn(&mut self, i: usize, pcs: &[usize], fp: &[Fp; 11], frame: u32) -> Result<(), Error> {
+        self.cur = i;
+        let ins = self.prog.insns[i];
+        let (d, s) = (ins.dst, ins.src);
+        let label = |rel: i64| format!("$L{}", pcs[i] as i64 + 1 + rel);
+        let constant = self
+            .hints
+            .and_then(|h| h.const_value.get(i).copied().flatten());
+        let always = self
+            .hints
+            .and_then(|h| h.branch_always.get(i).copied().flatten());
+        if self
+            .hints
+            .and_then(|h| h.reached.get(i).copied())
+            .is_some_and(|r| !r)
+        {
+            return Ok(());
+        }
+        // `if r0 == 0` / `if r0 != 0` right after a lookup that cannot miss.
+        let nonnull = std::mem::take(&mut self.nonnull_r0);
+        if nonnull && ins.dst == 0 && ins.imm == 0 {
+            match ins.kind() {
+                Kind::Jmp(Cond::Eq, Width::W64, Src::K) => return Ok(()),
+                Kind::Jmp(Cond::Ne, Width::W64, Src::K) => {
+                    self.l(format!("bra {};", label(ins.off.into())));
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        // A call other than an inlined hash lookup or update may change any map: the
+        // miss memo no longer holds.
+        if self.memo
+            && matches!(ins.kind(), Kind::Call(_))
+            && self.hash_inline(i, fp, frame).is_none()
+        {
+            self.l(bpf2ptx_runtime::maps::MEMO_CLEAR.trim_end());
+        }
+        let plain = self
+            .hints
+            .and_then(|h| h.plain_add.get(i).copied().flatten());
+        match (ins.kind(), plain) {
+            (Kind::Ldx(..), Some(PlainAdd::Load)) | (Kind::Alu(..), Some(PlainAdd::Add)) => {
+                return Ok(())
+            }
+            (Kind::Stx(size), Some(PlainAdd::Store { addend, map })) => {
+                self.plain_add(size, d, ins.off, addend, map);
+                return Ok(());
+            }
+            _ => {}
+        }
+        match ins.kind() {
+            Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..)
+                if constant.is_some() =>
+            {
+                let v = constant.expect("guarded");
+                self.l(format!("mov.u64 %r{d}, {};", Self::imm64(v as i64)));
+            }
+            Kind::Jmp(..) if always == Some(true) => {
+                self.l(format!("bra {};", label(ins.off.into())));
+            }
+            Kind::Jmp(..) if always == Some(false) => {}
+            Kind::Alu(op, Width::W64, src) => {
+                let rhs = if src == Src::X {
+                    format!("%r{s}")
+                } else {
+                    Self::imm64(ins.imm)
+                };
+                self.alu64(op, d, &rhs, src, ins.imm);
+            }
+            Kind::Alu(op, Width::W32, src) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                let rhs = if src == Src::X {
+                    self.l(format!("cvt.u32.u64 %w1, %r{s};"));
+                    "%w1".to_string()
+                } else {
+                    format!("{}", ins.imm as i32)
+                };
+                self.alu32(op, &rhs, src, ins.imm as i32);
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Neg(Width::W64) => self.l(format!("neg.s64 %r{d}, %r{d};")),
+            Kind::Neg(Width::W32) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                self.l("neg.s32 %w0, %w0;");
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Movsx(Width::W64, bits) => self.l(format!("bfe.s64 %r{d}, %r{s}, 0, {bits};")),
+            Kind::Movsx(Width::W32, bits) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{s};"));
+                self.l(format!("bfe.s32 %w0, %w0, 0, {bits};"));
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Endian(Order::Le, 16) => self.l(format!("and.b64 %r{d}, %r{d}, 65535;")),
+            Kind::Endian(Order::Le, 32) => self.l(format!("and.b64 %r{d}, %r{d}, 4294967295;")),
+            Kind::Endian(Order::Le, _) => {}
+            Kind::Endian(_, 16) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                self.l("prmt.b32 %w0, %w0, 0, 0x4401;");
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Endian(_, 32) => {
+                self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                self.l("prmt.b32 %w0, %w0, 0, 0x0123;");
+                self.l(format!("cvt.u64.u32 %r{d}, %w0;"));
+            }
+            Kind::Endian(..) => {
+                self.l(format!("mov.b64 {{%w0, %w1}}, %r{d};"));
+                self.l("prmt.b32 %w0, %w0, 0, 0x0123;");
+                self.l("prmt.b32 %w1, %w1, 0, 0x0123;");
+                self.l(format!("mov.b64 %r{d}, {{%w1, %w0}};"));
+            }
+            Kind::Jmp(c, w, src) => {
+                let (cmp, signed) = cmp_name(c);
+                let t = label(ins.off.into());
+                match w {
+                    Width::W64 => {
+                        let rhs = if src == Src::X {
+                            format!("%r{s}")
+                        } else {
+                            Self::imm64(ins.imm)
+                        };
+                        if c == Cond::Set {
+                            self.l(format!("and.b64 %t0, %r{d}, {rhs};"));
+                            self.l("setp.ne.u64 %p0, %t0, 0;");
+                        } else {
+                            self.l(format!(
+                                "setp.{cmp}.{} %p0, %r{d}, {rhs};",
+                                if signed { "s64" } else { "u64" }
+                            ));
+                        }
+                    }
+                    Width::W32 => {
+                        self.l(format!("cvt.u32.u64 %w0, %r{d};"));
+                        let rhs = if src == Src::X {
+                            self.l(format!("cvt.u32.u64 %w1, %r{s};"));
+                            "%w1".to_string()
+                        } else {
+                            format!("{}", ins.imm as i32)
+                        };
+                        if c == Cond::Set {
+                            self.l(format!("and.b32 %w0, %w0, {rhs};"));
+                            self.l("setp.ne.u32 %p0, %w0, 0;");
+                        } else {
+                            self.l(format!(
+                                "setp.{cmp}.{} %p0, %w0, {rhs};",
+                                if signed { "s32" } else { "u32" }
+                            ));
+                        }
+                    }
+                }
+                self.l(format!("@%p0 bra {t};"));
+            }
+            Kind::Ja => self.l(format!("bra {};", label(ins.off.into()))),
+            Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
+            Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_lookup(fp, frame) => {}
+            Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_hash_lookup(fp, frame) => {}
+            Kind::Call(CallKind::Helper) if ins.imm == 2 && self.inline_hash_update(fp, frame) => {}
+            Kind::Call(CallKind::Helper) if MAP_HELPERS.iter().any(|h| h.0 == ins.imm) => {
+                self.map_call(i);
+            }
+            Kind::Call(CallKind::Helper) if RING_HELPERS.iter().any(|h| h.0 == ins.imm) => {
+                let &(id, name, regs) = RING_HELPERS
+                    .iter()
+                    .find(|h| h.0 == ins.imm)
+                    .expect("checked");
+                self.need.insert("ringbuf".into());
+                if self.inline_ring_output(fp, frame) {
+                    return Ok(());
+                }
+                let returns = !matches!(id, 132 | 133);
+                self.call_runtime(name, regs, returns);
+            }
+            Kind::Call(CallKind::Helper) if matches!(ins.imm, 6 | 501) => {
+                self.need.insert("ringbuf".into());
+                self.need.insert("printk".into());
+                self.printk(ins.imm == 501);
+            }
+            Kind::Call(CallKind::Helper) => {
+                if !INLINE_HELPERS.contains(&ins.imm) {
+                    return Err(Error::UnknownHelper {
+                        program: self.prog.name.clone(),
+                        pc: pcs[i],
+                        insn: ins.to_string(),
+                        id: ins.imm,
+                    });
+                }
+                self.helper(ins.imm);
+            }
+            Kind::Call(CallKind::Local) => {
+                let t = pcs[i] as i64 + 1 + ins.imm;
+                let k = self
+                    .prog
+                    .funcs
+                    .iter()
+                    .position(|f| pcs[f.start] as i64 == t)
+                    .ok_or_else(|| {
+                        self.unsupported(i, pcs, "call target is not a function start")
+                    })?;
+                self.call_local(k);
+            }
+            Kind::Call(CallKind::Kfunc) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "kernel functions (kfuncs) do not exist on the GPU",
+                ))
+            }
+            Kind::Callx => {
+                // The register holds a helper id (bpf_conformance's convention) or a
+                // function address made by `ld_imm64 func`; anything else yields r0 = 0.
+                self.l("mov.u64 %t1, 0;");
+                self.l(format!("mov.u64 %t2, %r{d};"));
+                for &h in INLINE_HELPERS {
+                    self.l(format!("setp.eq.u64 %p1, %t2, {h};"));
+                    self.l(format!("@!%p1 bra $Lcx{}_{h};", pcs[i]));
+                    self.helper(h);
+                    self.l("mov.u64 %t1, %r0;");
+                    let _ = writeln!(self.out, "$Lcx{}_{h}:", pcs[i]);
+                }
+                for k in 0..self.prog.funcs.len() {
+                    self.l(format!("setp.eq.u64 %p1, %t2, {};", FUNC_TAG + k as u64));
+                    self.l(format!("@!%p1 bra $Lcxf{}_{k};", pcs[i]));
+                    self.call_local(k);
+                    self.l("mov.u64 %t1, %r0;");
+                    let _ = writeln!(self.out, "$Lcxf{}_{k}:", pcs[i]);
+                }
+                self.l("mov.u64 %r0, %t1;");
+            }
+            Kind::Exit if self.inline => {
+                self.l("mov.u64 %bpf2ptx_ret, %r0;");
+                self.l(format!("bra {INLINE_END};"));
+            }
+            Kind::Exit => {
+                self.l("st.param.b64 [bpf_ret], %r0;");
+                self.l("ret;");
+            }
+            Kind::LdImm64(Pseudo::Imm64) => self.l(format!("mov.u64 %r{d}, {};", ins.imm)),
+            Kind::LdImm64(Pseudo::Func) => {
+                let t = pcs[i] as i64 + 1 + i64::from(ins.imm as i32);
+                let k = self
+                    .prog
+                    .funcs
+                    .iter()
+                    .position(|f| pcs[f.start] as i64 == t)
+                    .ok_or_else(|| {
+                        self.unsupported(i, pcs, "function address is not a function start")
+                    })?;
+                self.l(format!("mov.u64 %r{d}, {};", FUNC_TAG + k as u64));
+            }
+            Kind::LdImm64(Pseudo::MapIdxValue) => {
+                let (map, off) = (ins.imm as u32 as usize, (ins.imm as u64 >> 32) as u32);
+                match self.obj.maps.get(map) {
+                    Some(m) if m.origin == MapOrigin::GlobalData => {
+                        self.l(format!("mov.u64 %r{d}, {};", map_symbol(&m.name)));
+                        self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+                        if off != 0 {
+                            self.l(format!("add.u64 %r{d}, %r{d}, {off};"));
+                        }
+                    }
+                    _ => {
+                        return Err(self.unsupported(
+                            i,
+                            pcs,
+                            "map values other than global data need the device runtime",
+                        ))
+                    }
+                }
+            }
+            Kind::LdImm64(Pseudo::MapIdx) => {
+                let m = self
+                    .obj
+                    .maps
+                    .get(ins.imm as u32 as usize)
+                    .ok_or_else(|| self.unsupported(i, pcs, "map index out of range"))?;
+                if m.origin == MapOrigin::GlobalData {
+                    return Err(self.unsupported(
+                        i,
+                        pcs,
+                        "a global-data section used as a map (not its value)",
+                    ));
+                }
+                if let Err(why) = map_storage(m) {
+                    return Err(self.unsupported(i, pcs, why));
+                }
+                self.l(format!("mov.u64 %r{d}, {};", map_desc_symbol(&m.name)));
+                self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+            }
+            Kind::LdImm64(_) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "unresolved map or BTF reference (no relocation)",
+                ))
+            }
+            Kind::LdAbs(_) | Kind::LdInd(_) => {
+                return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "legacy packet access (ld_abs/ld_ind) has no GPU meaning",
+                ))
+            }
+            Kind::Ldx(size, signed) if self.ctx_regs && self.ctx_field(d, size, signed) => {}
+            Kind::Ldx(size, signed) => {
+                let val = format!("%r{d}");
+                self.load(size, signed, s, ins.off, fp, frame, &val);
+            }
+            Kind::St(size) => {
+                self.l(format!("mov.u64 %t3, {};", ins.imm));
+                self.store(size, d, ins.off, fp, frame, "%t3");
+            }
+            Kind::Stx(size) => {
+                let v = format!("%r{s}");
+                self.store(size, d, ins.off, fp, frame, &v);
+            }
+            Kind::Atomic(size, op, fetch) => self.atomic(size, op, fetch, d, s, ins.off, fp, frame),
+        }
+        Ok(())
+    }
+}

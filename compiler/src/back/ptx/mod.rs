@@ -1,0 +1,256 @@
+//! The PTX backend: one `.func` per BPF function with exact BPF semantics.
+//!
+//! Shape of the output (the ABI is normative in `specs/abi.md`):
+//!
+//! ```text
+//! .version / .target / .address_size 64
+//! global data maps      .visible .global .align 8 .b8 bpf2ptx_map_<name>[size] = {...}
+//! declarations          every function, so call order does not matter
+//! programs              .visible .func (.param .b64 ret) <program>(.param .b64 a1 .. a5)
+//! subprograms           .func (same signature) <program>__<function>
+//! runtime helpers       unaligned loads/stores, only where used
+//! entry kernels         .visible .entry bpf2ptx_entry_<program>(mem, mem_len, result)  (--entry)
+//! ```
+//!
+//! Lowering rules that keep BPF semantics where PTX differs:
+//! - BPF registers are `.b64` PTX registers; 32-bit operations compute on the low halves
+//!   and zero-extend, as BPF does.
+//! - shift counts are masked (`& 31` / `& 63`) because PTX clamps large shifts instead;
+//! - division by zero yields 0 and modulo by zero leaves dst unchanged (both undefined in
+//!   PTX, so the divisor is tested); signed division by -1 is a negation and signed modulo
+//!   by -1 is 0 (PTX leaves `INT_MIN / -1` undefined);
+//! - r10 points to the top of a per-function `.local` frame sized from what the function
+//!   uses. Accesses at constant offsets from r10 become `ld.local`/`st.local` at constant
+//!   addresses, which ptxas can keep in registers; every other access is generic and, as
+//!   BPF allows unaligned accesses the GPU would fault on, tests alignment at run time and
+//!   takes a byte-wise path when needed;
+//! - atomics are generic `atom`/`red` at `.gpu` scope, or `.sys` when a map of the module
+//!   lives in host-pinned memory ([`Options::host`]): the host then reads it while the
+//!   kernel runs, and the device must see the consumer positions the host writes.
+//!
+//! The backend's code lives in files by responsibility: `module` (the module writer:
+//! [`write_string`], [`inline_body`], map descriptors and storage), `func` (the function
+//! writer and its lowering loop), `alu`, `mem` (loads, stores, frame slots), `atomics`,
+//! `calls` (helpers, runtime and BPF-to-BPF calls), `maps` (inlined map lookups and
+//! updates), `rings` (inlined ring output, printk), `frame` (the frame analysis),
+//! `entry` (granularity and entry kernels) and `symbols` (PTX names).
+
+mod alu;
+mod atomics;
+mod calls;
+mod entry;
+mod frame;
+mod func;
+mod maps;
+mod mem;
+mod module;
+mod rings;
+mod symbols;
+#[cfg(test)]
+mod tests;
+
+pub use entry::{granularity_rejoin, granularity_test, lanes_word, Granularity};
+pub use frame::{frame_layouts, FrameLayout};
+pub use module::{inline_body, write_string, InlineBody, INLINE_CTX_WORDS, INLINE_END};
+pub use rings::{PRINTK_DESC, PRINTK_RECORD};
+pub use symbols::{
+    entry_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol,
+    map_symbol, program_symbol,
+};
+
+use super::PlainAdd;
+use crate::program::{MapOrigin, Object};
+use bpf2ptx_runtime::MapKind;
+use thiserror::Error;
+
+/// GPU targets and the lowest PTX ISA version each needs. The instructions the backend
+/// uses are all older than every target here, so the target alone decides the version.
+pub const TARGETS: &[(&str, (u32, u32))] = &[
+    ("sm_70", (6, 0)),
+    ("sm_75", (6, 3)),
+    ("sm_80", (7, 0)),
+    ("sm_86", (7, 1)),
+    ("sm_89", (7, 8)),
+    ("sm_90", (7, 8)),
+    ("sm_100", (8, 6)),
+    ("sm_120", (8, 7)),
+];
+
+/// The frame size a function gets when its stack use cannot be bounded statically (a
+/// pointer into the frame escapes or moves by a non-constant amount): BPF's whole stack.
+pub const MAX_STACK: u32 = 512;
+
+/// Pseudo address tag of BPF function addresses (`ld_imm64` with `src` 4): `callx` on a
+/// value `FUNC_TAG + k` calls function `k` of the program.
+pub const FUNC_TAG: u64 = 0x4250_4600_0000_0000;
+
+/// Backend options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `sm_XX`, one of [`TARGETS`].
+    pub target: String,
+    /// Also emit a standalone `.entry` kernel per program (for `bpf2ptx run`).
+    pub entry: bool,
+    /// What the verifier proved, one entry per program (empty: assume nothing, which is
+    /// always correct but slower).
+    pub hints: Vec<Hints>,
+    /// Which threads of the `.entry` kernels run the probe, for programs whose section
+    /// names no granularity of its own (`gpu/entry.warp/K` does, as for injection).
+    pub granularity: Granularity,
+    /// Per map: shard its values into per-SM replicas (arrays only; the verifier proved
+    /// the programs only add to them). Missing entries mean "no".
+    pub sharded: Vec<bool>,
+    /// Per map: its storage is in host-pinned memory mapped into the GPU (`--map
+    /// NAME=host`), which the host reads, and drains for rings, while the kernel runs.
+    /// When any map the module declares is host-placed, the module's atomics on memory
+    /// (the program's `atom`/`red` and the runtime's map and ring functions) use `.sys`
+    /// scope instead of `.gpu`: per module rather than per map, because a map value
+    /// pointer does not say which map it came from. Missing entries mean "no".
+    pub host: Vec<bool>,
+    /// Per map: keep one copy even where the programs only add to it (`--map
+    /// NAME=unsharded`; read by the CLI's compile step, which decides `sharded`).
+    pub unsharded: Vec<bool>,
+}
+
+/// The scope of the module's atomics: `.sys` when some map it declares is host-placed.
+pub fn atomic_scope(obj: &Object, opts: &Options) -> bpf2ptx_runtime::Scope {
+    let host = obj.maps.iter().enumerate().any(|(k, m)| {
+        m.origin != MapOrigin::GlobalData && opts.host.get(k).copied().unwrap_or(false)
+    });
+    if host {
+        bpf2ptx_runtime::Scope::Sys
+    } else {
+        bpf2ptx_runtime::Scope::Gpu
+    }
+}
+
+/// Replicas of a sharded array: SM `k` updates replica `k % SHARDS`, so any GPU works (SMs
+/// beyond it share replicas, still atomically); the host sums them.
+pub const SHARDS: u64 = 256;
+/// Largest storage a sharded array may take; above it the array stays unsharded.
+const MAX_SHARDED_BYTES: u64 = 64 << 20;
+
+/// Whether map `k` of `obj` is sharded under `opts`.
+pub fn is_sharded(obj: &Object, opts: &Options, k: usize) -> bool {
+    let m = &obj.maps[k];
+    opts.sharded.get(k).copied().unwrap_or(false)
+        && m.is(MapKind::is_array_like)
+        && bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size) * SHARDS
+            <= MAX_SHARDED_BYTES
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            target: "sm_70".into(),
+            entry: false,
+            hints: Vec::new(),
+            granularity: Granularity::Thread,
+            sharded: Vec::new(),
+            host: Vec::new(),
+            unsharded: Vec::new(),
+        }
+    }
+}
+
+/// Per-instruction facts from the verifier that let the backend drop run-time checks and
+/// use specific state spaces. Each vector is indexed by instruction; a missing entry means
+/// "not proven".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// The access touches only global memory (map values, the test input, ringbuf
+    /// records): `ld.global`/`st.global`/`atom.global` instead of generic accesses.
+    pub global: Vec<bool>,
+    /// The regions an access may touch (the verifier's `Facts::regions`: bit 0 stack,
+    /// 1 context, 2 test memory, 3 map values, 4 ringbuf records).
+    pub regions: Vec<u8>,
+    /// The access's address is a multiple of its size on every path: no run-time
+    /// alignment test and no byte-wise fallback.
+    pub aligned: Vec<bool>,
+    /// The division or modulo's register divisor may be zero (only those get a zero test).
+    pub divisor_may_be_zero: Vec<bool>,
+    /// An atomic add without fetch whose operand is this constant on every path: the
+    /// lanes of a warp that add to one address let one of them add the group's total
+    /// (what ptxas does for a CUDA `atomicAdd` it can see through), so thousands of
+    /// warps hitting one counter cost one atomic per warp instead of 32.
+    pub add_const: Vec<Option<u64>>,
+    /// A helper call whose map argument is this map on every path: an array lookup is
+    /// then inlined with the map's constants (no runtime call, no dispatch on the type).
+    pub call_map: Vec<Option<u32>>,
+    /// A load from the context at this constant offset on every path: in a body inlined
+    /// at an attach site ([`inline_body`]) it reads the site's context registers.
+    pub ctx_offset: Vec<Option<i64>>,
+    /// An atomic on the values of this map on every path.
+    pub atomic_map: Vec<Option<u32>>,
+    /// The constant an ALU operation or load leaves in its destination on every path: a
+    /// `mov` instead (with an attach site's constant context fields, whole computations
+    /// such as a histogram key fold away).
+    pub const_value: Vec<Option<u64>>,
+    /// A conditional jump that always goes one way: an unconditional branch, or nothing.
+    pub branch_always: Vec<Option<bool>>,
+    /// Some path reaches the instruction; unreached ones are not emitted (their other
+    /// facts are empty, so lowering them would only add code, e.g. runtime calls).
+    pub reached: Vec<bool>,
+    /// An array lookup whose key is below `max_entries` on every path: with the map in
+    /// the module's storage it cannot return NULL, so the null test after it goes too.
+    pub lookup_in_range: Vec<Option<bool>>,
+    /// A helper call whose memory argument's size is this constant on every path: a
+    /// `ringbuf_output` of a known ring is then inlined with straight-line copies.
+    pub call_size: Vec<Option<u64>>,
+    /// A counter update written as plain code (`*v += x`) that may run as one atomic add
+    /// without fetch (the verifier's `Facts::plain_add`): its load and add emit nothing,
+    /// its store is the `red.add`, warp-aggregated like an atomic add of a constant. Run
+    /// by many threads the load-add-store would lose almost every update.
+    pub plain_add: Vec<Option<PlainAdd>>,
+}
+
+impl Hints {
+    fn get(v: &[bool], i: usize) -> Option<bool> {
+        v.get(i).copied()
+    }
+}
+
+/// Why a program cannot be lowered.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum Error {
+    /// The target is not in [`TARGETS`].
+    #[error(
+        "unknown target `{0}` (known: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)"
+    )]
+    UnknownTarget(String),
+    /// A helper the device runtime does not provide.
+    #[error("program {program}: insn {pc}: `{insn}`: helper {id} is not available on the GPU")]
+    UnknownHelper {
+        /// Program name.
+        program: String,
+        /// Slot index.
+        pc: usize,
+        /// The instruction.
+        insn: String,
+        /// Helper id.
+        id: i64,
+    },
+    /// An instruction that has no GPU meaning (yet).
+    #[error("program {program}: insn {pc}: `{insn}`: {why}")]
+    Unsupported {
+        /// Program name.
+        program: String,
+        /// Slot index.
+        pc: usize,
+        /// The instruction.
+        insn: String,
+        /// Why.
+        why: &'static str,
+    },
+    /// Two names of the object, or a name and the device runtime, give one PTX symbol
+    /// (specs/abi.md, "Programs and functions").
+    #[error("PTX symbol `{symbol}` is both {first} and {second}")]
+    SymbolClash {
+        /// The symbol.
+        symbol: String,
+        /// What has it first (`program \`a\``, `map \`m\``, `the device runtime`, ...).
+        first: String,
+        /// What has it too.
+        second: String,
+    },
+}
