@@ -5,13 +5,15 @@
 //! benches/results/conformance.md).
 
 use bpf2ptx_compiler::back::ptx;
-use bpf2ptx_tests::{ptxas, random};
+use bpf2ptx_tests::{random, require_ptxas};
 use std::process::Command;
 
 #[test]
 fn random_programs_verify_run_and_assemble() {
     let tmp = tempfile::tempdir().unwrap();
-    let ptxas = ptxas();
+    // Without ptxas the assembly part fails (how to get one is in the message), unless
+    // BPF2PTX_SKIP_PTXAS=1 skips it on purpose, which require_ptxas prints.
+    let ptxas = require_ptxas();
     for seed in 0..64u64 {
         let (text, mem) = random::program(seed, 40 + (seed as usize % 5) * 20);
         let obj = bpf2ptx::load_bytes("random.s", text.as_bytes())
