@@ -1,0 +1,423 @@
+//! Calls and returns: `exit` from a subprogram or the program, helper calls checked
+//! against the runtime catalogue's prototypes (maps, memory arguments, ringbuf references,
+//! constant strings). BPF-to-BPF calls push their frame in `step`.
+
+use super::mem::spill_bytes;
+use super::{same_on_every_path, Explorer, Step, MAX_STACK, R, RDONLY_PROG};
+use crate::scalar::Scalar;
+use crate::state::{Reg, Region, Slot, State};
+use crate::Rule;
+use bpf2ptx_compiler::program::MapOrigin;
+use bpf2ptx_runtime::{Access, Arg, MapKind, Ret};
+
+/// The map kinds helper `id` takes as its map argument, as a [`MapKind`] predicate (None:
+/// no constraint): maps with keys and values for lookup, update and delete
+/// ([`MapKind::is_key_value`]), rings for the ring helpers.
+fn map_kinds(id: i64) -> Option<fn(MapKind) -> bool> {
+    match id {
+        1..=3 => Some(MapKind::is_key_value),
+        25 => Some(MapKind::takes_perf_event_output),
+        130 | 131 | 134 => Some(MapKind::takes_ringbuf_helpers),
+        _ => None,
+    }
+}
+
+impl<'a> Explorer<'a> {
+    pub(super) fn exit(&mut self, mut st: State, i: usize) -> R<Step> {
+        // A subprogram may return with r0 unset (clang leaves it so when the result is
+        // unused); the caller's r0 is then uninitialised. The program's own exit needs r0.
+        let r0 = if st.frames.len() == 1 {
+            self.read(&st, i, 0)?
+        } else {
+            st.cur().regs[0].clone()
+        };
+        if st.frames.len() == 1 {
+            if r0.is_pointer() {
+                return Err(self.diag(
+                    Rule::PointerLeak,
+                    i,
+                    &st,
+                    &[0],
+                    "the program returns a pointer".into(),
+                ));
+            }
+            if let Some(&(_, at)) = st.refs.first() {
+                return Err(self.diag(Rule::RingbufLeak, i, &st, &[], format!("the ringbuf record reserved at insn {at} is neither submitted nor discarded on this path")));
+            }
+            return Ok(Step::End);
+        }
+        if matches!(r0, Reg::Ptr(Region::Stack { frame }, _) if frame as usize == st.frames.len() - 1)
+        {
+            return Err(self.diag(
+                Rule::PointerLeak,
+                i,
+                &st,
+                &[0],
+                "a function returns a pointer into its own stack".into(),
+            ));
+        }
+        let callee = st.frames.pop().expect("more than one frame");
+        // Nothing the callers keep may point into the frame that ends here (stores of such
+        // pointers are rejected where they happen; this keeps the invariant explicit).
+        let k = st.frames.len();
+        let dangling =
+            |r: &Reg| matches!(r, Reg::Ptr(Region::Stack { frame }, _) if *frame as usize >= k);
+        if st.frames.iter().any(|f| {
+            f.regs.iter().any(dangling)
+                || f.stack
+                    .iter()
+                    .any(|s| matches!(s, Slot::Spill(r) if dangling(r)))
+        }) {
+            st.frames.push(callee);
+            return Err(self.diag(
+                Rule::PointerLeak,
+                i,
+                &st,
+                &[],
+                "a caller keeps a pointer into the stack of the function that returns here".into(),
+            ));
+        }
+        let cur = st.cur_mut();
+        cur.regs[0] = r0;
+        for r in 1..=5 {
+            cur.regs[r] = Reg::Uninit;
+        }
+        (0..=5).for_each(|r| cur.unlink(r));
+        Ok(Step::Next(st, callee.ret_to))
+    }
+
+    pub(super) fn helper(&mut self, mut st: State, i: usize, id: i64) -> R<Step> {
+        let Some(h) = bpf2ptx_runtime::helper(id) else {
+            return Err(self.diag(
+                Rule::HelperUnknown,
+                i,
+                &st,
+                &[],
+                format!("helper {id} is not in the device runtime"),
+            ));
+        };
+        let mut map_arg: Option<u32> = None;
+        let mut record: Option<(u32, u32)> = None;
+        for (k, arg) in h.args.iter().enumerate() {
+            let r = (k + 1) as u8;
+            // An argument the helper may not use can be unset (clang's `bpf_printk` passes
+            // only as many as its format names).
+            if *arg == Arg::Optional {
+                continue;
+            }
+            let v = self.read(&st, i, r)?;
+            let bad = |me: &Self, what: &str| {
+                me.diag(
+                    Rule::HelperArg,
+                    i,
+                    &st,
+                    &[r],
+                    format!(
+                        "{}: argument {} (r{r}) must be {what}, is {v}",
+                        h.name,
+                        k + 1
+                    ),
+                )
+            };
+            match *arg {
+                Arg::Optional => {}
+                Arg::Anything => {}
+                Arg::Map => match v {
+                    Reg::Map(m) => {
+                        same_on_every_path(&mut self.seen[i], &mut self.facts.call_map[i], Some(m));
+                        // Anything but a lookup reads or changes values whole.
+                        if id != 1 {
+                            self.facts.map_only_adds[m as usize] = false;
+                        }
+                        let map = &self.obj.maps[m as usize];
+                        if let Some(want) = map_kinds(id) {
+                            if !map.is(want) {
+                                let name = bpf2ptx_compiler::program::map_type_name(map.map_type)
+                                    .unwrap_or("unknown");
+                                return Err(bad(
+                                    self,
+                                    &format!(
+                                        "a map of a type this helper takes (not {name}({}))",
+                                        map.map_type
+                                    ),
+                                ));
+                            }
+                        }
+                        if matches!(id, 2 | 3) && map.flags & RDONLY_PROG != 0 {
+                            return Err(self.diag(
+                                Rule::RodataWrite,
+                                i,
+                                &st,
+                                &[r],
+                                format!("{} would change read-only map {}", h.name, map.name),
+                            ));
+                        }
+                        map_arg = Some(m)
+                    }
+                    _ => return Err(bad(self, "a map")),
+                },
+                Arg::MapKey | Arg::MapValue => {
+                    let m = map_arg.ok_or_else(|| bad(self, "preceded by a map"))?;
+                    let map = &self.obj.maps[m as usize];
+                    if *arg == Arg::MapKey && id == 1 {
+                        // An array index below max_entries on every path: the lookup
+                        // cannot miss (`Facts::lookup_in_range`).
+                        let hit = map.is(MapKind::is_array_like)
+                            && self
+                                .stack_u32(&st, r)
+                                .is_some_and(|k| k.umax < u64::from(map.max_entries));
+                        same_on_every_path(
+                            &mut self.seen_const[i],
+                            &mut self.facts.lookup_in_range[i],
+                            Some(hit),
+                        );
+                    }
+                    let map = &self.obj.maps[m as usize];
+                    let n = if *arg == Arg::MapKey {
+                        map.key_size
+                    } else {
+                        map.value_size
+                    };
+                    self.helper_mem(&mut st, i, r, n.into(), n.into(), Access::Read, h.name)?;
+                }
+                Arg::Mem { size_arg, access } => {
+                    let sr = size_arg + 1;
+                    let size = match self.read(&st, i, sr)? {
+                        Reg::Scalar(x) => x,
+                        _ => {
+                            return Err(self.diag(
+                                Rule::HelperArg,
+                                i,
+                                &st,
+                                &[sr],
+                                format!("{}: the size (r{sr}) must be a number", h.name),
+                            ))
+                        }
+                    };
+                    same_on_every_path(
+                        &mut self.seen_const[i],
+                        &mut self.facts.call_size[i],
+                        (size.umin == size.umax).then_some(size.umin),
+                    );
+                    if size.umax > MAX_STACK as u64 * 128 {
+                        return Err(self.diag(
+                            Rule::HelperArg,
+                            i,
+                            &st,
+                            &[sr],
+                            format!("{}: the size (r{sr}) has no upper bound", h.name),
+                        ));
+                    }
+                    self.helper_mem(
+                        &mut st,
+                        i,
+                        r,
+                        size.umin as i64,
+                        size.umax as i64,
+                        access,
+                        h.name,
+                    )?;
+                }
+                Arg::Size { zero_ok } => {
+                    if let Reg::Scalar(x) = &v {
+                        if !zero_ok && x.umin == 0 {
+                            return Err(bad(self, "a size that cannot be 0"));
+                        }
+                    } else {
+                        return Err(bad(self, "a size"));
+                    }
+                }
+                Arg::FixedMem { size, access } => {
+                    self.helper_mem(&mut st, i, r, size.into(), size.into(), access, h.name)?
+                }
+                Arg::Ctx => {
+                    if !matches!(v, Reg::Ptr(Region::Ctx, ref o) if o.as_const() == Some(0)) {
+                        return Err(bad(self, "the context pointer"));
+                    }
+                }
+                Arg::RingbufRecord => match v {
+                    Reg::Ptr(Region::Record { id, .. }, ref o) if o.as_const() == Some(0) => {
+                        record = Some((id, 0))
+                    }
+                    _ => {
+                        return Err(bad(
+                            self,
+                            "a reserved ringbuf record (checked against NULL)",
+                        ))
+                    }
+                },
+                Arg::ConstStr => self.const_str(&st, i, r, &v, h.name)?,
+            }
+        }
+        if let Some((id, _)) = record {
+            // Releasing the record invalidates every copy of the pointer.
+            st.refs.retain(|(x, _)| *x != id);
+            let released =
+                |r: &Reg| matches!(r, Reg::Ptr(Region::Record { id: x, .. }, _) if *x == id);
+            for f in &mut st.frames {
+                for reg in f.regs.iter_mut() {
+                    if released(reg) {
+                        *reg = Reg::Uninit;
+                    }
+                }
+                // Spilled copies too: a fill after the release would otherwise bring
+                // back a pointer into a record the host may already be reading.
+                for slot in f.stack.iter_mut() {
+                    if matches!(slot, Slot::Spill(r) if released(r)) {
+                        *slot = Slot::Bytes(0);
+                    }
+                }
+            }
+        }
+        let r0 = match h.ret {
+            Ret::Integer => Reg::Scalar(Scalar::unknown()),
+            Ret::Void => Reg::Uninit,
+            Ret::MapValueOrNull => Reg::MapValueOrNull {
+                map: map_arg.expect("lookup takes a map"),
+                id: self.fresh_id(),
+            },
+            Ret::RingbufRecordOrNull => {
+                let size = match &st.cur().regs[2] {
+                    Reg::Scalar(x) if x.as_const().is_some_and(|c| c <= u64::from(u32::MAX)) => {
+                        x.as_const().expect("const") as u32
+                    }
+                    _ => {
+                        return Err(self.diag(
+                            Rule::HelperArg,
+                            i,
+                            &st,
+                            &[2],
+                            format!("{}: the size must be a known constant below 2^32", h.name),
+                        ))
+                    }
+                };
+                let id = self.fresh_id();
+                st.refs.push((id, self.pcs[i]));
+                Reg::RecordOrNull { size, id }
+            }
+            Ret::NoReturn => {
+                if let Some(&(_, at)) = st.refs.first() {
+                    return Err(self.diag(Rule::RingbufLeak, i, &st, &[], format!("the ringbuf record reserved at insn {at} is neither submitted nor discarded on this path")));
+                }
+                return Ok(Step::End);
+            }
+        };
+        let cur = st.cur_mut();
+        cur.regs[0] = r0;
+        for r in 1..=5 {
+            cur.regs[r] = Reg::Uninit;
+        }
+        Ok(Step::Next(st, i + 1))
+    }
+
+    /// A helper's access to between `n_min` and `n` bytes at the pointer in `reg`: every
+    /// byte it may touch must be in bounds (and, read, initialised); written, only the
+    /// bytes it writes for every offset and size become initialised.
+    #[allow(clippy::too_many_arguments)]
+    fn helper_mem(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        reg: u8,
+        n_min: i64,
+        n: i64,
+        access: Access,
+        name: &str,
+    ) -> R<()> {
+        let (r, o) = self.pointer_of(st, i, reg)?;
+        if let Region::MapValue { map } = r {
+            // A helper reads or writes the value as bytes: no sharding.
+            self.facts.map_only_adds[map as usize] = false;
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let (first, last) = self.bounds(st, i, reg, r, &o, 0, n)?;
+        match r {
+            Region::Stack { .. } => {
+                let f = self.stack_frame(st, r);
+                let func = st.frames[f].func;
+                self.depth[func] = self.depth[func].max(-first);
+                for b in first..last + n {
+                    let slot = (-(b + 1) / 8) as usize;
+                    let bit = 1u8 << (7 - (-(b + 1) % 8) as u8);
+                    let cur = st.frames[f].slot_mut(slot);
+                    match access {
+                        Access::Read => {
+                            let ok = cur.init_mask().is_some_and(|m| m & bit != 0);
+                            if !ok {
+                                return Err(self.diag(
+                                    Rule::StackUninit,
+                                    i,
+                                    st,
+                                    &[reg],
+                                    format!(
+                                        "{name} reads uninitialised (or pointer) stack at fp{b}"
+                                    ),
+                                ));
+                            }
+                        }
+                        Access::Write => {
+                            let m = spill_bytes(cur);
+                            let certain = b >= last && b < first + n_min;
+                            *cur = Slot::Bytes(if certain { m | bit } else { m });
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Region::MapValue { map }
+                if access == Access::Write
+                    && self.obj.maps[map as usize].flags & RDONLY_PROG != 0 =>
+            {
+                Err(self.diag(
+                    Rule::RodataWrite,
+                    i,
+                    st,
+                    &[reg],
+                    format!(
+                        "{name} would write into read-only map {}",
+                        self.obj.maps[map as usize].name
+                    ),
+                ))
+            }
+            Region::Ctx if access == Access::Write && !self.entry.ctx_writable() => Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[reg],
+                "the context is read-only".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn const_str(&self, st: &State, i: usize, reg: u8, v: &Reg, name: &str) -> R<()> {
+        let bad = |why: &str| {
+            self.diag(
+                Rule::HelperArg,
+                i,
+                st,
+                &[reg],
+                format!(
+                    "{name}: r{reg} must point to a NUL-terminated string in read-only data: {why}"
+                ),
+            )
+        };
+        let Reg::Ptr(Region::MapValue { map }, off) = v else {
+            return Err(bad("not a map value"));
+        };
+        let m = &self.obj.maps[*map as usize];
+        if m.origin != MapOrigin::GlobalData || m.flags & RDONLY_PROG == 0 {
+            return Err(bad("the map is not read-only global data"));
+        }
+        let Some(off) = off.as_const() else {
+            return Err(bad("the offset is not constant"));
+        };
+        let data = m.init.as_deref().unwrap_or(&[]);
+        match data.get(off as usize..) {
+            Some(rest) if rest.contains(&0) => Ok(()),
+            _ => Err(bad("no NUL before the end of the data")),
+        }
+    }
+}

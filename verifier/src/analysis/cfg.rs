@@ -1,0 +1,197 @@
+//! Control flow without states: each function's bounds, an instruction's successors, and
+//! the registers whose value matters from each instruction ([`relevance`]), which pruning
+//! uses to ignore the others.
+
+use bpf2ptx_compiler::isa::table::{AluOp, AtomicOp, CallKind, Kind, Src};
+use bpf2ptx_compiler::program::Program;
+use bpf2ptx_runtime::Arg;
+
+/// r0-r5: what a call defines or clobbers.
+const R0_5: u16 = 0b11_1111;
+/// r1-r5: a call's arguments.
+const R1_5: u16 = 0b11_1110;
+
+/// Each function's instructions, `[start, end)` by index (the whole program when it
+/// lists no functions).
+pub(crate) fn func_bounds(prog: &Program) -> Vec<(usize, usize)> {
+    let n = prog.insns.len();
+    let mut bounds: Vec<(usize, usize)> = prog
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (f.start, prog.funcs.get(k + 1).map_or(n, |g| g.start)))
+        .collect();
+    if bounds.is_empty() {
+        bounds.push((0, n));
+    }
+    bounds
+}
+
+/// The instructions control may reach right after instruction `i` of the function `[a, b)`:
+/// jump targets and the next instruction (a call returns there). A target outside the
+/// function is left out (the structural pass rejects it).
+pub(crate) fn successors(
+    prog: &Program,
+    pcs: &[usize],
+    idx_of_pc: &[Option<usize>],
+    i: usize,
+    (a, b): (usize, usize),
+) -> Vec<usize> {
+    let ins = &prog.insns[i];
+    let rel = match ins.kind() {
+        Kind::Exit => return Vec::new(),
+        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+        Kind::Gotol => Some(ins.imm),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    if let Some(rel) = rel {
+        let t = usize::try_from(pcs[i] as i64 + 1 + rel)
+            .ok()
+            .and_then(|pc| idx_of_pc.get(pc).copied().flatten());
+        if let Some(t) = t.filter(|&t| t >= a && t < b) {
+            out.push(t);
+        }
+        if matches!(ins.kind(), Kind::Ja | Kind::Gotol) {
+            return out;
+        }
+    }
+    if i + 1 < b {
+        out.push(i + 1);
+    }
+    out
+}
+
+/// Per instruction: the registers whose numeric value, on entry to it, can still
+/// influence a safety decision on some path from it: a branch condition, a memory
+/// address, a helper argument the prototype checks, a divisor (a fact for the backend), a
+/// value stored where it may be read back (the stack) or a subprogram's argument or result.
+/// Every other register holding a number may hold any number without changing what the
+/// rest of the path does, so pruning ignores its value ([`State::subsumes_with`]). A
+/// backward may-analysis over each function's control flow; stores and loads through
+/// pointers that may point to the stack count as relevant (a forward may-analysis says
+/// which registers may).
+///
+/// [`State::subsumes_with`]: crate::state::State::subsumes_with
+pub(super) fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<u16> {
+    let n = prog.insns.len();
+    let bit = |r: u8| 1u16 << r;
+    let bounds = func_bounds(prog);
+    // Whether anything calls the entry function (then its exits return r0 to a caller).
+    let entry_called = prog.insns.iter().enumerate().any(|(i, ins)| {
+        ins.kind() == Kind::Call(CallKind::Local) && pcs[i] as i64 + 1 + ins.imm == 0
+    });
+    let succs = |i: usize, f: (usize, usize)| successors(prog, pcs, idx_of_pc, i, f);
+    let mut relevant = vec![0u16; n];
+    for (k, &(a, b)) in bounds.iter().enumerate() {
+        if a >= b {
+            continue;
+        }
+        // Forward: registers that may hold a stack pointer.
+        let mut stackish: Vec<Option<u16>> = vec![None; n];
+        stackish[a] = Some(bit(10) | R1_5);
+        let mut work = vec![a];
+        while let Some(i) = work.pop() {
+            let Some(ms) = stackish[i] else { continue };
+            let ins = &prog.insns[i];
+            let (d, s) = (bit(ins.dst), bit(ins.src));
+            let from_s = if ms & s != 0 { d } else { 0 };
+            let out = match ins.kind() {
+                Kind::Alu(AluOp::Mov, _, Src::K) | Kind::LdImm64(_) => ms & !d,
+                Kind::Alu(AluOp::Mov, _, Src::X) | Kind::Movsx(..) => (ms & !d) | from_s,
+                Kind::Alu(_, _, Src::X) => ms | from_s,
+                Kind::Ldx(..) => (ms & !d) | from_s,
+                Kind::Call(CallKind::Helper) => ms & !R0_5,
+                Kind::Call(_) | Kind::Callx => (ms & !R0_5) | bit(0),
+                Kind::LdAbs(_) | Kind::LdInd(_) => ms & !R0_5,
+                Kind::Atomic(_, op, true) => {
+                    ms & !(if op == AtomicOp::Cmpxchg { bit(0) } else { s })
+                }
+                _ => ms,
+            };
+            for t in succs(i, (a, b)) {
+                let new = stackish[t].map_or(out, |old| old | out);
+                if stackish[t] != Some(new) {
+                    stackish[t] = Some(new);
+                    work.push(t);
+                }
+            }
+        }
+        // Backward: relevant registers, to a fixed point.
+        let exit_uses = if k == 0 && !entry_called { 0 } else { bit(0) };
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for i in a..b {
+            for t in succs(i, (a, b)) {
+                preds[t].push(i);
+            }
+        }
+        let mut work: Vec<usize> = (a..b).collect();
+        let mut queued = vec![true; n];
+        while let Some(i) = work.pop() {
+            queued[i] = false;
+            let ins = &prog.insns[i];
+            let out = succs(i, (a, b))
+                .iter()
+                .fold(0u16, |acc, &t| acc | relevant[t]);
+            let (d, s) = (bit(ins.dst), bit(ins.src));
+            let flows = out & d != 0;
+            let inn = match ins.kind() {
+                Kind::Alu(AluOp::Mov, _, Src::K) | Kind::LdImm64(_) => out & !d,
+                Kind::Alu(AluOp::Mov, _, Src::X) | Kind::Movsx(..) => {
+                    (out & !d) | if flows { s } else { 0 }
+                }
+                Kind::Alu(AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod, _, Src::X) => {
+                    out | s
+                }
+                Kind::Alu(_, _, Src::X) => out | if flows { s } else { 0 },
+                Kind::Alu(_, _, Src::K) | Kind::Neg(_) | Kind::Endian(..) => out,
+                Kind::Jmp(_, _, Src::K) => out | d,
+                Kind::Jmp(_, _, Src::X) => out | d | s,
+                Kind::Ja | Kind::Gotol => out,
+                Kind::Call(CallKind::Helper) => {
+                    let args = match bpf2ptx_runtime::helper(ins.imm) {
+                        Some(h) => h
+                            .args
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, a)| **a != Arg::Anything)
+                            .fold(0, |acc, (k, _)| acc | bit(k as u8 + 1)),
+                        None => R1_5,
+                    };
+                    (out & !R0_5) | args
+                }
+                Kind::Call(_) => (out & !R0_5) | R1_5,
+                Kind::Callx => (out & !R0_5) | R1_5 | d,
+                Kind::Exit => exit_uses,
+                Kind::LdAbs(_) | Kind::LdInd(_) => 0x7ff,
+                Kind::Ldx(..) => (out & !d) | s,
+                Kind::St(_) => out | d,
+                Kind::Stx(_) => {
+                    let to_stack = stackish[i].is_none_or(|ms| ms & d != 0);
+                    out | d | if to_stack { s } else { 0 }
+                }
+                Kind::Atomic(_, op, fetch) => {
+                    let def = match (fetch, op) {
+                        (false, _) => 0,
+                        (true, AtomicOp::Cmpxchg) => bit(0),
+                        (true, _) => s,
+                    };
+                    // The operand of an add without fetch feeds `Facts::atomic_add_const`:
+                    // pruning must not merge paths that add different numbers.
+                    let operand = if op == AtomicOp::Add && !fetch { s } else { 0 };
+                    (out & !def) | d | operand
+                }
+            };
+            if inn != relevant[i] {
+                relevant[i] = inn;
+                for &p in &preds[i] {
+                    if !queued[p] {
+                        queued[p] = true;
+                        work.push(p);
+                    }
+                }
+            }
+        }
+    }
+    relevant
+}

@@ -1,0 +1,323 @@
+//! The walk: the explorer's set-up, the depth-first exploration with its work list, the
+//! remembered states at prune points (pruning by subsumption, a state that repeats
+//! exactly), the exploration limit that bounds loops, the longest path to an exit (the
+//! cost bound) and the combined stack of every call chain.
+
+use super::cfg::relevance;
+use super::{Explorer, Pending, Step, Stored, MAX_STACK, STATES_PER_INSN, STATES_TOTAL};
+use crate::plain_add;
+use crate::scalar::Scalar;
+use crate::state::{Frame, Reg, Region, State};
+use crate::{Entry, Facts, Rule};
+use bpf2ptx_compiler::isa::table::Kind;
+use bpf2ptx_compiler::program::{Object, Program};
+
+impl<'a> Explorer<'a> {
+    pub(crate) fn new(obj: &'a Object, prog: &'a Program, entry: &'a Entry, limit: u64) -> Self {
+        let pcs = prog.pcs();
+        let n = prog.insns.len();
+        let mut idx_of_pc = vec![None; pcs[n] + 1];
+        for (i, &pc) in pcs.iter().enumerate().take(n) {
+            idx_of_pc[pc] = Some(i);
+        }
+        let mut prune_point = vec![false; n + 1];
+        for (i, ins) in prog.insns.iter().enumerate() {
+            let rel = match ins.kind() {
+                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
+                Kind::Gotol => ins.imm,
+                _ => continue,
+            };
+            if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
+                .ok()
+                .and_then(|pc| idx_of_pc.get(pc).copied().flatten())
+            {
+                prune_point[t] = true;
+            }
+            if matches!(ins.kind(), Kind::Jmp(..)) {
+                prune_point[i + 1] = true;
+            }
+        }
+        for f in &prog.funcs {
+            prune_point[f.start] = true;
+        }
+        let relevant = relevance(prog, &pcs, &idx_of_pc);
+        let triples = plain_add::triples(prog, &pcs, &idx_of_pc);
+        let mut triple_of = vec![None; n];
+        for (k, t) in triples.iter().enumerate() {
+            triple_of[t.load] = Some(k);
+            triple_of[t.store] = Some(k);
+        }
+        Explorer {
+            obj,
+            prog,
+            entry,
+            pcs,
+            idx_of_pc,
+            prune_point,
+            relevant,
+            store: (0..n).map(|_| Vec::new()).collect(),
+            path: Vec::new(),
+            history: Vec::new(),
+            next_id: 1,
+            processed: 0,
+            errors: Vec::new(),
+            facts: Facts {
+                map_only_adds: vec![true; obj.maps.len()],
+                ..Facts::new(n)
+            },
+            depth: vec![0; prog.funcs.len().max(1)],
+            visits: vec![0; n],
+            limit,
+            stored: 0,
+            live: vec![std::collections::HashMap::new(); n],
+            done_at: vec![0; n],
+            chains: std::collections::HashMap::new(),
+            went: vec![(false, false); n],
+            adding: false,
+            seen: vec![false; n],
+            seen_const: vec![false; n],
+            triple_map: vec![(false, None); triples.len()],
+            triples,
+            triple_of,
+            triple_maps: std::collections::BTreeSet::new(),
+        }
+    }
+
+    fn initial_state(&self) -> State {
+        let mut f = Frame::new(0, 0, 0);
+        f.regs[1] = match self.entry.r1 {
+            crate::EntryArg::Ctx { .. } => Reg::Ptr(Region::Ctx, Scalar::constant(0)),
+            crate::EntryArg::Mem { .. } => Reg::Ptr(Region::Mem, Scalar::constant(0)),
+        };
+        if let Some(v) = self.entry.r2 {
+            f.regs[2] = Reg::constant(v);
+        }
+        State {
+            frames: vec![f],
+            refs: Vec::new(),
+        }
+    }
+
+    /// Explores every path. Errors end their path; exploration goes on with the others.
+    pub(crate) fn run(&mut self) {
+        let mut work = vec![Pending {
+            state: self.initial_state(),
+            at: 0,
+            steps: 0,
+            path_len: 0,
+            history_len: 0,
+            decision: None,
+        }];
+        while let Some(p) = work.pop() {
+            while self.path.len() > p.path_len {
+                self.pop_path();
+            }
+            self.history.truncate(p.history_len);
+            self.history.extend(p.decision);
+            let (mut st, mut at, mut steps) = (p.state, p.at, p.steps);
+            loop {
+                if self.prune_point[at] {
+                    // Registers that matter: in the current frame from here, in each
+                    // caller from where it resumes.
+                    let masks: Vec<u16> = (0..st.frames.len())
+                        .map(|k| match st.frames.get(k + 1) {
+                            Some(callee) => self.relevant[callee.ret_to],
+                            None => self.relevant[at],
+                        })
+                        .collect();
+                    let pruned = if self.done_at[at] == 0 {
+                        None
+                    } else {
+                        self.store[at]
+                            .iter()
+                            .position(|s| s.done && s.state.subsumes_with(&st, &masks))
+                    };
+                    if let Some(k) = pruned {
+                        let total = steps + self.store[at][k].remaining;
+                        self.finish_path(total);
+                        break;
+                    }
+                    let fp = st.fingerprint();
+                    if self.live[at].contains_key(&fp)
+                        && self.store[at]
+                            .iter()
+                            .any(|s| !s.done && s.fp == fp && s.state == st)
+                    {
+                        let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop makes no progress the verifier can see".into());
+                        self.report(e);
+                        break;
+                    }
+                    if self.store[at].len() < STATES_PER_INSN && self.stored < STATES_TOTAL {
+                        self.stored += 1;
+                        *self.live[at].entry(fp).or_insert(0) += 1;
+                        self.store[at].push(Stored {
+                            state: st.clone(),
+                            fp,
+                            remaining: 0,
+                            done: false,
+                        });
+                        self.path.push((at, self.store[at].len() - 1, steps, 0));
+                    }
+                }
+                self.processed += 1;
+                self.visits[at] += 1;
+                if self.processed > self.limit {
+                    // Blame the loop: the most visited backward jump (its target is the head).
+                    let backward = |i: usize| match self.prog.insns[i].kind() {
+                        Kind::Ja | Kind::Jmp(..) => self.prog.insns[i].off < 0,
+                        Kind::Gotol => self.prog.insns[i].imm < 0,
+                        _ => false,
+                    };
+                    let hot = (0..self.visits.len())
+                        .filter(|&i| backward(i))
+                        .max_by_key(|&i| self.visits[i])
+                        .or_else(|| (0..self.visits.len()).max_by_key(|&i| self.visits[i]))
+                        .unwrap_or(at);
+                    let e = self.diag(
+                        Rule::LoopBound,
+                        hot,
+                        &st,
+                        &[],
+                        format!("no bound proven for this loop: exploration went around it {} times and stopped after {} instructions", self.visits[hot], self.limit),
+                    );
+                    self.errors.push(*e);
+                    return;
+                }
+                steps += 1;
+                match self.step(st, at) {
+                    Ok(Step::Next(s, n)) => {
+                        st = s;
+                        at = n;
+                    }
+                    Ok(Step::Branch((s1, n1), (s2, n2))) => {
+                        let history_len = self.history.len();
+                        let pc = self.pcs[at];
+                        work.push(Pending {
+                            state: s2,
+                            at: n2,
+                            steps,
+                            path_len: self.path.len(),
+                            history_len,
+                            decision: Some((pc, n2 != at + 1)),
+                        });
+                        self.history.push((pc, n1 != at + 1));
+                        st = s1;
+                        at = n1;
+                    }
+                    Ok(Step::End) => {
+                        self.finish_path(steps);
+                        break;
+                    }
+                    Err(e) => {
+                        self.report(e);
+                        break;
+                    }
+                }
+            }
+        }
+        while !self.path.is_empty() {
+            self.pop_path();
+        }
+        self.check_stack_chains();
+        for (k, &(taken, fell)) in self.went.iter().enumerate() {
+            self.facts.branch_always[k] = match (taken, fell) {
+                (true, false) => Some(true),
+                (false, true) => Some(false),
+                _ => None,
+            };
+        }
+        self.facts.unreachable = (0..self.prog.insns.len())
+            .filter(|&i| self.visits[i] == 0)
+            .map(|i| self.pcs[i])
+            .collect();
+        self.facts.reached = self.visits.iter().map(|&v| v > 0).collect();
+        self.finish_plain_adds();
+    }
+
+    /// Remembered state `k` of instruction `i` has had every path explored.
+    fn mark_done(&mut self, i: usize, k: usize) {
+        let s = &mut self.store[i][k];
+        s.done = true;
+        let fp = s.fp;
+        if let Some(c) = self.live[i].get_mut(&fp) {
+            *c -= 1;
+            if *c == 0 {
+                self.live[i].remove(&fp);
+            }
+        }
+        self.done_at[i] += 1;
+    }
+
+    /// A path ended after `total` instructions: the longest path below every remembered
+    /// state on it is at least that long (recorded at the top, handed down as states pop).
+    fn finish_path(&mut self, total: u64) {
+        if let Some(top) = self.path.last_mut() {
+            top.3 = top.3.max(total);
+        }
+        self.facts.cost_bound = self.facts.cost_bound.max(total);
+    }
+
+    /// The newest remembered state on the path has had every path explored: its longest
+    /// remaining path is final, and its callers' paths include it.
+    fn pop_path(&mut self) {
+        let (i, k, at, longest) = self.path.pop().expect("nonempty");
+        if longest >= at {
+            let s = &mut self.store[i][k];
+            s.remaining = s.remaining.max(longest - at);
+        }
+        if let Some(parent) = self.path.last_mut() {
+            parent.3 = parent.3.max(longest);
+        }
+        self.mark_done(i, k);
+    }
+
+    /// The combined stack of every call chain fits in 512 bytes. The chains are the ones
+    /// the exploration went through (a path pruned at a function start has the same chain
+    /// as the state that pruned it), so recursion counts as deep as it can really go.
+    fn check_stack_chains(&mut self) {
+        let own: Vec<i64> = self.depth.iter().map(|d| (d + 7) / 8 * 8).collect();
+        let (mut total, mut worst) = (own[0], vec![0]);
+        for c in self.chains.keys() {
+            let t: i64 = c.iter().map(|&f| own[f]).sum();
+            if t > total || (t == total && c < &worst) {
+                (total, worst) = (t, c.clone());
+            }
+        }
+        self.facts.stack_bytes = total as u32;
+        if total > MAX_STACK {
+            // Blame the call that first takes the chain past the limit.
+            let mut sum = 0;
+            let mut at = 0;
+            for j in 0..worst.len() {
+                sum += own[worst[j]];
+                if sum > MAX_STACK {
+                    at = self.chains.get(&worst[..=j]).copied().unwrap_or(0);
+                    break;
+                }
+            }
+            let st = self.initial_state();
+            let names: Vec<String> = worst
+                .iter()
+                .map(|&f| {
+                    let name = self
+                        .prog
+                        .funcs
+                        .get(f)
+                        .map_or_else(|| self.prog.name.clone(), |x| x.name.clone());
+                    format!("{name} ({} bytes)", own[f])
+                })
+                .collect();
+            let e = self.diag(
+                Rule::StackSize,
+                at,
+                &st,
+                &[],
+                format!(
+                    "the call chain {} uses {total} bytes of stack, more than {MAX_STACK}",
+                    names.join(" -> ")
+                ),
+            );
+            self.errors.push(*e);
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! Memory: region sizes and bounds checks, the pointer behind a load or store, and the
+//! stack's slots (spills, narrow spills, initialised bytes) as loads and stores see them.
+
+use super::{same_on_every_path, Explorer, MAX_STACK, R, RDONLY_PROG};
+use crate::scalar::Scalar;
+use crate::state::{Reg, Region, Slot, State};
+use crate::Rule;
+use bpf2ptx_compiler::isa::table::{AluOp, Size, Width};
+
+/// The number a load of `n` bytes (sign-extending when `signed`) gets back from a narrow
+/// spill of `v`: its low `n` bytes.
+fn narrow_fill(v: &Scalar, n: u8, signed: bool) -> Scalar {
+    if signed {
+        return v.movsx(Width::W64, n * 8);
+    }
+    match n {
+        4 => Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), v),
+        _ => Scalar::alu(
+            AluOp::And,
+            Width::W64,
+            v,
+            &Scalar::constant((1u64 << (8 * u32::from(n))) - 1),
+        ),
+    }
+}
+
+/// The initialised-byte mask a slot keeps when part of it is overwritten: a spilled
+/// number's bytes stay initialised; a spilled pointer's bytes become uninitialised, so
+/// that no part of the pointer can be read back as a number.
+pub(super) fn spill_bytes(s: &Slot) -> u8 {
+    s.init_mask().unwrap_or(0)
+}
+
+impl<'a> Explorer<'a> {
+    /// The size of a region, and whether its offsets count down from 0 (the stack).
+    fn region_bounds(&self, r: Region) -> (i64, i64) {
+        match r {
+            Region::Stack { .. } => (-MAX_STACK, 0),
+            Region::Ctx => (0, i64::from(self.entry.ctx_size())),
+            Region::Mem => (0, i64::from(self.entry.ctx_size())),
+            Region::MapValue { map } => (0, i64::from(self.obj.maps[map as usize].value_size)),
+            Region::Record { size, .. } => (0, i64::from(size)),
+        }
+    }
+
+    /// Checks that `[off + extra, off + extra + size)` lies in the region; returns the
+    /// access's lowest and highest start offsets.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn bounds(
+        &self,
+        st: &State,
+        i: usize,
+        reg: u8,
+        r: Region,
+        off: &Scalar,
+        extra: i64,
+        size: i64,
+    ) -> R<(i64, i64)> {
+        if r == Region::Ctx && off.as_const().is_none() {
+            return Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[reg],
+                "the context pointer may only move by constants: this one moved by a variable amount".into(),
+            ));
+        }
+        let (lo, hi) = self.region_bounds(r);
+        let (smin, smax) = (off.smin, off.smax);
+        let first = smin.checked_add(extra);
+        let last = smax.checked_add(extra).and_then(|x| x.checked_add(size));
+        match (first, last) {
+            (Some(f), Some(l)) if f >= lo && l <= hi => Ok((f, l - size)),
+            _ => {
+                let what = match r {
+                    Region::Stack { .. } => "the stack (r10-512..r10)".to_string(),
+                    Region::MapValue { map } => format!(
+                        "the value of map {} ({} bytes)",
+                        self.obj.maps[map as usize].name, hi
+                    ),
+                    Region::Ctx => format!("the context ({hi} bytes)"),
+                    Region::Mem => format!("the input memory ({hi} bytes)"),
+                    Region::Record { size, .. } => format!("the ringbuf record ({size} bytes)"),
+                };
+                let range = if smin == smax {
+                    format!("offset {}", smin.saturating_add(extra))
+                } else {
+                    format!(
+                        "offsets {}..{}",
+                        smin.saturating_add(extra),
+                        smax.saturating_add(extra)
+                    )
+                };
+                Err(self.diag(
+                    Rule::MemBounds,
+                    i,
+                    st,
+                    &[reg],
+                    format!("access of {size} bytes at {range} is outside {what}"),
+                ))
+            }
+        }
+    }
+
+    pub(super) fn pointer_of(&self, st: &State, i: usize, reg: u8) -> R<(Region, Scalar)> {
+        match self.read(st, i, reg)? {
+            Reg::Ptr(r, off) => Ok((r, off)),
+            v @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }) => Err(self.diag(
+                Rule::NullDeref,
+                i,
+                st,
+                &[reg],
+                format!("r{reg} ({v}) may be NULL: compare it with 0 first"),
+            )),
+            v => Err(self.diag(
+                Rule::MemScalar,
+                i,
+                st,
+                &[reg],
+                format!("r{reg} is not a pointer ({v})"),
+            )),
+        }
+    }
+
+    /// The u32 that register `reg` points to on the stack, when it is a 4-byte spill
+    /// (how clang passes an array key).
+    pub(super) fn stack_u32(&self, st: &State, reg: u8) -> Option<Scalar> {
+        let Reg::Ptr(r @ Region::Stack { .. }, ref o) = st.cur().regs[reg as usize] else {
+            return None;
+        };
+        let first = o.as_const()? as i64;
+        if first >= 0 {
+            return None;
+        }
+        let slot = usize::try_from(-(first + 1) / 8).ok()?;
+        let at = first + 8 * (slot as i64 + 1);
+        match st.frames[self.stack_frame(st, r)].slot(slot) {
+            Slot::Narrow {
+                at: a,
+                size: 4,
+                value,
+                ..
+            } if i64::from(*a) == at => Some(narrow_fill(value, 4, false)),
+            Slot::Spill(Reg::Scalar(x)) if at == 0 => {
+                Some(Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), x))
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn stack_frame(&self, st: &State, r: Region) -> usize {
+        match r {
+            Region::Stack { frame } => frame as usize,
+            _ => st.frames.len() - 1,
+        }
+    }
+
+    pub(super) fn load(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        base: u8,
+        off: i16,
+        size: Size,
+        signed: bool,
+    ) -> R<Reg> {
+        let (r, o) = self.pointer_of(st, i, base)?;
+        let n = i64::from(size.bytes());
+        let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
+        self.note_region(i, r);
+        self.note_alignment(i, &o, off.into(), size.bytes());
+        let at = (r == Region::Ctx && first == last).then_some(first);
+        same_on_every_path(&mut self.seen[i], &mut self.facts.ctx_offset[i], at);
+        match r {
+            Region::Stack { .. } => {
+                let f = self.stack_frame(st, r);
+                let func = st.frames[f].func;
+                self.depth[func] = self.depth[func].max(-first);
+                // Every byte that may be read must be initialised; a whole aligned spill
+                // comes back exactly.
+                if first == last && first % 8 == 0 && n == 8 {
+                    let slot = (-first / 8 - 1) as usize;
+                    match st.frames[f].slot(slot) {
+                        Slot::Spill(v) => return Ok(v.clone()),
+                        Slot::Bytes(0xff) | Slot::Narrow { mask: 0xff, .. } => {
+                            return Ok(Reg::Scalar(Scalar::loaded(8, false)))
+                        }
+                        _ => {}
+                    }
+                }
+                // A narrow spill filled back by a load of its size at its place.
+                if first == last && n < 8 {
+                    let slot = (-(first + 1) / 8) as usize;
+                    let at = (first + 8 * (slot as i64 + 1)) as u8;
+                    if let Slot::Narrow {
+                        at: a,
+                        size: sz,
+                        value,
+                        ..
+                    } = st.frames[f].slot(slot)
+                    {
+                        if *a == at && i64::from(*sz) == n {
+                            return Ok(Reg::Scalar(narrow_fill(value, n as u8, signed)));
+                        }
+                    }
+                }
+                for b in first..last + n {
+                    let slot = (-(b + 1) / 8) as usize;
+                    let byte = (-(b + 1) % 8) as u8;
+                    let ok = match st.frames[f].slot(slot).init_mask() {
+                        None => {
+                            return Err(self.diag(
+                                Rule::StackPointer,
+                                i,
+                                st,
+                                &[base],
+                                format!("partial read of a spilled pointer at fp{b}"),
+                            ));
+                        }
+                        Some(m) => m & (1 << (7 - byte)) != 0,
+                    };
+                    if !ok {
+                        return Err(self.diag(
+                            Rule::StackUninit,
+                            i,
+                            st,
+                            &[base],
+                            format!("reads uninitialised stack at fp{b}"),
+                        ));
+                    }
+                }
+                Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
+            }
+            Region::Ctx if first == last => match self.entry.known.value(first, size.bytes()) {
+                Some(v) => {
+                    let bits = 8 * size.bytes();
+                    let v = if signed && bits < 64 {
+                        ((v << (64 - bits)) as i64 >> (64 - bits)) as u64
+                    } else {
+                        v
+                    };
+                    Ok(Reg::Scalar(Scalar::constant(v)))
+                }
+                None => Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed))),
+            },
+            Region::Ctx | Region::Mem | Region::MapValue { .. } | Region::Record { .. } => {
+                Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn store(
+        &mut self,
+        st: &mut State,
+        i: usize,
+        base: u8,
+        off: i16,
+        size: Size,
+        v: Reg,
+        src: Option<u8>,
+    ) -> R<()> {
+        let (r, o) = self.pointer_of(st, i, base)?;
+        let n = i64::from(size.bytes());
+        let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
+        self.note_region(i, r);
+        self.note_alignment(i, &o, off.into(), size.bytes());
+        if v.is_pointer() && !matches!(r, Region::Stack { .. }) {
+            return Err(self.diag(
+                Rule::PointerLeak,
+                i,
+                st,
+                &[base, src.unwrap_or(base)],
+                "storing a pointer outside the stack would leak it".into(),
+            ));
+        }
+        match r {
+            Region::Ctx if !self.entry.ctx_writable() => Err(self.diag(
+                Rule::CtxAccess,
+                i,
+                st,
+                &[base],
+                "the context is read-only".into(),
+            )),
+            Region::MapValue { map } if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 => {
+                Err(self.diag(
+                    Rule::RodataWrite,
+                    i,
+                    st,
+                    &[base],
+                    format!(
+                        "write into read-only map {}",
+                        self.obj.maps[map as usize].name
+                    ),
+                ))
+            }
+            Region::Stack { .. } => {
+                let f = self.stack_frame(st, r);
+                if let Reg::Ptr(Region::Stack { frame }, _) = v {
+                    if (frame as usize) > f {
+                        return Err(self.diag(
+                            Rule::PointerLeak,
+                            i,
+                            st,
+                            &[base, src.unwrap_or(base)],
+                            format!("storing a pointer into frame {frame}'s stack in the stack of frame {f}, a caller, would outlive the callee's frame"),
+                        ));
+                    }
+                }
+                let func = st.frames[f].func;
+                self.depth[func] = self.depth[func].max(-first);
+                if first == last && first % 8 == 0 && n == 8 {
+                    let slot = (-first / 8 - 1) as usize;
+                    *st.frames[f].slot_mut(slot) = Slot::Spill(v);
+                    return Ok(());
+                }
+                if v.is_pointer() {
+                    return Err(self.diag(
+                        Rule::StackPointer,
+                        i,
+                        st,
+                        &[base],
+                        "a pointer may only be spilled by an aligned 8-byte store".into(),
+                    ));
+                }
+                // A constant-offset store initialises its bytes; a variable one only the
+                // bytes every possible offset covers ([last, first + n)). Spilled values
+                // it may touch become plain initialised bytes.
+                for b in first..last + n {
+                    let slot = (-(b + 1) / 8) as usize;
+                    let bit = 1u8 << (7 - (-(b + 1) % 8) as u8);
+                    let cur = st.frames[f].slot_mut(slot);
+                    let mask = spill_bytes(cur);
+                    let certain = b >= last && b < first + n;
+                    *cur = Slot::Bytes(if certain { mask | bit } else { mask });
+                }
+                // A number stored narrowly at a constant, naturally aligned offset is kept
+                // (with its bounds) for a fill of the same size.
+                if let (true, Reg::Scalar(value)) = (first == last && first % n == 0, &v) {
+                    let slot = (-(first + 1) / 8) as usize;
+                    let at = (first + 8 * (slot as i64 + 1)) as u8;
+                    let cur = st.frames[f].slot_mut(slot);
+                    *cur = Slot::Narrow {
+                        mask: spill_bytes(cur),
+                        at,
+                        size: n as u8,
+                        value: *value,
+                    };
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
