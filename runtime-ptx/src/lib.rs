@@ -188,6 +188,39 @@ pub struct Helper {
     pub ret: Ret,
     /// What the helper does on the GPU.
     pub gpu: &'static str,
+    /// How the backend lowers a call of it.
+    pub lowering: Lowering,
+}
+
+/// How the backend lowers a helper call: the column of [`HELPERS`] the backend dispatches
+/// on, so that no list of helper ids lives anywhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lowering {
+    /// PTX written at the call (special registers, fences, ids): no runtime call.
+    Inline,
+    /// A call of the map function `runtime` (`bpf2ptx_map_*`) with r1..r`args`.
+    Map {
+        /// The runtime's function.
+        runtime: &'static str,
+        /// How many of r1-r5 it takes.
+        args: u8,
+    },
+    /// A call of the ring function `runtime` (`bpf2ptx_ringbuf_*`) with `regs` (BPF
+    /// registers as PTX registers, or immediates), in order; `returns`: r0 gets its
+    /// result.
+    Ring {
+        /// The runtime's function.
+        runtime: &'static str,
+        /// Its arguments, in order.
+        regs: &'static [&'static str],
+        /// Whether it returns a value into r0.
+        returns: bool,
+    },
+    /// A formatted record in the printk ring (`puts`: the string alone).
+    Printk {
+        /// `bpf_puts` (501): no arguments after the string.
+        puts: bool,
+    },
 }
 
 use Access::{Read, Write};
@@ -201,6 +234,10 @@ pub static HELPERS: &[Helper] = &[
         args: &[Map, MapKey],
         ret: Ret::MapValueOrNull,
         gpu: "a pointer to the value for the key, or NULL; in device memory, no host round trip",
+        lowering: Lowering::Map {
+            runtime: "bpf2ptx_map_lookup_elem",
+            args: 2,
+        },
     },
     Helper {
         id: 2,
@@ -208,6 +245,10 @@ pub static HELPERS: &[Helper] = &[
         args: &[Map, MapKey, MapValue, Anything],
         ret: Ret::Integer,
         gpu: "insert or replace (flags BPF_ANY, BPF_NOEXIST, BPF_EXIST); 0 or a negative errno",
+        lowering: Lowering::Map {
+            runtime: "bpf2ptx_map_update_elem",
+            args: 4,
+        },
     },
     Helper {
         id: 3,
@@ -215,6 +256,10 @@ pub static HELPERS: &[Helper] = &[
         args: &[Map, MapKey],
         ret: Ret::Integer,
         gpu: "delete the key; 0 or -ENOENT",
+        lowering: Lowering::Map {
+            runtime: "bpf2ptx_map_delete_elem",
+            args: 2,
+        },
     },
     Helper {
         id: 5,
@@ -222,6 +267,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "%globaltimer: nanoseconds of the GPU's global timer",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 6,
@@ -238,6 +284,7 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "a ringbuf record (format address, up to 3 arguments) that the host formats",
+        lowering: Lowering::Printk { puts: false },
     },
     Helper {
         id: 8,
@@ -245,6 +292,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "%smid: the SM the thread runs on",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 14,
@@ -252,6 +300,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "(block linear index << 32) | thread linear index within the block",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 25,
@@ -268,6 +317,13 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "append a record to the map's GPU ring; a full ring drops and counts",
+        // perf_event_output(ctx, map, flags, data, size): the map's GPU ring gets the
+        // record; its flags (a CPU index) have no GPU meaning.
+        lowering: Lowering::Ring {
+            runtime: "bpf2ptx_ringbuf_output",
+            regs: &["%r2", "%r4", "%r5", "0"],
+            returns: true,
+        },
     },
     Helper {
         id: 130,
@@ -283,6 +339,11 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "copy a record into the ringbuf; a full buffer drops and counts",
+        lowering: Lowering::Ring {
+            runtime: "bpf2ptx_ringbuf_output",
+            regs: &["%r1", "%r2", "%r3", "%r4"],
+            returns: true,
+        },
     },
     Helper {
         id: 131,
@@ -290,6 +351,11 @@ pub static HELPERS: &[Helper] = &[
         args: &[Map, Size { zero_ok: false }, Anything],
         ret: Ret::RingbufRecordOrNull,
         gpu: "reserve a record of a constant size, or NULL when full",
+        lowering: Lowering::Ring {
+            runtime: "bpf2ptx_ringbuf_reserve",
+            regs: &["%r1", "%r2", "%r3"],
+            returns: true,
+        },
     },
     Helper {
         id: 132,
@@ -297,6 +363,11 @@ pub static HELPERS: &[Helper] = &[
         args: &[RingbufRecord, Anything],
         ret: Ret::Void,
         gpu: "publish a reserved record",
+        lowering: Lowering::Ring {
+            runtime: "bpf2ptx_ringbuf_submit",
+            regs: &["%r1", "%r2"],
+            returns: false,
+        },
     },
     Helper {
         id: 133,
@@ -304,6 +375,11 @@ pub static HELPERS: &[Helper] = &[
         args: &[RingbufRecord, Anything],
         ret: Ret::Void,
         gpu: "drop a reserved record",
+        lowering: Lowering::Ring {
+            runtime: "bpf2ptx_ringbuf_discard",
+            regs: &["%r1", "%r2"],
+            returns: false,
+        },
     },
     Helper {
         id: 134,
@@ -311,6 +387,11 @@ pub static HELPERS: &[Helper] = &[
         args: &[Map, Anything],
         ret: Ret::Integer,
         gpu: "ringbuf statistics (available data, size, positions)",
+        lowering: Lowering::Ring {
+            runtime: "bpf2ptx_ringbuf_query",
+            regs: &["%r1", "%r2"],
+            returns: true,
+        },
     },
     Helper {
         id: 501,
@@ -318,6 +399,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[ConstStr],
         ret: Ret::Integer,
         gpu: "a ringbuf record with the string, printed by the host",
+        lowering: Lowering::Printk { puts: true },
     },
     Helper {
         id: 502,
@@ -325,6 +407,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "%globaltimer",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 503,
@@ -345,6 +428,7 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "%ctaid.x/y/z into the three u64s",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 504,
@@ -365,6 +449,7 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "%ntid.x/y/z into the three u64s",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 505,
@@ -385,6 +470,7 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "%tid.x/y/z into the three u64s",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 506,
@@ -393,6 +479,7 @@ pub static HELPERS: &[Helper] = &[
         ret: Ret::Integer,
         gpu:
             "membar.sys: order the thread's earlier writes before its later ones, for all observers",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 507,
@@ -400,6 +487,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::NoReturn,
         gpu: "end the probe's thread (exit)",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 508,
@@ -420,6 +508,7 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "%nctaid.x/y/z into the three u64s",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 509,
@@ -427,6 +516,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "%smid",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 510,
@@ -434,6 +524,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "the warp's index within its block (linear thread index / 32)",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 511,
@@ -441,6 +532,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "%laneid",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 600,
@@ -448,6 +540,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "linear block index * threads per block + linear thread index (a bpf2ptx helper)",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 601,
@@ -455,6 +548,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "activemask: the warp's lanes executing the call together (a bpf2ptx helper)",
+        lowering: Lowering::Inline,
     },
     Helper {
         id: 602,
@@ -462,6 +556,7 @@ pub static HELPERS: &[Helper] = &[
         args: &[],
         ret: Ret::Integer,
         gpu: "%clock64: the SM's cycle counter (a bpf2ptx helper)",
+        lowering: Lowering::Inline,
     },
 ];
 
@@ -492,6 +587,31 @@ pub(crate) mod tests {
             "the copy is defined once, in lib.rs"
         );
         assert!(COPY_FUNCTION.contains(".func bpf2ptx_copy("));
+    }
+
+    #[test]
+    fn every_lowering_names_a_runtime_function_it_declares() {
+        for h in HELPERS {
+            match h.lowering {
+                Lowering::Map { runtime, args } => {
+                    assert!(
+                        maps::declarations().contains(&format!(" {runtime}(")),
+                        "{}",
+                        h.name
+                    );
+                    assert_eq!(usize::from(args), h.args.len(), "{}", h.name);
+                }
+                Lowering::Ring { runtime, regs, .. } => {
+                    assert!(
+                        ringbuf::declarations().contains(&format!(" {runtime}(")),
+                        "{}",
+                        h.name
+                    );
+                    assert!(!regs.is_empty(), "{}", h.name);
+                }
+                Lowering::Inline | Lowering::Printk { .. } => {}
+            }
+        }
     }
 
     #[test]

@@ -6,33 +6,32 @@ use super::frame::Fp;
 use super::func::FuncWriter;
 use super::symbols::func_symbol;
 use crate::isa::table::Size;
+use bpf2ptx_runtime::Lowering;
 use std::fmt::Write as _;
 
-/// Helper ids the backend lowers inline: special registers and fences.
-pub(super) const INLINE_HELPERS: &[i64] = &[
-    5, 8, 14, 502, 503, 504, 505, 506, 507, 508, 509, 510, 511, 600, 601, 602,
-];
+/// How helper `id` is lowered: its [`bpf2ptx_runtime::Lowering`] in the catalogue, the
+/// one table of helper ids (None: not a helper bpf2ptx implements).
+pub(super) fn lowering(id: i64) -> Option<Lowering> {
+    bpf2ptx_runtime::helper(id).map(|h| h.lowering)
+}
 
-/// Helper ids lowered as calls into the device runtime's map functions, with their PTX
-/// names and argument counts.
-pub(super) const MAP_HELPERS: &[(i64, &str, u8)] = &[
-    (1, "bpf2ptx_map_lookup_elem", 2),
-    (2, "bpf2ptx_map_update_elem", 4),
-    (3, "bpf2ptx_map_delete_elem", 2),
-];
+/// The helpers lowered inline, in catalogue order (what a `callx` of a helper id tries).
+pub(super) fn inline_helpers() -> impl Iterator<Item = i64> {
+    bpf2ptx_runtime::HELPERS
+        .iter()
+        .filter(|h| h.lowering == Lowering::Inline)
+        .map(|h| i64::from(h.id))
+}
 
-/// Helper ids lowered as calls into the device runtime's ring functions, with their PTX
-/// names and the BPF registers passed, in order.
-pub(super) const RING_HELPERS: &[(i64, &str, &[&str])] = &[
-    (130, "bpf2ptx_ringbuf_output", &["%r1", "%r2", "%r3", "%r4"]),
-    (131, "bpf2ptx_ringbuf_reserve", &["%r1", "%r2", "%r3"]),
-    (132, "bpf2ptx_ringbuf_submit", &["%r1", "%r2"]),
-    (133, "bpf2ptx_ringbuf_discard", &["%r1", "%r2"]),
-    (134, "bpf2ptx_ringbuf_query", &["%r1", "%r2"]),
-    // perf_event_output(ctx, map, flags, data, size): the map's GPU ring gets the record;
-    // its flags (a CPU index) have no GPU meaning.
-    (25, "bpf2ptx_ringbuf_output", &["%r2", "%r4", "%r5", "0"]),
-];
+/// The runtime functions helper calls lower to (map and ring functions).
+pub(super) fn runtime_callees() -> impl Iterator<Item = &'static str> {
+    bpf2ptx_runtime::HELPERS
+        .iter()
+        .filter_map(|h| match h.lowering {
+            Lowering::Map { runtime, .. } | Lowering::Ring { runtime, .. } => Some(runtime),
+            _ => None,
+        })
+}
 
 impl FuncWriter<'_> {
     pub(super) fn helper(&mut self, id: i64) {
@@ -99,7 +98,7 @@ impl FuncWriter<'_> {
                 self.l("mov.u32 %w0, %laneid;");
                 self.l("cvt.u64.u32 %r0, %w0;");
             }
-            _ => unreachable!("only INLINE_HELPERS reach here"),
+            _ => unreachable!("only helpers lowered inline reach here"),
         }
     }
 

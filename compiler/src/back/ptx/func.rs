@@ -3,7 +3,7 @@
 //! operations, memory accesses, atomics, calls, map helpers and ring output to the
 //! methods of the sibling files.
 
-use super::calls::{INLINE_HELPERS, MAP_HELPERS, RING_HELPERS};
+use super::calls::{inline_helpers, lowering};
 use super::entry::{entry_granularity, reads_active_mask, Granularity};
 use super::frame::{analyse_frame, func_range, needs_frame_address, Fp};
 use super::module::{map_storage, INLINE_END};
@@ -12,6 +12,7 @@ use super::{atomic_scope, is_sharded, Error, Hints, Options, FUNC_TAG};
 use crate::back::PlainAdd;
 use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::Lowering;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -383,28 +384,26 @@ impl<'a> FuncWriter<'a> {
             Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_hash_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper) if ins.imm == 2 && self.inline_hash_update(fp, frame) => {}
-            Kind::Call(CallKind::Helper) if MAP_HELPERS.iter().any(|h| h.0 == ins.imm) => {
-                self.map_call(i);
-            }
-            Kind::Call(CallKind::Helper) if RING_HELPERS.iter().any(|h| h.0 == ins.imm) => {
-                let &(id, name, regs) = RING_HELPERS
-                    .iter()
-                    .find(|h| h.0 == ins.imm)
-                    .expect("checked");
-                self.need.insert("ringbuf".into());
-                if self.inline_ring_output(fp, frame) {
-                    return Ok(());
+            Kind::Call(CallKind::Helper) => match lowering(ins.imm) {
+                Some(Lowering::Map { .. }) => self.map_call(i),
+                Some(Lowering::Ring {
+                    runtime,
+                    regs,
+                    returns,
+                }) => {
+                    self.need.insert("ringbuf".into());
+                    if self.inline_ring_output(fp, frame) {
+                        return Ok(());
+                    }
+                    self.call_runtime(runtime, regs, returns);
                 }
-                let returns = !matches!(id, 132 | 133);
-                self.call_runtime(name, regs, returns);
-            }
-            Kind::Call(CallKind::Helper) if matches!(ins.imm, 6 | 501) => {
-                self.need.insert("ringbuf".into());
-                self.need.insert("printk".into());
-                self.printk(ins.imm == 501);
-            }
-            Kind::Call(CallKind::Helper) => {
-                if !INLINE_HELPERS.contains(&ins.imm) {
+                Some(Lowering::Printk { puts }) => {
+                    self.need.insert("ringbuf".into());
+                    self.need.insert("printk".into());
+                    self.printk(puts);
+                }
+                Some(Lowering::Inline) => self.helper(ins.imm),
+                None => {
                     return Err(Error::UnknownHelper {
                         program: self.prog.name.clone(),
                         pc: pcs[i],
@@ -412,8 +411,7 @@ impl<'a> FuncWriter<'a> {
                         id: ins.imm,
                     });
                 }
-                self.helper(ins.imm);
-            }
+            },
             Kind::Call(CallKind::Local) => {
                 let t = pcs[i] as i64 + 1 + ins.imm;
                 let k = self
@@ -438,7 +436,7 @@ impl<'a> FuncWriter<'a> {
                 // function address made by `ld_imm64 func`; anything else yields r0 = 0.
                 self.l("mov.u64 %t1, 0;");
                 self.l(format!("mov.u64 %t2, %r{d};"));
-                for &h in INLINE_HELPERS {
+                for h in inline_helpers() {
                     self.l(format!("setp.eq.u64 %p1, %t2, {h};"));
                     self.l(format!("@!%p1 bra $Lcx{}_{h};", pcs[i]));
                     self.helper(h);

@@ -2,13 +2,14 @@
 //! verifier pinned) and the lookups and updates inlined with one map's constants: arrays,
 //! per-thread and per-warp arrays, hash maps and their miss memo.
 
-use super::calls::MAP_HELPERS;
+use super::calls::lowering;
 use super::frame::{folded, Fp};
 use super::func::FuncWriter;
 use super::module::SPEC_NEED;
 use super::symbols::{map_data_symbol, map_desc_symbol};
 use super::SHARDS;
 use crate::isa::table::{CallKind, Kind, Size};
+use bpf2ptx_runtime::Lowering;
 use bpf2ptx_runtime::{desc, MapKind};
 
 impl FuncWriter<'_> {
@@ -32,10 +33,13 @@ impl FuncWriter<'_> {
     /// `maps::specialized_function`; same checks, same results), else the generic helper.
     pub(super) fn map_call(&mut self, i: usize) {
         let ins = self.prog.insns[i];
-        let &(_, generic, argc) = MAP_HELPERS
-            .iter()
-            .find(|h| h.0 == ins.imm)
-            .expect("a map helper");
+        let Some(Lowering::Map {
+            runtime: generic,
+            args: argc,
+        }) = lowering(ins.imm)
+        else {
+            unreachable!("map_call is reached for map helpers only")
+        };
         let name = match self.pinned_hash_helper(i) {
             Some((m, base)) => {
                 self.need.insert(format!("{SPEC_NEED}{base}:{m}"));

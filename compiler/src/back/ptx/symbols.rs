@@ -3,7 +3,7 @@
 //! them, nor one of them and the device runtime, give one symbol. Apart from the writer
 //! because injection and the CLI name the same symbols.
 
-use super::calls::{MAP_HELPERS, RING_HELPERS};
+use super::calls::runtime_callees;
 use super::rings::PRINTK_DESC;
 use super::{Error, Options};
 use crate::program::{MapOrigin, Object, Program};
@@ -159,8 +159,7 @@ fn runtime_symbols() -> &'static BTreeSet<String> {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        set.extend(MAP_HELPERS.iter().map(|(_, n, _)| n.to_string()));
-        set.extend(RING_HELPERS.iter().map(|(_, n, _)| n.to_string()));
+        set.extend(runtime_callees().map(str::to_string));
         for t in &texts {
             let b = t.as_bytes();
             let mut i = 0;
