@@ -808,11 +808,13 @@ impl<'a> Loader<'a> {
         let (gpu, module, obj) = (self.gpu, self.module, self.obj);
         // Only modules whose programs print have the printk ring; asking the driver for a
         // symbol it lacks is harmless but is an API error to compute-sanitizer.
-        let prints = obj
-            .programs
-            .iter()
-            .flat_map(|p| &p.insns)
-            .any(|i| i.kind() == Kind::Call(CallKind::Helper) && matches!(i.imm, 6 | 501));
+        let prints = obj.programs.iter().flat_map(|p| &p.insns).any(|i| {
+            i.kind() == Kind::Call(CallKind::Helper)
+                && matches!(
+                    bpf2ptx_runtime::helper(i.imm).map(|h| h.lowering),
+                    Some(bpf2ptx_runtime::Lowering::Printk { .. })
+                )
+        });
         if !prints {
             return Ok(Vec::new());
         }

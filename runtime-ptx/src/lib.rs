@@ -565,6 +565,12 @@ pub fn helper(id: i64) -> Option<&'static Helper> {
     HELPERS.iter().find(|h| i64::from(h.id) == id)
 }
 
+/// Whether `id` is the id of the helper named `name` (without `bpf_`) in [`HELPERS`]: how
+/// code outside the catalogue names a helper instead of writing its id.
+pub fn is_helper(id: i64, name: &str) -> bool {
+    helper(id).is_some_and(|h| h.name == name)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

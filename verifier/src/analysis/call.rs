@@ -14,10 +14,12 @@ use bpf2ptx_runtime::{Access, Arg, MapKind, Ret};
 /// no constraint): maps with keys and values for lookup, update and delete
 /// ([`MapKind::is_key_value`]), rings for the ring helpers.
 fn map_kinds(id: i64) -> Option<fn(MapKind) -> bool> {
-    match id {
-        1..=3 => Some(MapKind::is_key_value),
-        25 => Some(MapKind::takes_perf_event_output),
-        130 | 131 | 134 => Some(MapKind::takes_ringbuf_helpers),
+    match bpf2ptx_runtime::helper(id)?.name {
+        "map_lookup_elem" | "map_update_elem" | "map_delete_elem" => Some(MapKind::is_key_value),
+        "perf_event_output" => Some(MapKind::takes_perf_event_output),
+        "ringbuf_output" | "ringbuf_reserve" | "ringbuf_query" => {
+            Some(MapKind::takes_ringbuf_helpers)
+        }
         _ => None,
     }
 }
@@ -143,7 +145,10 @@ impl<'a> Explorer<'a> {
                                 ));
                             }
                         }
-                        if matches!(id, 2 | 3) && map.flags & RDONLY_PROG != 0 {
+                        if (bpf2ptx_runtime::is_helper(id, "map_update_elem")
+                            || bpf2ptx_runtime::is_helper(id, "map_delete_elem"))
+                            && map.flags & RDONLY_PROG != 0
+                        {
                             return Err(self.diag(
                                 Rule::RodataWrite,
                                 i,

@@ -9,6 +9,11 @@ use crate::isa::table::Size;
 use bpf2ptx_runtime::Lowering;
 use std::fmt::Write as _;
 
+/// The catalogue name of `bpf_map_lookup_elem`, whose calls may be inlined.
+pub(super) const LOOKUP: &str = "map_lookup_elem";
+/// The catalogue name of `bpf_map_update_elem`, whose calls may be inlined.
+pub(super) const UPDATE: &str = "map_update_elem";
+
 /// How helper `id` is lowered: its [`bpf2ptx_runtime::Lowering`] in the catalogue, the
 /// one table of helper ids (None: not a helper bpf2ptx implements).
 pub(super) fn lowering(id: i64) -> Option<Lowering> {
@@ -34,17 +39,20 @@ pub(super) fn runtime_callees() -> impl Iterator<Item = &'static str> {
 }
 
 impl FuncWriter<'_> {
+    /// The PTX of helper `id`, one lowered [`Lowering::Inline`], chosen by its catalogue
+    /// name (the catalogue is the one home of the ids).
     pub(super) fn helper(&mut self, id: i64) {
-        match id {
+        let name = bpf2ptx_runtime::helper(id).map_or("", |h| h.name);
+        match name {
             // ktime_get_ns / get_globaltimer: the GPU's global nanosecond timer.
-            5 | 502 => self.l("mov.u64 %r0, %globaltimer;"),
+            "ktime_get_ns" | "get_globaltimer" => self.l("mov.u64 %r0, %globaltimer;"),
             // get_smp_processor_id / get_sm_id: the SM the thread runs on.
-            8 | 509 => {
+            "get_smp_processor_id" | "get_sm_id" => {
                 self.l("mov.u32 %w0, %smid;");
                 self.l("cvt.u64.u32 %r0, %w0;");
             }
             // get_current_pid_tgid: (linear block index << 32) | linear thread index.
-            14 => {
+            "get_current_pid_tgid" => {
                 self.linear_block("%t1");
                 self.linear_thread("%t2");
                 self.l("shl.b64 %t1, %t1, 32;");
@@ -52,11 +60,11 @@ impl FuncWriter<'_> {
             }
             // get_block_idx / get_block_dim / get_thread_idx / get_grid_dim: x, y, z as
             // u64 through the pointers in r1, r2, r3.
-            503 | 504 | 505 | 508 => {
-                let reg = match id {
-                    503 => "%ctaid",
-                    504 => "%ntid",
-                    505 => "%tid",
+            "get_block_idx" | "get_block_dim" | "get_thread_idx" | "get_grid_dim" => {
+                let reg = match name {
+                    "get_block_idx" => "%ctaid",
+                    "get_block_dim" => "%ntid",
+                    "get_thread_idx" => "%tid",
                     _ => "%nctaid",
                 };
                 for (k, c) in ["x", "y", "z"].iter().enumerate() {
@@ -70,31 +78,31 @@ impl FuncWriter<'_> {
                 self.l("mov.u64 %r0, 0;");
             }
             // gpu_membar: order this thread's writes for every observer.
-            506 => {
+            "gpu_membar" => {
                 self.l("membar.sys;");
                 self.l("mov.u64 %r0, 0;");
             }
             // gpu_exit: the thread ends here (bpftime's meaning).
-            507 => self.l("exit;"),
+            "gpu_exit" => self.l("exit;"),
             // get_warp_id: the warp's index in its block.
-            510 => {
+            "get_warp_id" => {
                 self.linear_thread("%t2");
                 self.l("shr.u64 %r0, %t2, 5;");
             }
             // get_global_thread_id: linear block index * threads per block + thread index.
-            600 => self.global_thread_id("%r0"),
+            "get_global_thread_id" => self.global_thread_id("%r0"),
             // get_active_mask: in a per-warp program the lanes its leader stands for,
             // else `activemask` (PTX 6.2, which the module then declares).
-            601 if self.lanes => self.l("cvt.u64.u32 %r0, %lanes;"),
-            601 => {
+            "get_active_mask" if self.lanes => self.l("cvt.u64.u32 %r0, %lanes;"),
+            "get_active_mask" => {
                 self.ptx_62 = true;
                 self.l("activemask.b32 %w0;");
                 self.l("cvt.u64.u32 %r0, %w0;");
             }
             // clock64: the SM's cycle counter.
-            602 => self.l("mov.u64 %r0, %clock64;"),
+            "clock64" => self.l("mov.u64 %r0, %clock64;"),
             // get_lane_id.
-            511 => {
+            "get_lane_id" => {
                 self.l("mov.u32 %w0, %laneid;");
                 self.l("cvt.u64.u32 %r0, %w0;");
             }

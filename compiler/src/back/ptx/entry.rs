@@ -8,6 +8,7 @@ use super::symbols::entry_symbol;
 use super::Options;
 use crate::isa::table::{CallKind, Kind};
 use crate::program::Program;
+use bpf2ptx_runtime::is_helper;
 
 /// Which threads of a launch run a probe.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,11 +106,12 @@ fn granularity_guard(g: Granularity) -> String {
     s
 }
 
-/// Whether `prog` may call `get_active_mask` (601): directly, or through `callx` with a
-/// helper id in a register.
+/// Whether `prog` may call `get_active_mask`: directly, or through `callx` with a helper
+/// id in a register.
 pub(super) fn reads_active_mask(prog: &Program) -> bool {
     prog.insns.iter().any(|i| {
-        i.kind() == Kind::Callx || (i.kind() == Kind::Call(CallKind::Helper) && i.imm == 601)
+        i.kind() == Kind::Callx
+            || (i.kind() == Kind::Call(CallKind::Helper) && is_helper(i.imm, "get_active_mask"))
     })
 }
 

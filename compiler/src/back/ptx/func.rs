@@ -3,7 +3,7 @@
 //! operations, memory accesses, atomics, calls, map helpers and ring output to the
 //! methods of the sibling files.
 
-use super::calls::{inline_helpers, lowering};
+use super::calls::{inline_helpers, lowering, LOOKUP, UPDATE};
 use super::entry::{entry_granularity, reads_active_mask, Granularity};
 use super::frame::{analyse_frame, func_range, needs_frame_address, Fp};
 use super::module::{map_storage, INLINE_END};
@@ -12,7 +12,7 @@ use super::{atomic_scope, is_sharded, Error, Hints, Options, FUNC_TAG};
 use crate::back::PlainAdd;
 use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
-use bpf2ptx_runtime::Lowering;
+use bpf2ptx_runtime::{is_helper, Lowering};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -156,7 +156,8 @@ impl<'a> FuncWriter<'a> {
             && needs_frame_address(prog, self.k, &frame, &|i, fp| {
                 self.lookup_map(i, fp, frame.size).is_some()
                     || self.ring_output_args(i, fp, frame.size).is_some()
-                    || (prog.insns[i].imm == 1 && self.hash_inline(i, fp, frame.size).is_some())
+                    || (is_helper(prog.insns[i].imm, LOOKUP)
+                        && self.hash_inline(i, fp, frame.size).is_some())
             });
         // A frame whose address is never taken lives in registers: one .b64 per 8-byte
         // slot, sub-word accesses through bfe/bfi. ptxas does not promote .local arrays
@@ -381,9 +382,12 @@ impl<'a> FuncWriter<'a> {
             }
             Kind::Ja => self.l(format!("bra {};", label(ins.off.into()))),
             Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
-            Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_lookup(fp, frame) => {}
-            Kind::Call(CallKind::Helper) if ins.imm == 1 && self.inline_hash_lookup(fp, frame) => {}
-            Kind::Call(CallKind::Helper) if ins.imm == 2 && self.inline_hash_update(fp, frame) => {}
+            Kind::Call(CallKind::Helper)
+                if is_helper(ins.imm, LOOKUP) && self.inline_lookup(fp, frame) => {}
+            Kind::Call(CallKind::Helper)
+                if is_helper(ins.imm, LOOKUP) && self.inline_hash_lookup(fp, frame) => {}
+            Kind::Call(CallKind::Helper)
+                if is_helper(ins.imm, UPDATE) && self.inline_hash_update(fp, frame) => {}
             Kind::Call(CallKind::Helper) => match lowering(ins.imm) {
                 Some(Lowering::Map { .. }) => self.map_call(i),
                 Some(Lowering::Ring {

@@ -2,15 +2,15 @@
 //! verifier pinned) and the lookups and updates inlined with one map's constants: arrays,
 //! per-thread and per-warp arrays, hash maps and their miss memo.
 
-use super::calls::lowering;
+use super::calls::{lowering, LOOKUP, UPDATE};
 use super::frame::{folded, Fp};
 use super::func::FuncWriter;
 use super::module::SPEC_NEED;
 use super::symbols::{map_data_symbol, map_desc_symbol};
 use super::SHARDS;
 use crate::isa::table::{CallKind, Kind, Size};
-use bpf2ptx_runtime::Lowering;
 use bpf2ptx_runtime::{desc, MapKind};
+use bpf2ptx_runtime::{is_helper, Lowering};
 
 impl FuncWriter<'_> {
     /// The runtime's hash function for map helper call `i` (1-3) when the verifier pinned
@@ -78,12 +78,13 @@ impl FuncWriter<'_> {
     ) -> Option<(u32, i64, Size)> {
         use bpf2ptx_runtime::maps;
         let ins = self.prog.insns.get(i)?;
-        if ins.kind() != Kind::Call(CallKind::Helper) || !matches!(ins.imm, 1 | 2) {
+        let lookup = is_helper(ins.imm, LOOKUP);
+        if ins.kind() != Kind::Call(CallKind::Helper) || !(lookup || is_helper(ins.imm, UPDATE)) {
             return None;
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
-        let kind_ok = if ins.imm == 1 {
+        let kind_ok = if lookup {
             map.is(MapKind::is_hash)
         } else {
             matches!(map.kind(), Some(MapKind::Hash | MapKind::GpuHash))
