@@ -130,6 +130,16 @@ impl<'a> FuncWriter<'a> {
         }
     }
 
+    /// The index of the function that starts at pc `t`, for instruction `i` (a call or a
+    /// function address); else the `why` error naming the instruction.
+    fn func_at(&self, t: i64, i: usize, pcs: &[usize], why: &'static str) -> Result<usize, Error> {
+        self.prog
+            .funcs
+            .iter()
+            .position(|f| pcs[f.start] as i64 == t)
+            .ok_or_else(|| self.unsupported(i, pcs, why))
+    }
+
     pub(super) fn lower(&mut self) -> Result<(), Error> {
         let prog = self.prog;
         let pcs = prog.pcs();
@@ -418,14 +428,7 @@ impl<'a> FuncWriter<'a> {
             },
             Kind::Call(CallKind::Local) => {
                 let t = pcs[i] as i64 + 1 + ins.imm;
-                let k = self
-                    .prog
-                    .funcs
-                    .iter()
-                    .position(|f| pcs[f.start] as i64 == t)
-                    .ok_or_else(|| {
-                        self.unsupported(i, pcs, "call target is not a function start")
-                    })?;
+                let k = self.func_at(t, i, pcs, "call target is not a function start")?;
                 self.call_local(k);
             }
             Kind::Call(CallKind::Kfunc) => {
@@ -467,14 +470,7 @@ impl<'a> FuncWriter<'a> {
             Kind::LdImm64(Pseudo::Imm64) => self.l(format!("mov.u64 %r{d}, {};", ins.imm)),
             Kind::LdImm64(Pseudo::Func) => {
                 let t = pcs[i] as i64 + 1 + i64::from(ins.imm as i32);
-                let k = self
-                    .prog
-                    .funcs
-                    .iter()
-                    .position(|f| pcs[f.start] as i64 == t)
-                    .ok_or_else(|| {
-                        self.unsupported(i, pcs, "function address is not a function start")
-                    })?;
+                let k = self.func_at(t, i, pcs, "function address is not a function start")?;
                 self.l(format!("mov.u64 %r{d}, {};", FUNC_TAG + k as u64));
             }
             Kind::LdImm64(Pseudo::MapIdxValue) => {
