@@ -222,10 +222,15 @@ pub const fn round8(n: u64) -> u64 {
 
 /// FNV-1a 64 of `bytes`: the hash maps' hash function.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    bytes
+        .iter()
+        .fold(FNV_BASIS, |h, &b| (h ^ u64::from(b)).wrapping_mul(FNV_PRIME))
 }
+
+/// FNV-1a 64's offset basis.
+pub const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a 64's prime.
+pub const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Number of slots of a hash map (descriptor word 4): the next power of two ≥ 2 ×
 /// `max_entries` (at least 1), so the load never exceeds 1/2.
@@ -289,26 +294,27 @@ pub const MEMO_REGS: &str =
 pub const MEMO_CLEAR: &str = "setp.ne.u32 %hm_v, 0, 0;\n";
 
 /// Whether a hash map's lookups and updates can be inlined ([`inline_hash_lookup`]):
-/// keys of 1, 2, 4 or 8 bytes, which the fast path compares as one word.
-pub fn inlinable_key(key_size: u32) -> bool {
-    matches!(key_size, 1 | 2 | 4 | 8)
+/// keys of 1, 2, 4 or 8 bytes, which the fast path compares as one word, in a table of at
+/// most 2^32 slots, whose slot indices the fast path keeps in 32 bits.
+pub fn inlinable(key_size: u32, max_entries: u32) -> bool {
+    matches!(key_size, 1 | 2 | 4 | 8) && hash_slots(max_entries) <= 1 << 32
 }
 
-/// FNV-1a ([`fnv1a`]) of the `key_size` low bytes of `word` into `h`, unrolled; `t` is a
-/// scratch `.b64`.
-fn fnv_word(key_size: u32, word: &str, h: &str, t: &str) -> String {
-    let mut s = format!("mov.b64 {h}, 0xcbf29ce484222325;\n");
+/// The low 32 bits of FNV-1a ([`fnv1a`]) of the `key_size` low bytes of `word` (a
+/// `.b64`) into `h` (a `.b32`), unrolled; `lo`, `hi` and `t` are scratch `.b32`s. Why 32
+/// bits: the home slot is the hash modulo `aux`, a power of two of at most 2^32
+/// ([`inlinable`]), and the low 32 bits of a product modulo 2^64 are the product of the
+/// low 32 bits, so FNV-64's low half is FNV-1a with the basis and prime cut to 32 bits:
+/// the same home, in a quarter of the multiplies.
+fn fnv_word32(key_size: u32, word: &str, h: &str, lo: &str, hi: &str, t: &str) -> String {
+    let basis = FNV_BASIS as u32;
+    let prime = FNV_PRIME as u32;
+    let mut s = format!("mov.b64 {{{lo}, {hi}}}, {word};\nmov.b32 {h}, {basis:#x};\n");
     for b in 0..key_size {
-        if b == 0 {
-            s.push_str(&format!("and.b64 {t}, {word}, 255;\n"));
-        } else {
-            s.push_str(&format!(
-                "shr.u64 {t}, {word}, {};\nand.b64 {t}, {t}, 255;\n",
-                8 * b
-            ));
-        }
+        let src = if b < 4 { lo } else { hi };
+        let shift = 8 * (b % 4);
         s.push_str(&format!(
-            "xor.b64 {h}, {h}, {t};\nmul.lo.u64 {h}, {h}, 0x100000001b3;\n"
+            "bfe.u32 {t}, {src}, {shift}, 8;\nxor.b32 {h}, {h}, {t};\nmul.lo.u32 {h}, {h}, {prime:#x};\n"
         ));
     }
     s
@@ -341,17 +347,20 @@ pub fn inline_hash_lookup(
 ) -> String {
     let slot = hash_slot_size(key_size, value_size);
     let value_at = 8 + round8(u64::from(key_size));
-    let mut s = String::from("{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .pred %hq<3>;\n");
-    s.push_str(&fnv_word(key_size, word, "%hk0", "%hk1"));
+    // Slot indices in 32 bits ([`inlinable`]): `%hh0` the slot, `%hh1` the slots probed
+    // before it; the table's `aux` is the constant [`hash_slots`] (specs/abi.md).
+    let mask = hash_slots(max_entries) - 1;
+    let mut s = String::from(
+        "{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .b32 %hh<5>;\n.reg .pred %hq<3>;\n",
+    );
+    s.push_str(&fnv_word32(key_size, word, "%hh0", "%hh2", "%hh3", "%hh4"));
     s.push_str(&format!(
-        "cvta.to.global.u64 %hk8, {desc};\nld.global.b64 %hk2, [%hk8+{data}];\n\
-         ld.global.b64 %hk3, [%hk8+{aux}];\nmov.u64 {out}, 0;\n\
+        "cvta.to.global.u64 %hk8, {desc};\nld.global.b64 %hk2, [%hk8+{data}];\nmov.u64 {out}, 0;\n\
          setp.ne.u32 %hm_v, 0, 0;\nsetp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\n\
          cvta.to.global.u64 %hk2, %hk2;\n\
-         add.s64 %hk4, %hk3, -1;\nand.b64 %hk5, %hk0, %hk4;\nmov.u64 %hk6, 0;\n\
+         and.b32 %hh0, %hh0, {mask};\nmov.u32 %hh1, 0;\n\
          setp.ne.u32 %hq2, 0, 0;\n",
         data = crate::desc::DATA,
-        aux = crate::desc::AUX,
     ));
     // The memo's condition, read before the walk as update reads it before its find:
     // the count at max_entries, then the home lock free (an insertion holds its key's
@@ -360,21 +369,26 @@ pub fn inline_hash_lookup(
         s.push_str(&format!(
             "ld.global.b64 %hk1, [%hk8+{aux2}];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}probe;\n\
              cvta.to.global.u64 %hk1, %hk1;\nmov.u64 %hm_c, %hk1;\nld.global.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
-             mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\nld.global.b32 %hw3, [%hk7+4];\n\
-             and.b32 %hw3, %hw3, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n",
+             mad.wide.u32 %hk7, %hh0, {slot}, %hk2;\n\
+             ld.global.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.global.b64 %hk8, [%hk7+8];\n\
+             and.b32 %hw3, %hw1, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n\
+             bra.uni {tag}loaded;\n",
             aux2 = crate::desc::AUX2,
         ));
     }
+    // The home slot's header, read once: its meta word is the memo's lock and the walk's
+    // overflow count.
     s.push_str(&format!(
         "{tag}probe:\n\
-         mad.lo.u64 %hk7, %hk5, {slot}, %hk2;\n\
+         mad.wide.u32 %hk7, %hh0, {slot}, %hk2;\n\
          ld.global.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.global.b64 %hk8, [%hk7+8];\n\
+         {tag}loaded:\n\
          and.b32 %hw2, %hw0, 2;\nsetp.ne.u32 %hq1, %hw2, 0;\n\
          setp.eq.and.u64 %hq1, %hk8, {word}, %hq1;\n@%hq1 bra {tag}check;\n\
          {tag}next:\n\
          and.b32 %hw1, %hw1, 0x7fffffff;\nsetp.eq.u32 %hq1, %hw1, 0;\n@%hq1 bra {tag}miss;\n\
-         add.u64 %hk6, %hk6, 1;\nsetp.ge.u64 %hq1, %hk6, %hk3;\n@%hq1 bra {tag}miss;\n\
-         add.u64 %hk5, %hk5, 1;\nand.b64 %hk5, %hk5, %hk4;\nbra.uni {tag}probe;\n\
+         setp.eq.u32 %hq1, %hh1, {mask};\n@%hq1 bra {tag}miss;\nadd.u32 %hh1, %hh1, 1;\n\
+         add.u32 %hh0, %hh0, 1;\nand.b32 %hh0, %hh0, {mask};\nbra.uni {tag}probe;\n\
          {tag}check:\n\
          ld.acquire.gpu.global.b32 %hw2, [%hk7];\nld.acquire.gpu.global.b64 %hk8, [%hk7+8];\n\
          ld.relaxed.gpu.global.b32 %hw3, [%hk7];\nand.b32 %hw2, %hw2, %hw3;\nand.b32 %hw2, %hw2, 2;\n\
@@ -384,7 +398,7 @@ pub fn inline_hash_lookup(
     if lru {
         s.push_str(&format!(
             "{{\n.param .b64 a0;\n.param .b64 a1;\nst.param.b64 [a0], {desc};\n\
-             st.param.b64 [a1], %hk5;\ncall bpf2ptx_map_hash_stamp, (a0, a1);\n}}\n"
+             cvt.u64.u32 %hk5, %hh0;\nst.param.b64 [a1], %hk5;\ncall bpf2ptx_map_hash_stamp, (a0, a1);\n}}\n"
         ));
     }
     s.push_str(&format!(
@@ -889,6 +903,55 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// Runs the PTX of [`fnv_word32`] (its five instruction forms) on `word`.
+    fn run_fnv_word32(key_size: u32, word: u64) -> u32 {
+        let text = fnv_word32(key_size, "%w", "%h", "%lo", "%hi", "%t");
+        let mut r: std::collections::HashMap<String, u32> = Default::default();
+        let val = |r: &std::collections::HashMap<String, u32>, x: &str| -> u32 {
+            if let Some(h) = x.strip_prefix("0x") {
+                u32::from_str_radix(h, 16).unwrap()
+            } else if x.starts_with('%') {
+                r[x]
+            } else {
+                x.parse().unwrap()
+            }
+        };
+        for line in text.lines() {
+            let (op, rest) = line.trim_end_matches(';').split_once(' ').unwrap();
+            let a: Vec<&str> = rest.split(", ").collect();
+            let v = match op {
+                "mov.b64" => {
+                    assert_eq!((a[0], a[1]), ("{%lo", "%hi}"), "{line}");
+                    r.insert("%lo".into(), word as u32);
+                    r.insert("%hi".into(), (word >> 32) as u32);
+                    continue;
+                }
+                "mov.b32" => val(&r, a[1]),
+                "bfe.u32" => (val(&r, a[1]) >> val(&r, a[2])) & ((1 << val(&r, a[3])) - 1),
+                "xor.b32" => val(&r, a[1]) ^ val(&r, a[2]),
+                "mul.lo.u32" => val(&r, a[1]).wrapping_mul(val(&r, a[2])),
+                _ => panic!("fnv_word32 emitted an instruction this test does not model: {line}"),
+            };
+            r.insert(a[0].to_string(), v);
+        }
+        r["%h"]
+    }
+
+    #[test]
+    fn inline_hash_is_the_low_half_of_fnv1a() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for ks in [1u32, 2, 4, 8] {
+                let word = if ks == 8 { x } else { x & ((1u64 << (8 * ks)) - 1) };
+                let bytes = &word.to_le_bytes()[..ks as usize];
+                assert_eq!(run_fnv_word32(ks, word), fnv1a(bytes) as u32, "key size {ks}, word {word:#x}");
+            }
+        }
     }
 
     #[test]

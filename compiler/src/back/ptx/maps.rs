@@ -89,7 +89,7 @@ impl FuncWriter<'_> {
         } else {
             matches!(map.kind(), Some(MapKind::Hash | MapKind::GpuHash))
         };
-        if !kind_ok || !maps::inlinable_key(map.key_size) {
+        if !kind_ok || !maps::inlinable(map.key_size, map.max_entries) {
             return None;
         }
         let size = match map.key_size {
@@ -179,7 +179,7 @@ impl FuncWriter<'_> {
     /// [`FuncWriter::inline_lookup`] inlines.
     pub(super) fn lookup_map(&self, i: usize, fp: &[Fp; 11], frame: u32) -> Option<(u32, i64)> {
         let ins = self.prog.insns.get(i)?;
-        if ins.kind() != Kind::Call(CallKind::Helper) || ins.imm != 1 {
+        if ins.kind() != Kind::Call(CallKind::Helper) || !is_helper(ins.imm, LOOKUP) {
             return None;
         }
         let m = self.hints?.call_map.get(i).copied().flatten()?;
