@@ -505,9 +505,9 @@ pub fn specialized_name(base: &str, desc_symbol: &str) -> String {
 
 /// PTX definition of hash function `base` ([`HASH_HELPERS`]) for one map, named `name`:
 /// the flattened function ([`functions_at`]) with every load of descriptor words 0-2 (the
-/// type, flags, sizes, max entries, stride) replaced by the map's constant. The storage
-/// words (data, aux, counts) are still read, so a host that rebinds the storage is
-/// honoured. Why: with the sizes and type constant, ptxas drops the paths of other key
+/// type, flags, sizes, max entries, stride) and of `aux` (word 4, which the ABI fixes as
+/// [`hash_slots`]) replaced by the map's constant. The other storage words (data, counts)
+/// are still read, so a host that rebinds the storage is honoured. Why: with the sizes and type constant, ptxas drops the paths of other key
 /// sizes and map types and folds the slot arithmetic, so the function needs fewer
 /// registers (every kernel that may call it gets its count) and instructions. Should the
 /// descriptor's register be written after it is set, the definition is returned renamed
@@ -560,8 +560,9 @@ pub fn specialized_function(
             || (op == "mov.b64" && src.is_some_and(|s| aliases.iter().any(|a| a == s)));
         if sets_alias {
             aliases.push(dst.to_string());
-        } else if op == "ld.u32" {
-            // `ld.u32 %r, [DESC+OFF];` of a geometry word: the constant.
+        } else if op == "ld.u32" || op == "ld.b64" {
+            // `ld.u32 %r, [DESC+OFF];` of a geometry word, or `ld.b64` of `aux`: the
+            // constant.
             let addr = src
                 .unwrap_or("")
                 .trim_start_matches('[')
@@ -570,8 +571,14 @@ pub fn specialized_function(
                 Some((b, o)) => (b, o.parse::<u64>().ok()),
                 None => (addr, Some(0)),
             };
-            if let (true, Some(v)) = (aliases.iter().any(|a| a == base_reg), off.and_then(word)) {
-                out.push_str(&format!("\tmov.u32 {dst}, {v};\n"));
+            let v = match off {
+                Some(o) if op == "ld.b64" && o == crate::desc::AUX => Some(hash_slots(g.max_entries)),
+                Some(o) if op == "ld.u32" => word(o),
+                _ => None,
+            };
+            if let (true, Some(v)) = (aliases.iter().any(|a| a == base_reg), v) {
+                let ty = if op == "ld.b64" { "u64" } else { "u32" };
+                out.push_str(&format!("\tmov.{ty} {dst}, {v};\n"));
                 continue;
             }
         } else if aliases.iter().any(|a| a == dst)

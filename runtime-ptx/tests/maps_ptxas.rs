@@ -117,8 +117,8 @@ fn assembles_at_sys_scope() {
 }
 
 /// Each hash function specialised for a map ([`maps::specialized_function`]) reads none
-/// of descriptor words 0-2 (its sizes, type and max entries are constants), still reads
-/// the storage words, and assembles next to the generic functions, for each hash kind and
+/// of descriptor words 0-2 (its sizes, type and max entries are constants) nor of `aux`
+/// (word 4, fixed by max entries), still reads the data word, and assembles next to the generic functions, for each hash kind and
 /// a short and a long key.
 #[test]
 fn specialised_hash_functions_have_constant_geometry_and_assemble() {
@@ -161,6 +161,10 @@ fn specialised_hash_functions_have_constant_geometry_and_assemble() {
                     );
                 }
                 assert!(f.contains("[%rd1+24];"), "{base} reads data");
+                assert!(
+                    !f.lines().any(|l| l.contains("ld.b64") && l.ends_with("[%rd1+32];")),
+                    "{base} takes aux as a constant"
+                );
                 text.push_str(&f);
             }
             assemble(p, &text, "sm_90", &["-c"]);
