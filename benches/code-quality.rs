@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bpf2ptx::compile;
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::isa::table::{AluOp, Src, Width};
 use bpf2ptx_compiler::isa::Kind;
 use bpf2ptx_compiler::program::Program;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bpf2ptx::inject::{inject, Options};
-use bpf2ptx_compiler::inject::ptx;
+use bpf2ptx_backend::inject::ptx;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// Kernels in the generated modules.

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::SystemTime;
 
 use bpf2ptx::compile;
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::front::load_bytes;
 use bpf2ptx_compiler::program::Object;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

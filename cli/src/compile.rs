@@ -1,7 +1,7 @@
 //! `bpf2ptx FILE -o OUT`: load, check, lower to PTX, and write the result atomically.
 
-use bpf2ptx_compiler::back::ptx;
-use bpf2ptx_compiler::inject::attach::Attach;
+use bpf2ptx_backend::back::ptx;
+use bpf2ptx_backend::inject::attach::Attach;
 use bpf2ptx_compiler::program::{Map, MapOrigin, Object, SourceKind};
 use bpf2ptx_runtime::MapKind;
 use bpf2ptx_verifier::{Diagnostic, Entry, Facts};
@@ -79,7 +79,7 @@ impl CompileError {
 
 /// Section prefixes of programs that run on the GPU: our attach points (`gpu/entry/K`,
 /// `gpu/exit/K`, `gpu/mem/K`) and bpftime's (`kprobe/K`, `kretprobe/K`,
-/// `kprobe/__memcapture`); see `bpf2ptx_compiler::inject::attach`. Programs in other
+/// `kprobe/__memcapture`); see `bpf2ptx_backend::inject::attach`. Programs in other
 /// sections of an ELF object (`uprobe/...`, `tracepoint/...`, `xdp`, ...) run on the host
 /// under Linux; bpf2ptx leaves them to libbpf.
 pub const GPU_SECTIONS: &[&str] = &["gpu/", "kprobe/", "kretprobe/"];
@@ -207,7 +207,7 @@ pub fn site_body(
     obj: &Object,
     resolved: &ptx::Options,
     k: usize,
-    ctx: &bpf2ptx_compiler::inject::weave::SiteContext,
+    ctx: &bpf2ptx_backend::inject::weave::SiteContext,
 ) -> Result<ptx::InlineBody, CompileError> {
     site_body_facts(obj, resolved, &site_entry(obj, k, ctx), k).map(|(body, _)| body)
 }
@@ -217,7 +217,7 @@ pub fn site_body(
 pub fn site_entry(
     obj: &Object,
     k: usize,
-    ctx: &bpf2ptx_compiler::inject::weave::SiteContext,
+    ctx: &bpf2ptx_backend::inject::weave::SiteContext,
 ) -> Entry {
     let mut e = entry(obj, k);
     e.known.bytes[..ctx.bytes.len()].copy_from_slice(&ctx.bytes);
@@ -421,5 +421,41 @@ fn same_file(meta: &std::fs::Metadata, input: &Path) -> bool {
     {
         let _ = (meta, other);
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{compile, Object, Path};
+    use bpf2ptx_backend::back::ptx;
+    use bpf2ptx_loader::loader::host_flags;
+
+    fn corpus(name: &str) -> Object {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        crate::load_path(&root.join("tests/corpus/obj").join(name)).unwrap()
+    }
+
+    #[test]
+    fn host_placement_compiles_sys_scope_record_stores() {
+        let obj = corpus("rt_rings.v3.o");
+        let compile = |host: &[String]| {
+            let opts = ptx::Options {
+                target: "sm_90".into(),
+                entry: true,
+                host: host_flags(&obj, host).unwrap(),
+                ..Default::default()
+            };
+            compile(&obj, &opts).unwrap()
+        };
+        let device = compile(&[]);
+        assert!(device.contains("ld.acquire.gpu.") && !device.contains(".sys."));
+        let host = compile(&["rb".to_string()]);
+        // A ring's records are published at `.sys` (a CPU drains them while the kernel
+        // runs); its counters stay in device memory, read and moved at `.gpu`.
+        assert!(host.contains("st.release.sys."), "{host}");
+        assert!(host.contains("ld.acquire.gpu.") && !host.contains("ld.acquire.sys."));
+        assert!(!host.contains("atom.acq_rel.sys.") && !host.contains("red.release.sys."));
+        // The program's own atomics (`fails` counters) follow the module: `red.sys.global`.
+        assert!(host.contains("red.sys.global.add.u64"), "{host}");
     }
 }

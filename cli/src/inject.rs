@@ -1,13 +1,13 @@
 //! `bpf2ptx inject PROBES --into APP -o OUT`: verify the probes, lower them for the
 //! application's target, and weave calls to them into the application's kernels
-//! (`bpf2ptx_compiler::inject`).
+//! (`bpf2ptx_backend::inject`).
 
 use crate::compile::{self, CompileError};
-use bpf2ptx_compiler::back::ptx;
-use bpf2ptx_compiler::inject::attach::{self, Attach};
-use bpf2ptx_compiler::inject::fatbin;
-use bpf2ptx_compiler::inject::ptx::FunctionKind;
-use bpf2ptx_compiler::inject::weave::{self, Linkage, Probe, Woven};
+use bpf2ptx_backend::back::ptx;
+use bpf2ptx_backend::inject::attach::{self, Attach};
+use bpf2ptx_backend::inject::fatbin;
+use bpf2ptx_backend::inject::ptx::FunctionKind;
+use bpf2ptx_backend::inject::weave::{self, Linkage, Probe, Woven};
 use bpf2ptx_compiler::isa::table::Kind;
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_verifier::{Entry, Facts};
@@ -195,7 +195,7 @@ impl InjectError {
 /// container, the PTX of the highest virtual architecture is taken; when several entries
 /// (translation units) have it, `pick` (a [`PtxEntry::index`]) chooses one.
 ///
-/// [`PtxEntry::index`]: bpf2ptx_compiler::inject::fatbin::PtxEntry
+/// [`PtxEntry::index`]: bpf2ptx_backend::inject::fatbin::PtxEntry
 pub fn app_ptx(path: &Path, pick: Option<usize>) -> Result<String, InjectError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| InjectError::Read {
@@ -317,7 +317,7 @@ pub fn inject_checked(
         file: app_file.to_string(),
         source,
     };
-    let app_module = bpf2ptx_compiler::inject::ptx::parse(app).map_err(|e| weave_err(e.into()))?;
+    let app_module = bpf2ptx_backend::inject::ptx::parse(app).map_err(|e| weave_err(e.into()))?;
     let target = probe_target(
         app_module
             .target()
@@ -472,8 +472,8 @@ fn ctx_reads(obj: &Object, k: usize, facts: &Facts) -> Option<Vec<(usize, usize)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bpf2ptx_compiler::inject::attach::{Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
-    use bpf2ptx_compiler::inject::weave::SiteContext;
+    use bpf2ptx_backend::inject::attach::{Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
+    use bpf2ptx_backend::inject::weave::SiteContext;
 
     /// Contexts of a point's sites: kernel and site varied, and for memory sites the
     /// access size and flags too.

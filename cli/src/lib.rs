@@ -1,12 +1,20 @@
 //! The `bpf2ptx` command-line tool as a library, for build scripts and tests: load an
-//! input, dump it, and (in later stages) verify and compile it.
+//! input, dump it, verify and compile it, inject it into a CUDA kernel's PTX, run it.
+//!
+//! The top of the pipeline: it glues the verifier's facts to the backend's options
+//! ([`compile`]) and the backend's injector to the verifier's per-site checks
+//! ([`inject`]), and runs programs through the host loader (bpf2ptx-loader). Nothing
+//! below it depends on it.
+//!
+//! ```text
+//!  bpf2ptx-runtime → bpf2ptx-compiler → bpf2ptx-verifier → bpf2ptx-backend
+//!    → bpf2ptx-loader → bpf2ptx (this crate)
+//! ```
 #![deny(missing_docs)]
 
 pub mod compile;
 pub mod dump;
-pub mod gpu;
 pub mod inject;
-pub mod loader;
 pub mod run;
 
 pub use bpf2ptx_compiler::front::{load_bytes, load_path, LoadError};

@@ -55,8 +55,8 @@ fn stdout_status(code: i32) -> i32 {
 use bpf2ptx::compile::{self, CompileError};
 use bpf2ptx::run::{self, RunOptions};
 use bpf2ptx::{dump::Dump, exit};
-use bpf2ptx_compiler::back::ptx;
-use bpf2ptx_compiler::inject::attach::{Attach, Point};
+use bpf2ptx_backend::back::ptx;
+use bpf2ptx_backend::inject::attach::{Attach, Point};
 use bpf2ptx_compiler::program::Object;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -289,7 +289,7 @@ fn main() {
             let custom =
                 grid > 1 || block > 1 || maps || program.is_some() || !placement.is_empty();
             if !cpu && !path.is_dir() && (custom || g != ptx::Granularity::Thread) {
-                let launch = bpf2ptx::gpu::Launch { grid, block };
+                let launch = bpf2ptx_loader::gpu::Launch { grid, block };
                 run_probe(
                     &path,
                     &ProbeRun {
@@ -629,7 +629,7 @@ fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
 struct ProbeRun<'a> {
     mem: Option<&'a Path>,
     target: &'a str,
-    launch: bpf2ptx::gpu::Launch,
+    launch: bpf2ptx_loader::gpu::Launch,
     maps: bool,
     program: Option<&'a str>,
     granularity: ptx::Granularity,
@@ -639,7 +639,7 @@ struct ProbeRun<'a> {
 
 /// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
 fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
-    use bpf2ptx::{gpu::Gpu, loader};
+    use bpf2ptx_loader::{gpu::Gpu, loader};
     let ProbeRun {
         mem,
         target,
@@ -756,7 +756,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         }
         Err(e) => {
             eprintln!("error: {e}");
-            use bpf2ptx::gpu::GpuError;
+            use bpf2ptx_loader::gpu::GpuError;
             match e {
                 loader::LoaderError::Gpu(GpuError::NoDriver | GpuError::NoDevice) => exit::NO_GPU,
                 _ => exit::REJECTED,

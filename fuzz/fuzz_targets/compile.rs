@@ -6,7 +6,7 @@
 //! verifier promises that what it accepts never makes the backend panic.
 #![no_main]
 
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

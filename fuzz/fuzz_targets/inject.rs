@@ -5,8 +5,8 @@
 //! only failure is a panic (or a sanitizer report).
 #![no_main]
 
-use bpf2ptx_compiler::back::ptx::{Granularity, InlineBody};
-use bpf2ptx_compiler::inject::weave::{self, Linkage, Probe};
+use bpf2ptx_backend::back::ptx::{Granularity, InlineBody};
+use bpf2ptx_backend::inject::weave::{self, Linkage, Probe};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
@@ -22,14 +22,14 @@ fn setup() -> &'static Setup {
         let bytes = include_bytes!("../../tests/inject/probes/counters.bpf.o");
         let obj = bpf2ptx_compiler::front::load_bytes("counters.bpf.o", bytes).expect("loads");
         let probes = bpf2ptx::inject::probes(&obj).expect("attach points");
-        let opts = bpf2ptx_compiler::back::ptx::Options {
+        let opts = bpf2ptx_backend::back::ptx::Options {
             target: "sm_90".into(),
             ..Default::default()
         };
         let resolved = bpf2ptx::compile::resolve(&obj, &opts).expect("verifies");
         let module = bpf2ptx::compile::lower(&obj, &resolved).expect("lowers");
         let bodies = (0..obj.programs.len())
-            .map(|k| bpf2ptx_compiler::back::ptx::inline_body(&obj, &resolved, k).expect("body"))
+            .map(|k| bpf2ptx_backend::back::ptx::inline_body(&obj, &resolved, k).expect("body"))
             .collect();
         Setup {
             probes,

@@ -100,7 +100,7 @@ fn descriptor<'a>(ptx: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn arrays_that_are_only_added_to_are_sharded() {
-    let opts = bpf2ptx_compiler::back::ptx::Options::default();
+    let opts = bpf2ptx_backend::back::ptx::Options::default();
     let obj = bpf2ptx::load_path(std::path::Path::new(&corpus("stress_array.v3.o"))).unwrap();
     let ptx = bpf2ptx::compile::compile(&obj, &opts).unwrap();
     // slots: only `__sync_fetch_and_add` → 256 replicas (descriptor word 4) of one
@@ -111,7 +111,7 @@ fn arrays_that_are_only_added_to_are_sharded() {
         descriptor(&ptx, "slots")
     );
     // `--map slots=unsharded` keeps one copy.
-    let one = bpf2ptx_compiler::back::ptx::Options {
+    let one = bpf2ptx_backend::back::ptx::Options {
         unsharded: vec![true; obj.maps.len()],
         ..Default::default()
     };

@@ -1,4 +1,4 @@
-//! PTX out of nvcc's containers (`bpf2ptx_compiler::inject::fatbin`), over the fixtures in
+//! PTX out of nvcc's containers (`bpf2ptx_backend::inject::fatbin`), over the fixtures in
 //! `tests/inject/fatbin/` (rebuilt by its `build.sh`, CUDA 13.5 nvcc):
 //!
 //! - every fixture gives the PTX images it was built with, each equal to what `nvcc -ptx`
@@ -8,8 +8,8 @@
 //! - every prefix of every fixture, and bit flips in them, give errors or entries, never a
 //!   panic; a few targeted corruptions give the expected structured error.
 
-use bpf2ptx_compiler::inject::fatbin::{extract_ptx, is_container, Compression, FatbinError};
-use bpf2ptx_compiler::inject::ptx;
+use bpf2ptx_backend::inject::fatbin::{extract_ptx, is_container, Compression, FatbinError};
+use bpf2ptx_backend::inject::ptx;
 use bpf2ptx_tests::{files_with_ext, repo_root};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;

@@ -21,7 +21,7 @@
 
 use bpf2ptx::compile;
 use bpf2ptx::inject;
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_tests::{conformance_dir, files_with_ext, repo_root};
 use std::path::{Path, PathBuf};
 

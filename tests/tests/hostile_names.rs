@@ -10,7 +10,7 @@
 //! ptxas as in tests/ptxas.rs: `$PTXAS`, the venv, `PATH`; without it the test fails
 //! unless `BPF2PTX_SKIP_PTXAS=1`.
 
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_tests::require_ptxas;
 use std::collections::BTreeMap;

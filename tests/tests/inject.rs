@@ -9,9 +9,9 @@
 //! output for real).
 
 use bpf2ptx::inject::{self, Options};
-use bpf2ptx_compiler::back::ptx::Granularity;
-use bpf2ptx_compiler::inject::ptx::{self as model, FunctionKind, Space};
-use bpf2ptx_compiler::inject::weave::Woven;
+use bpf2ptx_backend::back::ptx::Granularity;
+use bpf2ptx_backend::inject::ptx::{self as model, FunctionKind, Space};
+use bpf2ptx_backend::inject::weave::Woven;
 use bpf2ptx_tests::{check_snapshot, files_with_ext, repo_root, require_ptxas};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -184,8 +184,8 @@ fn kernels_keep_their_code_and_sites_match_the_input() {
     assert!(checked >= 30);
 }
 
-fn serde_point(p: &str) -> bpf2ptx_compiler::inject::attach::Point {
-    use bpf2ptx_compiler::inject::attach::Point;
+fn serde_point(p: &str) -> bpf2ptx_backend::inject::attach::Point {
+    use bpf2ptx_backend::inject::attach::Point;
     match p {
         "entry" => Point::Entry,
         "exit" => Point::Exit,
@@ -488,7 +488,7 @@ fn per_warp_sites_rejoin_their_lanes() {
 /// run time) cannot be waited for with `bar.warp.sync`; the others can.
 #[test]
 fn probes_that_may_end_their_thread_are_known() {
-    use bpf2ptx_compiler::inject::attach::may_end_thread;
+    use bpf2ptx_backend::inject::attach::may_end_thread;
     let prog = |body: &str| {
         let obj = bpf2ptx::load_bytes("p.s", format!("{body}\nr0 = 0\nexit\n").as_bytes())
             .expect("assembles");

@@ -1,4 +1,4 @@
-//! The PTX reader and writer (`bpf2ptx_compiler::inject::ptx`) over the fixtures in
+//! The PTX reader and writer (`bpf2ptx_backend::inject::ptx`) over the fixtures in
 //! `tests/inject/`: nvcc and clang output (`ptx/`, rebuilt by `tests/inject/build.sh`) and
 //! hand-written PTX (`hand/`).
 //!
@@ -10,7 +10,7 @@
 //! - inserting a line before the first `ret`/`exit` of every function changes the text by
 //!   exactly that line.
 
-use bpf2ptx_compiler::inject::ptx::{
+use bpf2ptx_backend::inject::ptx::{
     self, AccessKind, FunctionKind, ItemKind, Module, Operand, ParseError, Space, StatementKind,
 };
 use bpf2ptx_tests::{check_snapshot, files_with_ext, repo_root};

@@ -7,7 +7,7 @@
 //! with `pip install nvidia-cuda-nvcc-cu12`), else `PATH`. Without it the test fails,
 //! unless `BPF2PTX_SKIP_PTXAS=1` says to skip on purpose.
 
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_tests::{conformance_dir, files_with_ext, repo_root, require_ptxas};
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! (`cargo run -p bpf2ptx-tests --example gen_random`, then `bpf2ptx run DIR`; results in
 //! benches/results/conformance.md).
 
-use bpf2ptx_compiler::back::ptx;
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_tests::{random, require_ptxas};
 use std::process::Command;
 

@@ -71,7 +71,7 @@ use bpf2ptx_compiler::program::{LineRef, Object};
 use serde::Serialize;
 use std::fmt;
 
-pub use bpf2ptx_compiler::back::{Addend, PlainAdd};
+pub use plain_add::{Addend, PlainAdd};
 pub use structure::{check, StructError};
 
 /// A rule a program can break.
@@ -304,7 +304,7 @@ impl Entry {
     }
 
     /// The entry of a GPU probe with a read-only context of `size` bytes (the attach
-    /// point's: `bpf2ptx_compiler::inject::attach::Point::ctx_size`).
+    /// point's: `bpf2ptx_backend::inject::attach::Point::ctx_size`).
     pub fn probe_ctx(size: u32) -> Entry {
         Entry {
             r1: EntryArg::Ctx {

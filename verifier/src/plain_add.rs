@@ -18,9 +18,45 @@
 
 use crate::analysis::{func_bounds, successors};
 use crate::structure::{uses_defs, Regs, ARGS};
-use bpf2ptx_compiler::back::Addend;
 use bpf2ptx_compiler::isa::table::{AluOp, CallKind, Kind, Pseudo, Size, Src, Width};
 use bpf2ptx_compiler::program::Program;
+use serde::Serialize;
+
+/// An instruction's part in a counter update written as plain code (`*v += x`: a load, an
+/// add, a store of the sum to the same bytes) that may run as one atomic add without fetch.
+///
+/// The verifier proves where this holds ([`crate::Facts::plain_add`], conditions and
+/// soundness argument in specs/verifier.md); a backend lowers the store as the atomic add
+/// and emits nothing for the load and the add (bpf2ptx-backend's `ptx::Hints::plain_add`
+/// takes these facts as they are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlainAdd {
+    /// The load of the old value: only the add reads it, so it is dropped.
+    Load,
+    /// The add: only the store reads the sum, so it is dropped.
+    Add,
+    /// The store of the sum: one atomic add of `addend` to the store's address.
+    Store {
+        /// What to add.
+        addend: Addend,
+        /// The map whose value the store writes, when it is the same map on every path
+        /// (a backend may pick the cheaper lowering for arrays).
+        map: Option<u32>,
+    },
+}
+
+/// What a [`PlainAdd::Store`] adds, in the width of the access (the low 32 bits for a
+/// 32-bit counter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Addend {
+    /// A constant from the add's immediate (negated for a subtraction).
+    Const(u64),
+    /// The register that held the other operand at the add. Nothing between the add and
+    /// the store writes it, so with the add dropped it still holds that value at the store.
+    Reg(u8),
+}
 
 /// A load, an add and a store with the shape of a counter update on one address, as far
 /// as the code shows (the region and the alignment are the exploration's to prove).
@@ -238,7 +274,7 @@ fn triple_at(
 #[cfg(test)]
 mod tests {
     use crate::{verify, Entry, Facts};
-    use bpf2ptx_compiler::back::{Addend, PlainAdd};
+    use crate::{Addend, PlainAdd};
 
     /// A program that takes a number the verifier does not know into r6, looks up slot 0
     /// of array `m` (16-byte values) into r0 and runs `body` when it is there (array `n`,

@@ -565,7 +565,7 @@ fn counter_program(rng: &mut Rng) -> Vec<String> {
 /// verifier accepts both fuse and refuse to fuse triples, so the generator reaches both.
 #[test]
 fn plain_adds_compute_what_the_program_computes() {
-    use bpf2ptx_compiler::back::{Addend, PlainAdd};
+    use crate::{Addend, PlainAdd};
     let count: u64 = std::env::var("BPF2PTX_PLAIN_ADD")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -803,6 +803,18 @@ DONE:
 }
 "#;
 
+    #[test]
+    fn open_without_driver_is_an_error_not_a_panic() {
+        // SAFETY: only tries to dlopen the driver library.
+        if unsafe { sys::is_culib_present() } {
+            eprintln!("skipped: libcuda is present here, so NoDriver cannot be observed");
+            return;
+        }
+        let e = Gpu::open().unwrap_err();
+        assert!(matches!(e, GpuError::NoDriver), "{e:?}");
+        assert!(e.to_string().contains("use --cpu"), "{e}");
+    }
+
     /// One test, so that the deliberate fault at the end cannot break a test running in
     /// parallel (all `Gpu`s of a process share device 0's primary context).
     #[test]

@@ -26,7 +26,7 @@
 //! and the record stores of its rings, then have `.sys` scope, which a host reading or
 //! draining that memory while the kernel runs needs. The names are the caller's choice;
 //! the command line's defaults (rings in host memory, everything else in device memory)
-//! are [`crate::compile::host_by_default`] and [`crate::compile::map_options`].
+//! are the CLI's: `bpf2ptx::compile::host_by_default` and `bpf2ptx::compile::map_options`.
 //!
 //! A ring placed in host memory has only its bytes there; its counters `[producer,
 //! consumer]` stay in the module's device memory (runtime-ptx's ringbuf module doc,
@@ -43,21 +43,21 @@
 //! `bpf2ptx_entry_*` kernels ([`Loader::run_entry`]):
 //!
 //! ```no_run
-//! use bpf2ptx::gpu::{Dims, Gpu, Param};
-//! use bpf2ptx::loader::{host_flags, Loader};
-//! use bpf2ptx_compiler::back::ptx;
+//! use bpf2ptx_backend::back::ptx;
+//! use bpf2ptx_loader::gpu::{Dims, Gpu, Param};
+//! use bpf2ptx_loader::loader::{host_flags, Loader};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let obj = bpf2ptx::load_path("probe.bpf.o".as_ref())?;
+//! let obj = bpf2ptx_compiler::front::load_path("probe.bpf.o".as_ref())?;
 //! let host = vec!["events".to_string()]; // drain this ring while the kernel runs
 //! let opts = ptx::Options {
 //!     target: "sm_90".into(),
 //!     host: host_flags(&obj, &host)?,
 //!     ..Default::default()
 //! };
-//! let probe_ptx = bpf2ptx::compile::compile(&obj, &opts)?;
-//! // ... merge `probe_ptx` into the application's PTX (`bpf2ptx inject`) ...
-//! # let app_ptx = probe_ptx;
+//! // ... compile the probe with `opts` (`bpf2ptx::compile::compile`: verify, then lower)
+//! // and merge it into the application's PTX (`bpf2ptx inject`) ...
+//! # let app_ptx = String::new();
 //! let gpu = Gpu::open()?;
 //! let module = gpu.load(&app_ptx)?;
 //! let mut loader = Loader::new(&gpu, &module, &obj, &host)?;
@@ -71,7 +71,7 @@
 //! ```
 
 use crate::gpu::{Buffer, CopyStream, Dims, Gpu, GpuError, HostBuffer, Module, Param};
-use bpf2ptx_compiler::back::ptx::{
+use bpf2ptx_backend::back::ptx::{
     entry_symbol, map_data_symbol, map_desc_symbol, map_symbol, PRINTK_DESC,
 };
 use bpf2ptx_compiler::isa::table::{CallKind, Kind};
@@ -1183,36 +1183,11 @@ pub fn format_printk(fmt: &str, args: [u64; 3]) -> String {
 #[cfg(test)]
 mod tests {
     use super::{drain_until, format_printk, host_flags, LiveRing, LoaderError, RingState};
-    use bpf2ptx_compiler::back::ptx;
     use bpf2ptx_runtime::ringbuf::{RingError, BUSY, DISCARD};
 
     fn corpus(name: &str) -> bpf2ptx_compiler::program::Object {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        crate::load_path(&root.join("tests/corpus/obj").join(name)).unwrap()
-    }
-
-    #[test]
-    fn host_placement_compiles_sys_scope_record_stores() {
-        let obj = corpus("rt_rings.v3.o");
-        let compile = |host: &[String]| {
-            let opts = ptx::Options {
-                target: "sm_90".into(),
-                entry: true,
-                host: host_flags(&obj, host).unwrap(),
-                ..Default::default()
-            };
-            crate::compile::compile(&obj, &opts).unwrap()
-        };
-        let device = compile(&[]);
-        assert!(device.contains("ld.acquire.gpu.") && !device.contains(".sys."));
-        let host = compile(&["rb".to_string()]);
-        // A ring's records are published at `.sys` (a CPU drains them while the kernel
-        // runs); its counters stay in device memory, read and moved at `.gpu`.
-        assert!(host.contains("st.release.sys."), "{host}");
-        assert!(host.contains("ld.acquire.gpu.") && !host.contains("ld.acquire.sys."));
-        assert!(!host.contains("atom.acq_rel.sys.") && !host.contains("red.release.sys."));
-        // The program's own atomics (`fails` counters) follow the module: `red.sys.global`.
-        assert!(host.contains("red.sys.global.add.u64"), "{host}");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        bpf2ptx_compiler::front::load_path(&root.join("tests/corpus/obj").join(name)).unwrap()
     }
 
     /// A 64-byte ring in an 8-aligned buffer, drained as the loader drains host rings.

@@ -1,0 +1,26 @@
+//! The bpf2ptx host loader: the CUDA driver wrapper ([`gpu`]) and the loader that binds a
+//! module's maps in their placement, launches kernels, drains rings while they run and
+//! reads the maps back ([`loader`]).
+//!
+//! ```text
+//!  bpf2ptx-runtime   ABI: helper catalogue, map layouts, runtime PTX
+//!    ▼
+//!  bpf2ptx-compiler  object model: isa, front, program, interp
+//!    ▼
+//!  bpf2ptx-verifier  the safety proof and its Facts
+//!    ▼
+//!  bpf2ptx-backend   PTX lowering and injection
+//!    ▼
+//!  bpf2ptx-loader    this crate
+//!    ▼
+//!  bpf2ptx           the command line
+//! ```
+//!
+//! It depends on the runtime (descriptor layout, ring records), the object model (the
+//! probe's maps), the backend (its symbol names) and cudarc, loaded at run time. It must
+//! not depend on the CLI (clap); anything that runs PTX on a GPU (the CLI, tests,
+//! benches) uses it directly.
+#![deny(missing_docs)]
+
+pub mod gpu;
+pub mod loader;
