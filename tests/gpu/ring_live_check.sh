@@ -42,7 +42,7 @@ BPF2PTX="$B" python3 tests/gpu/ring_wrap.py "$OUT/ring_wrap.md" >"$OUT/ring_wrap
 note wrap $? mine
 grep -v "| ok |$" "$OUT/ring_wrap.log" | tail -5
 echo "== ring_stress"
-python3 tests/gpu/ring_stress.py runtime-ptx/src/ringbuf.rs bound
+python3 tests/gpu/ring_stress.py bound
 note stress $? mine
 echo "== runtime benchmark, ring rows"
 OUT="$OUT/bench" bash benches/gpu-runtime/run.sh --only ring >"$OUT/bench.log" 2>&1
