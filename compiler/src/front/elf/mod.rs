@@ -17,32 +17,53 @@
 //! Everything is checked on the way in — the machine and class, every section range,
 //! every symbol and relocation index, every instruction — so a malformed object ends in
 //! a [`LoadError`] that names the section and offset, never in a panic.
+//!
+//! # Parts
+//!
+//! - `mod.rs` (this file): [`load`], in order: the header check, the sections classified,
+//!   the symbols checked, BTF relocated and parsed, the maps, the code sections decoded
+//!   and their relocations resolved, the functions, the source lines, then one linked
+//!   program per global function outside `.text`; and the types those steps share
+//!   (decoded code sections, their relocations, function ranges).
+//! - `header.rs`: the ELF header and section header table checked against the file, by
+//!   section index, before goblin parses it.
+//! - `maps.rs`: the maps (legacy `maps`, BTF-defined `.maps`, global data) in libbpf's
+//!   order, and where relocations find them.
+//! - `lines.rs`: source lines by section and byte offset, from `.BTF.ext` or DWARF.
+//! - `link.rs`: one program linked: its entry function and every function it reaches,
+//!   laid out and their calls and relocations patched.
+//!
+//! # Invariants
+//!
+//! - Nothing indexes the file or a section before it is checked: the header and section
+//!   table in `header.rs`, a section's data through `load`'s bounds-checked reader, a
+//!   symbol or relocation index against its table; every error is a [`LoadError`] naming
+//!   the section and offset.
+//! - Map indices are fixed once `maps.rs` returns: relocations and the linked programs
+//!   name maps by their index in [`Object::maps`].
+//! - `link.rs` sees only checked input: every function covers whole instructions of its
+//!   section and every relocation sits at an instruction's start.
 
-use super::{btf, btf_ext, dwarf, LoadError};
+use super::{btf, LoadError};
 use crate::isa::insn::{self, Insn, SLOT};
 use crate::isa::table::{CallKind, Kind, Pseudo};
-use crate::program::{
-    map_type_name, Func, LineRef, Map, MapOrigin, Object, Program, Reloc, RelocTarget, Section,
-    SectionKind, SourceKind,
-};
-use bpf2ptx_runtime::MapKind;
-use goblin::elf::{header, section_header as sh, sym, Elf};
+use crate::program::{Object, Section, SectionKind, SourceKind};
+use goblin::elf::{section_header as sh, sym, Elf};
 use std::collections::HashMap;
 
-/// `EM_BPF`.
-const EM_BPF: u16 = 247;
-/// Bytes of an ELF64 section header (`e_shentsize` of every valid object).
-const SHDR_SIZE: u64 = 64;
+mod header;
+mod lines;
+mod link;
+mod maps;
+
+use header::check_header;
+use lines::source_lines;
+use link::link;
+
 /// `R_BPF_64_64`: a 64-bit immediate load of a map or data address.
 const R_BPF_64_64: u32 = 1;
 /// `R_BPF_64_32`: a bpf-to-bpf call.
 const R_BPF_64_32: u32 = 10;
-/// `BPF_F_RDONLY_PROG`: libbpf sets it on `.rodata` maps.
-const BPF_F_RDONLY_PROG: u32 = 0x80;
-/// `BPF_F_MMAPABLE`: libbpf sets it on global-data maps.
-const BPF_F_MMAPABLE: u32 = 0x400;
-/// Size of the legacy `struct bpf_map_def` fields bpf2ptx reads (5 × u32).
-const LEGACY_MAP_DEF: usize = 20;
 
 /// One executable section, decoded.
 struct CodeSec {
@@ -269,172 +290,19 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     };
 
     // Maps: legacy, BTF-defined, global data.
-    let mut maps: Vec<Map> = Vec::new();
-    let mut map_by_sym: HashMap<(usize, u64), usize> = HashMap::new();
-    if let Some(li) = legacy_sec {
-        let data = sec_data(li)?;
-        let mut defs: Vec<&sym::Sym> = syms
-            .iter()
-            .filter(|s| s.st_shndx == li && s.st_type() != sym::STT_SECTION)
-            .collect();
-        defs.sort_by_key(|s| s.st_value);
-        if defs.is_empty() && !data.is_empty() {
-            return Err(err(
-                file,
-                "maps",
-                None,
-                "legacy maps section has no map symbols",
-            ));
-        }
-        if !defs.is_empty() && data.len() % defs.len() != 0 {
-            return Err(err(
-                file,
-                "maps",
-                None,
-                format!(
-                    "section size {} is not a multiple of the {} map definitions",
-                    data.len(),
-                    defs.len()
-                ),
-            ));
-        }
-        let def_size = if defs.is_empty() {
-            0
-        } else {
-            data.len() / defs.len()
-        };
-        for s in defs {
-            let name = sym_name(s);
-            let off = s.st_value as usize;
-            let d = data.get(off..off.saturating_add(def_size)).filter(|_| def_size >= LEGACY_MAP_DEF).ok_or_else(|| {
-                err(file, "maps", Some(s.st_value), format!("map `{name}`: definition of {def_size} bytes is outside the section or shorter than {LEGACY_MAP_DEF}"))
-            })?;
-            let f =
-                |k: usize| u32::from_le_bytes([d[4 * k], d[4 * k + 1], d[4 * k + 2], d[4 * k + 3]]);
-            if d[LEGACY_MAP_DEF..].iter().any(|&b| b != 0) {
-                return Err(err(
-                    file,
-                    "maps",
-                    Some(s.st_value),
-                    format!("map `{name}`: unsupported non-zero fields after map_flags"),
-                ));
-            }
-            map_by_sym.insert((li, s.st_value), maps.len());
-            maps.push(Map {
-                name,
-                origin: MapOrigin::Legacy,
-                section: "maps".into(),
-                map_type: f(0),
-                key_size: f(1),
-                value_size: f(2),
-                max_entries: f(3),
-                flags: f(4),
-                btf_key_type: None,
-                btf_value_type: None,
-                init: None,
-            });
-        }
-    }
-    if let Some(mi) = maps_sec {
-        let btf = btf
-            .as_ref()
-            .ok_or_else(|| err(file, ".maps", None, "BTF-defined maps need a .BTF section"))?;
-        let vars = btf.datasec_vars(".maps").map_err(|e| LoadError::Btf {
-            file: file.to_string(),
-            source: Box::new(e),
-        })?;
-        for v in vars {
-            let def = btf.map_def(v.var_type_id).map_err(|e| LoadError::Btf {
-                file: file.to_string(),
-                source: Box::new(e),
-            })?;
-            let name = v.name.to_string();
-            // The map's symbol gives its offset; libbpf matches them by name.
-            let offset = syms
-                .iter()
-                .find(|s| {
-                    s.st_shndx == mi && s.st_type() != sym::STT_SECTION && sym_name(s) == name
-                })
-                .map(|s| s.st_value)
-                .unwrap_or(u64::from(v.offset));
-            map_by_sym.insert((mi, offset), maps.len());
-            // libbpf gives a perf event array 4-byte keys and values (cpu index → perf fd)
-            // when the definition leaves them out.
-            let default_size = if def.map_type == MapKind::PerfEventArray.id() {
-                4
-            } else {
-                0
-            };
-            maps.push(Map {
-                name,
-                origin: MapOrigin::Btf,
-                section: ".maps".into(),
-                map_type: def.map_type,
-                key_size: def.key_size.unwrap_or(default_size),
-                value_size: def.value_size.unwrap_or(default_size),
-                max_entries: def.max_entries,
-                flags: def.map_flags,
-                btf_key_type: def.key_type_id,
-                btf_value_type: def.value_type_id,
-                init: None,
-            });
-        }
-    }
-    let mut data_map: HashMap<usize, usize> = HashMap::new();
-    for &di in &data_secs {
-        let s = &elf.section_headers[di];
-        if s.sh_size == 0 {
-            continue;
-        }
-        let name = sec_name(di);
-        let size = u32::try_from(s.sh_size)
-            .map_err(|_| err(file, &name, None, "section larger than 4 GiB"))?;
-        let rodata = name == ".rodata" || name.starts_with(".rodata.");
-        let init = if s.sh_type == sh::SHT_NOBITS {
-            None
-        } else {
-            Some(sec_data(di)?.to_vec())
-        };
-        // libbpf makes a global-data map mmapable only when BTF describes the section
-        // (`.rodata.str1.1` has no DATASEC, so it stays read-only but not mmapable).
-        let mmapable = if btf.as_ref().is_some_and(|b| b.datasec(&name).is_some()) {
-            BPF_F_MMAPABLE
-        } else {
-            0
-        };
-        data_map.insert(di, maps.len());
-        maps.push(Map {
-            name: name.clone(),
-            origin: MapOrigin::GlobalData,
-            section: name,
-            map_type: MapKind::Array.id(),
-            key_size: 4,
-            value_size: size,
-            max_entries: 1,
-            flags: mmapable | if rodata { BPF_F_RDONLY_PROG } else { 0 },
-            btf_key_type: None,
-            btf_value_type: None,
-            init,
-        });
-    }
-    for m in &maps {
-        if map_type_name(m.map_type).is_none() {
-            return Err(LoadError::UnknownMapType {
-                file: file.to_string(),
-                section: m.section.clone(),
-                map: m.name.clone(),
-                map_type: m.map_type,
-            });
-        }
-        if m.is(MapKind::is_map_in_map) {
-            return Err(err(
-                file,
-                &m.section,
-                None,
-                format!("map `{}`: map-in-map is not supported yet", m.name),
-            ));
-        }
-    }
+    let (maps, index) = maps::read_maps(
+        file,
+        &elf,
+        btf.as_ref(),
+        legacy_sec,
+        maps_sec,
+        &data_secs,
+        &syms,
+        &sec_name,
+        &sec_data,
+        &sym_name,
+    )?;
+    let (map_by_sym, data_map) = (index.by_sym, index.by_data_sec);
 
     // Decode code sections and resolve their relocations.
     let mut code: HashMap<usize, CodeSec> = HashMap::new();
@@ -654,407 +522,4 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         programs,
         test: None,
     })
-}
-
-fn check_header(file: &str, bytes: &[u8]) -> Result<(), LoadError> {
-    let e = |what: String| err(file, "", Some(0), what);
-    if bytes.len() < header::header64::SIZEOF_EHDR {
-        return Err(e(format!("truncated ELF header: {} bytes", bytes.len())));
-    }
-    if bytes[header::EI_CLASS] != header::ELFCLASS64 {
-        return Err(e("32-bit ELF; BPF objects are 64-bit".into()));
-    }
-    if bytes[header::EI_DATA] != header::ELFDATA2LSB {
-        return Err(e(
-            "big-endian ELF; only little-endian BPF objects (-target bpf or bpfel) are supported"
-                .into(),
-        ));
-    }
-    let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
-    if machine != EM_BPF {
-        return Err(e(format!(
-            "e_machine is {machine} ({}), not EM_BPF (247)",
-            header::machine_to_str(machine)
-        )));
-    }
-    let ty = u16::from_le_bytes([bytes[16], bytes[17]]);
-    if ty != header::ET_REL {
-        return Err(e(format!(
-            "ELF type {ty} is not a relocatable object (ET_REL)"
-        )));
-    }
-    // The section header table and every section's data must lie inside the file; say so
-    // here, by section index, before goblin reports a bare "bad offset".
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
-    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
-    let (shoff, shentsize, shnum) = (
-        u64_at(0x28),
-        u64::from(u16_at(0x3a)),
-        u64::from(u16_at(0x3c)),
-    );
-    let table_end = shentsize
-        .checked_mul(shnum)
-        .and_then(|n| n.checked_add(shoff));
-    match table_end {
-        Some(end) if end <= bytes.len() as u64 => {}
-        _ => {
-            return Err(err(file, "", Some(shoff), format!(
-                "truncated: the section header table ({shnum} entries of {shentsize} bytes) extends past the end of the file ({} bytes)",
-                bytes.len()
-            )))
-        }
-    }
-    if shnum > 0 && shentsize != SHDR_SIZE {
-        return Err(e(format!(
-            "e_shentsize is {shentsize}, not 64 (the size of an ELF64 section header)"
-        )));
-    }
-    let shstrndx = u64::from(u16_at(0x3e));
-    if shnum > 0 && shstrndx >= shnum {
-        return Err(e(format!(
-            "e_shstrndx is {shstrndx}, but the file has {shnum} sections (the section name table must be one of them)"
-        )));
-    }
-    if shentsize >= 64 {
-        let hdr = |k: u64| (shoff + k * shentsize) as usize;
-        // Section names, where the name table itself is readable.
-        let names: Option<&[u8]> = (shstrndx < shnum).then(|| hdr(shstrndx)).and_then(|h| {
-            let (off, size) = (u64_at(h + 0x18) as usize, u64_at(h + 0x20) as usize);
-            bytes.get(off..off.checked_add(size)?)
-        });
-        let name_of = |h: usize| -> String {
-            let at = u32::from_le_bytes(bytes[h..h + 4].try_into().expect("4 bytes")) as usize;
-            names
-                .and_then(|n| n.get(at..))
-                .and_then(|n| n.split(|&b| b == 0).next())
-                .and_then(|n| std::str::from_utf8(n).ok())
-                .filter(|n| !n.is_empty())
-                .map_or_else(String::new, |n| format!("{n} "))
-        };
-        for k in 0..shnum {
-            let h = hdr(k);
-            let ty = u32::from_le_bytes(bytes[h + 4..h + 8].try_into().expect("4 bytes"));
-            let (off, size) = (u64_at(h + 0x18), u64_at(h + 0x20));
-            // A relocation section names its symbol table (sh_link) and the section it
-            // relocates (sh_info): both must be sections of the file.
-            if ty == sh::SHT_REL || ty == sh::SHT_RELA {
-                let link = u64::from(u32::from_le_bytes(
-                    bytes[h + 0x28..h + 0x2c].try_into().expect("4 bytes"),
-                ));
-                let info = u64::from(u32::from_le_bytes(
-                    bytes[h + 0x2c..h + 0x30].try_into().expect("4 bytes"),
-                ));
-                for (field, v) in [
-                    ("sh_link (its symbol table)", link),
-                    ("sh_info (the section it relocates)", info),
-                ] {
-                    if v >= shnum {
-                        return Err(err(file, "", Some(shoff + k * shentsize), format!(
-                            "relocation section {}#{k}: {field} is {v}, but the file has {shnum} sections",
-                            name_of(h)
-                        )));
-                    }
-                }
-            }
-            if ty != sh::SHT_NOBITS
-                && off
-                    .checked_add(size)
-                    .is_none_or(|end| end > bytes.len() as u64)
-            {
-                return Err(err(file, "", Some(off), format!(
-                    "truncated: section {}#{k} ({size} bytes at file offset 0x{off:x}) extends past the end of the file ({} bytes)",
-                    name_of(h),
-                    bytes.len()
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Source lines by (section index, byte offset).
-type Lines = HashMap<usize, Vec<(u64, LineRef)>>;
-
-#[allow(clippy::too_many_arguments)]
-fn source_lines<'a>(
-    file: &str,
-    elf: &Elf<'a>,
-    btf: Option<&btf::Btf>,
-    btf_ext_sec: Option<usize>,
-    debug_secs: &[usize],
-    sec_name: &dyn Fn(usize) -> String,
-    sec_data: &dyn Fn(usize) -> Result<&'a [u8], LoadError>,
-    relocs_of: &dyn Fn(usize) -> Vec<goblin::elf::Reloc>,
-    syms: &[sym::Sym],
-) -> Result<Lines, LoadError> {
-    let sec_index = |name: &str| (1..elf.section_headers.len()).find(|&i| sec_name(i) == name);
-    let mut out: Lines = HashMap::new();
-    if let (Some(ei), Some(btf)) = (btf_ext_sec, btf) {
-        let ext = btf_ext::parse(sec_data(ei)?, btf).map_err(|e| LoadError::Btf {
-            file: file.to_string(),
-            source: Box::new(e),
-        })?;
-        for s in ext.line_info {
-            let Some(si) = sec_index(&s.section) else {
-                continue;
-            };
-            let v = out.entry(si).or_default();
-            for r in s.records {
-                v.push((
-                    u64::from(r.insn_off),
-                    LineRef {
-                        file: r.file,
-                        line: r.line,
-                        col: r.col,
-                        text: r.text,
-                    },
-                ));
-            }
-        }
-        return Ok(out);
-    }
-    let mut ds = dwarf::DwarfSections::new();
-    for &di in debug_secs {
-        let name = sec_name(di);
-        ds.add_section(&name, sec_data(di)?);
-        for r in relocs_of(di) {
-            let s = syms.get(r.r_sym).ok_or_else(|| {
-                err(
-                    file,
-                    &name,
-                    Some(r.r_offset),
-                    format!("relocation against missing symbol #{}", r.r_sym),
-                )
-            })?;
-            ds.add_relocation(
-                &name,
-                dwarf::DwarfReloc {
-                    offset: r.r_offset,
-                    target_section: sec_name(s.st_shndx),
-                    symbol_value: s.st_value,
-                    addend: r.r_addend,
-                },
-            );
-        }
-    }
-    if !ds.has_line_info() {
-        return Ok(out);
-    }
-    let rows = dwarf::line_table(&ds).map_err(|e| LoadError::Dwarf {
-        file: file.to_string(),
-        source: Box::new(e),
-    })?;
-    for r in rows {
-        if r.line == 0 {
-            continue;
-        }
-        let Some(si) = sec_index(&r.section) else {
-            continue;
-        };
-        let v = out.entry(si).or_default();
-        // Keep one row per instruction: the last one the table gives.
-        if v.last().is_some_and(|(o, _)| *o == r.offset) {
-            v.pop();
-        }
-        v.push((
-            r.offset,
-            LineRef {
-                file: r.file,
-                line: r.line,
-                col: r.column,
-                text: String::new(),
-            },
-        ));
-    }
-    Ok(out)
-}
-
-/// Links one program: its entry function, then every function it reaches, each once.
-fn link(
-    file: &str,
-    entry: usize,
-    funcs: &[FuncDef],
-    code: &HashMap<usize, CodeSec>,
-    lines: &Lines,
-) -> Result<Program, LoadError> {
-    let func_at = |sec: usize, pc: usize| funcs.iter().position(|f| f.sec == sec && f.start == pc);
-    let mut order = vec![entry];
-    let mut pos: HashMap<usize, usize> = HashMap::from([(entry, 0)]);
-    let mut k = 0;
-    // Per linked function: (instruction index in its section → target function) edges.
-    let mut edges: Vec<Vec<(usize, usize, Option<SecReloc>)>> = Vec::new();
-    while k < order.len() {
-        let f = &funcs[order[k]];
-        let sec = &code[&f.sec];
-        let (a, b) = (
-            sec.idx_of_pc[&f.start],
-            sec.idx_of_pc
-                .get(&f.end)
-                .copied()
-                .unwrap_or(sec.insns.len()),
-        );
-        let mut e = Vec::new();
-        for i in a..b {
-            let ins = sec.insns[i];
-            let target = match (sec.relocs.get(&i), ins.kind()) {
-                (Some(r @ SecReloc::Code { sec: ts, pc, .. }), _) => {
-                    Some((*ts, *pc, Some(r.clone())))
-                }
-                (None, Kind::Call(CallKind::Local) | Kind::LdImm64(Pseudo::Func)) => {
-                    let rel = if let Kind::LdImm64(_) = ins.kind() {
-                        i64::from(ins.imm as i32)
-                    } else {
-                        ins.imm
-                    };
-                    let t = sec.pcs[i] as i64 + 1 + rel;
-                    let t = usize::try_from(t).map_err(|_| {
-                        err(
-                            file,
-                            &sec.name,
-                            Some((sec.pcs[i] * SLOT) as u64),
-                            "call target before the section start",
-                        )
-                    })?;
-                    Some((f.sec, t, None))
-                }
-                _ => None,
-            };
-            if let Some((ts, pc, r)) = target {
-                let callee = func_at(ts, pc).ok_or_else(|| {
-                    err(
-                        file,
-                        &sec.name,
-                        Some((sec.pcs[i] * SLOT) as u64),
-                        format!(
-                            "`{ins}` targets {}+0x{:x}, which is not the start of a function",
-                            code[&ts].name,
-                            pc * SLOT
-                        ),
-                    )
-                })?;
-                if let std::collections::hash_map::Entry::Vacant(v) = pos.entry(callee) {
-                    v.insert(order.len());
-                    order.push(callee);
-                }
-                e.push((i, callee, r));
-            }
-        }
-        edges.push(e);
-        k += 1;
-    }
-    // Lay out, then patch.
-    let mut prog = Program {
-        name: funcs[entry].name.clone(),
-        section: code[&funcs[entry].sec].name.clone(),
-        insns: Vec::new(),
-        funcs: Vec::new(),
-        relocs: Vec::new(),
-        lines: Vec::new(),
-    };
-    let mut base: Vec<usize> = Vec::new(); // new index of each linked function's first insn
-    for &fi in &order {
-        let f = &funcs[fi];
-        let sec = &code[&f.sec];
-        let (a, b) = (
-            sec.idx_of_pc[&f.start],
-            sec.idx_of_pc
-                .get(&f.end)
-                .copied()
-                .unwrap_or(sec.insns.len()),
-        );
-        base.push(prog.insns.len());
-        prog.funcs.push(Func {
-            name: f.name.clone(),
-            start: prog.insns.len(),
-            section: sec.name.clone(),
-            section_offset: (f.start * SLOT) as u64,
-        });
-        if let Some(ls) = lines.get(&f.sec) {
-            let (lo, hi) = ((f.start * SLOT) as u64, (f.end * SLOT) as u64);
-            for (off, l) in ls.iter().filter(|(o, _)| (lo..hi).contains(o)) {
-                if let Some(&i) = sec.idx_of_pc.get(&((off / SLOT as u64) as usize)) {
-                    prog.lines.push((prog.insns.len() + i - a, l.clone()));
-                }
-            }
-        }
-        for i in a..b {
-            let new_i = prog.insns.len();
-            let mut ins = sec.insns[i];
-            match sec.relocs.get(&i) {
-                Some(SecReloc::Map { map, symbol }) => {
-                    ins = Insn::new(Kind::LdImm64(Pseudo::MapIdx), ins.dst, 0, 0, *map as i64)
-                        .expect("row exists");
-                    prog.relocs.push(Reloc {
-                        insn: new_i,
-                        symbol: symbol.clone(),
-                        elf_type: "R_BPF_64_64".into(),
-                        target: RelocTarget::Map { map: *map },
-                    });
-                }
-                Some(SecReloc::MapValue {
-                    map,
-                    offset,
-                    symbol,
-                }) => {
-                    let imm = (*map as u64 | (u64::from(*offset) << 32)) as i64;
-                    ins = Insn::new(Kind::LdImm64(Pseudo::MapIdxValue), ins.dst, 0, 0, imm)
-                        .expect("row exists");
-                    prog.relocs.push(Reloc {
-                        insn: new_i,
-                        symbol: symbol.clone(),
-                        elf_type: "R_BPF_64_64".into(),
-                        target: RelocTarget::MapValue {
-                            map: *map,
-                            offset: *offset,
-                        },
-                    });
-                }
-                _ => {}
-            }
-            prog.insns.push(ins);
-        }
-    }
-    let pcs = insn::pcs(&prog.insns);
-    for (k, e) in edges.iter().enumerate() {
-        let f = &funcs[order[k]];
-        let a = code[&f.sec].idx_of_pc[&f.start];
-        for (i, callee, r) in e {
-            let new_i = base[k] + (i - a);
-            let callee_pos = pos[callee];
-            let rel = pcs[base[callee_pos]] as i64 - pcs[new_i] as i64 - 1;
-            let old = prog.insns[new_i];
-            let (kind, target) = match old.kind() {
-                Kind::Call(_) => (
-                    Kind::Call(CallKind::Local),
-                    RelocTarget::Call { func: callee_pos },
-                ),
-                _ => (
-                    Kind::LdImm64(Pseudo::Func),
-                    RelocTarget::FuncAddr { func: callee_pos },
-                ),
-            };
-            let imm = if let Kind::LdImm64(_) = kind {
-                rel & 0xffff_ffff
-            } else {
-                rel
-            };
-            prog.insns[new_i] = Insn::new(kind, old.dst, 0, 0, imm).expect("row exists");
-            let (symbol, elf_type) = match r {
-                Some(SecReloc::Code { symbol, call, .. }) => (
-                    symbol.clone(),
-                    if *call { "R_BPF_64_32" } else { "R_BPF_64_64" },
-                ),
-                _ => (funcs[*callee].name.clone(), "pc-relative"),
-            };
-            prog.relocs.push(Reloc {
-                insn: new_i,
-                symbol,
-                elf_type: elf_type.into(),
-                target,
-            });
-        }
-    }
-    prog.relocs.sort_by_key(|r| r.insn);
-    prog.lines.sort_by_key(|(i, _)| *i);
-    Ok(prog)
 }
