@@ -222,9 +222,9 @@ pub const fn round8(n: u64) -> u64 {
 
 /// FNV-1a 64 of `bytes`: the hash maps' hash function.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(FNV_BASIS, |h, &b| (h ^ u64::from(b)).wrapping_mul(FNV_PRIME))
+    bytes.iter().fold(FNV_BASIS, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
+    })
 }
 
 /// FNV-1a 64's offset basis.
@@ -572,7 +572,9 @@ pub fn specialized_function(
                 None => (addr, Some(0)),
             };
             let v = match off {
-                Some(o) if op == "ld.b64" && o == crate::desc::AUX => Some(hash_slots(g.max_entries)),
+                Some(o) if op == "ld.b64" && o == crate::desc::AUX => {
+                    Some(hash_slots(g.max_entries))
+                }
                 Some(o) if op == "ld.u32" => word(o),
                 _ => None,
             };
@@ -954,9 +956,17 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             for ks in [1u32, 2, 4, 8] {
-                let word = if ks == 8 { x } else { x & ((1u64 << (8 * ks)) - 1) };
+                let word = if ks == 8 {
+                    x
+                } else {
+                    x & ((1u64 << (8 * ks)) - 1)
+                };
                 let bytes = &word.to_le_bytes()[..ks as usize];
-                assert_eq!(run_fnv_word32(ks, word), fnv1a(bytes) as u32, "key size {ks}, word {word:#x}");
+                assert_eq!(
+                    run_fnv_word32(ks, word),
+                    fnv1a(bytes) as u32,
+                    "key size {ks}, word {word:#x}"
+                );
             }
         }
     }

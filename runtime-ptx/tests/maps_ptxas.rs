@@ -162,7 +162,8 @@ fn specialised_hash_functions_have_constant_geometry_and_assemble() {
                 }
                 assert!(f.contains("[%rd1+24];"), "{base} reads data");
                 assert!(
-                    !f.lines().any(|l| l.contains("ld.b64") && l.ends_with("[%rd1+32];")),
+                    !f.lines()
+                        .any(|l| l.contains("ld.b64") && l.ends_with("[%rd1+32];")),
                     "{base} takes aux as a constant"
                 );
                 text.push_str(&f);

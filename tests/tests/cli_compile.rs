@@ -506,7 +506,7 @@ exit
         // A lookup pinned to a hash map with a 4-byte key on the stack is inlined: the
         // walk over 32-byte slots (8 + 8 + 16), no call of a lookup function, and LRU
         // stamps a hit through the runtime.
-        assert!(ptx.contains("mad.lo.u64 %hk7, %hk5, 32, %hk2;"), "{kind}");
+        assert!(ptx.contains("mad.wide.u32 %hk7, %hh0, 32, %hk2;"), "{kind}");
         assert!(
             !ptx.contains("call.uni (bpf_hr), bpf2ptx_map_hash_lookup,"),
             "{kind}"
