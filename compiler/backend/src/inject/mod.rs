@@ -17,6 +17,7 @@
 //! to guess what a line means.
 
 pub mod attach;
+pub mod bodies;
 pub mod fatbin;
 pub mod ptx;
 pub mod weave;
