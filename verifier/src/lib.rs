@@ -15,6 +15,10 @@
 //!  count, the stack size)
 //! ```
 //!
+//! [`verify`] returns one program's [`Facts`]; [`Verified::new`] verifies every program of
+//! an object and is the only way to make the [`Verified`] the backend lowers, so a
+//! program that did not pass cannot reach it.
+//!
 //! Every rule, by the name diagnostics print ([`Rule`]):
 //! - structure: `jump-range`, `jump-into-ld-imm64`, `fall-through`, `call-target`,
 //!   `r10-write`, `uninit-register`, `recursion` (see [`structure`]);
@@ -341,7 +345,7 @@ impl Regions {
     pub const RECORD: Regions = Regions(16);
 
     /// Adds the regions of `r`.
-    pub fn insert(&mut self, r: Regions) {
+    pub(crate) fn insert(&mut self, r: Regions) {
         self.0 |= r.0;
     }
 

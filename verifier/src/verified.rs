@@ -73,11 +73,6 @@ impl<'p> Verified<'p> {
         &self.programs[k].1
     }
 
-    /// The entry program `k` was verified under.
-    pub fn entry(&self, k: usize) -> &Entry {
-        &self.programs[k].0
-    }
-
     /// Every program's facts, in program order.
     pub fn all_facts(&self) -> impl ExactSizeIterator<Item = &Facts> {
         self.programs.iter().map(|(_, f)| f)

@@ -28,6 +28,12 @@
 //!   lives in host-pinned memory ([`Options::host`]): the host then reads it while the
 //!   kernel runs, and the device must see the consumer positions the host writes.
 //!
+//! The verifier's facts (which accesses are global or aligned, constants, branches that
+//! always go one way, which map a call names, plain counter updates) come in the
+//! [`Verified`](bpf2ptx_verifier::Verified) that [`write_string`] and [`inline_body`]
+//! take instead of an object: only the verifier makes one, so there is no way to lower a
+//! program without them, or with facts of another program.
+//!
 //! The backend's code lives in files by responsibility: `module` (the module writer:
 //! [`write_string`], [`inline_body`], map descriptors and storage), `func` (the function
 //! writer and its lowering loop), `alu`, `mem` (loads, stores, frame slots), `atomics`,
