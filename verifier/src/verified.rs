@@ -87,3 +87,47 @@ fn check(obj: &Object, k: usize, e: &Entry) -> Result<Facts, Rejected> {
         diagnostics,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(text: &str) -> Object {
+        bpf2ptx_compiler::front::load_bytes("t.s", text.as_bytes()).expect("assembles")
+    }
+
+    /// A rejected program is the error, with the diagnostics `verify` gives and the
+    /// program's name in the message.
+    #[test]
+    fn a_rejected_program_is_the_error() {
+        let obj = object("r0 = *(u64 *)(r2 + 0)\nexit\n");
+        let r = Verified::new(&obj, |_| Entry::probe()).expect_err("r2 is not a pointer");
+        let diags = verify(&obj, 0, &Entry::probe()).expect_err("rejected");
+        assert_eq!((r.program, &r.diagnostics), (0, &diags));
+        let text = r.to_string();
+        assert!(
+            text.starts_with(&format!("program {} rejected:\n", obj.programs[0].name)),
+            "{text}"
+        );
+        assert!(text.ends_with(&diags[0].to_string()), "{text}");
+    }
+
+    /// `with_known` verifies the program again with the known context bytes: its facts
+    /// are those of `verify` with that entry, and a branch on a known field always goes
+    /// one way.
+    #[test]
+    fn with_known_verifies_again_with_the_known_bytes() {
+        let obj = object("r2 = *(u32 *)(r1 + 4)\nr0 = 0\nif r2 > 100 goto +1\nr0 = 1\nexit\n");
+        let v = Verified::new(&obj, |_| Entry::probe_ctx(8)).expect("accepted");
+        assert_eq!(v.facts(0).branch_always[2], None);
+        let mut known = KnownBytes::default();
+        known.bytes[4..8].copy_from_slice(&7u32.to_le_bytes());
+        known.mask = 0xf0;
+        let site = v.with_known(0, known).expect("accepted");
+        let mut e = Entry::probe_ctx(8);
+        e.known = known;
+        assert_eq!(site.facts(0), &verify(&obj, 0, &e).expect("accepted"));
+        assert_eq!(site.facts(0).branch_always[2], Some(false));
+        assert!(std::ptr::eq(site.object(), v.object()));
+    }
+}
