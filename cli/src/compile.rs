@@ -158,14 +158,15 @@ pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError
 }
 
 /// Verifies every program and settles the backend option the facts decide: which maps
-/// are sharded (a map every program only adds to with 64-bit atomic adds
-/// without fetch, or with 64-bit plain counter updates the verifier proved may be such
-/// adds, `Facts::plain_add`, so the device never serialises on one cache line and the host sums
-/// replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the user
-/// then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
+/// are sharded (a map every program only adds to with 64-bit atomic adds without fetch,
+/// or with 64-bit plain counter updates the verifier proved may be such adds,
+/// `Facts::plain_add`, so the device never serialises on one cache line and the host
+/// sums replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the
+/// user then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
 /// forbids it). Per-CPU arrays (6) are per SM on the GPU: always replicated, and the
 /// host reads them replica by replica (unless `--map NAME=unsharded`).
-/// Returns the verification, which the backend lowers, and the options.
+///
+/// Returns the verification, which is what the backend lowers, and the options.
 pub fn resolve<'p>(
     obj: &'p Object,
     opts: &ptx::Options,
