@@ -166,7 +166,7 @@ fn measure(ptxas: &Path, dir: &Path, path: &Path) -> Result<FileResult, String> 
         entry,
         ..Default::default()
     };
-    // `compile` verifies and lowers with the verifier's facts as hints, as the CLI does.
+    // `compile` verifies and lowers with the verifier's facts, as the CLI does.
     let text = compile::compile(&obj, &opts(false)).map_err(|e| one_line(e.to_string()))?;
     let with_entry = compile::compile(&obj, &opts(true)).map_err(|e| one_line(e.to_string()))?;
     let stem = path

@@ -58,23 +58,12 @@ fn insn_count(obj: &Object) -> u64 {
     obj.programs.iter().map(|p| p.insns.len() as u64).sum()
 }
 
-/// The CLI's default options: `--target sm_70`, no `--entry` (and no verifier hints:
-/// `compile::compile` adds them).
+/// The CLI's default options: `--target sm_70`, no `--entry`.
 fn options() -> ptx::Options {
     ptx::Options {
         target: "sm_70".into(),
         entry: false,
         ..Default::default()
-    }
-}
-
-/// The options the CLI lowers with: the defaults plus the verifier's facts as hints (the
-/// verifier runs once here, outside any timing).
-fn options_with_hints(obj: &Object) -> ptx::Options {
-    let facts = compile::verify(obj).unwrap_or_else(|e| panic!("{}: {e}", obj.file));
-    ptx::Options {
-        hints: facts.iter().map(compile::hints).collect(),
-        ..options()
     }
 }
 
@@ -92,17 +81,18 @@ fn inputs() -> Vec<(String, PathBuf)> {
     v
 }
 
-/// `ptx::write_string` on an object already loaded, with the hints of the verifier's facts
-/// (computed once, outside the loop), as the CLI lowers it.
+/// `ptx::write_string` on an object already loaded and verified (the verifier runs once,
+/// outside the loop), with the verifier's facts, as the CLI lowers it.
 fn lower(c: &mut Criterion) {
     let mut group = c.benchmark_group("lower");
+    let opts = options();
     for (id, path) in inputs() {
         let (_, _, obj) = load(&path);
-        let opts = options_with_hints(&obj);
-        ptx::write_string(&obj, &opts).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let verified = compile::verify(&obj).unwrap_or_else(|e| panic!("{id}: {e}"));
+        ptx::write_string(&verified, &opts).unwrap_or_else(|e| panic!("{id}: {e}"));
         group.throughput(Throughput::Elements(insn_count(&obj)));
-        group.bench_with_input(BenchmarkId::from_parameter(&id), &obj, |b, obj| {
-            b.iter(|| ptx::write_string(black_box(obj), &opts).expect("lowers"))
+        group.bench_with_input(BenchmarkId::from_parameter(&id), &verified, |b, v| {
+            b.iter(|| ptx::write_string(black_box(v), &opts).expect("lowers"))
         });
     }
     group.finish();
@@ -122,7 +112,7 @@ fn verify(c: &mut Criterion) {
     group.finish();
 }
 
-/// `compile::compile`: the verifier, its facts turned into hints, and `ptx::write_string`.
+/// `compile::compile`: the verifier, then `ptx::write_string` with its facts.
 fn verify_and_lower(c: &mut Criterion) {
     let mut group = c.benchmark_group("verify_and_lower");
     let opts = options();

@@ -4,7 +4,7 @@ use bpf2ptx_backend::back::ptx;
 use bpf2ptx_backend::inject::attach::Attach;
 use bpf2ptx_compiler::program::{Map, MapOrigin, Object, SourceKind};
 use bpf2ptx_runtime::MapKind;
-use bpf2ptx_verifier::{Diagnostic, Entry, Facts};
+use bpf2ptx_verifier::{Diagnostic, Entry, Facts, Verified};
 use std::io::Write;
 use std::path::Path;
 use thiserror::Error;
@@ -140,113 +140,59 @@ pub fn verify_all(obj: &Object) -> Vec<Verdict> {
         .collect()
 }
 
-/// Runs the verifier over every program of an object; the first rejected program is an
-/// error.
-pub fn verify(obj: &Object) -> Result<Vec<Facts>, CompileError> {
-    let mut out = Vec::new();
-    for v in verify_all(obj) {
-        match v.result {
-            Ok(f) => out.push(f),
-            Err(errs) => {
-                return Err(CompileError::Rejected {
-                    file: obj.file.clone(),
-                    program: v.program,
-                    errors: errs.iter().map(|e| e.to_string()).collect(),
-                })
-            }
-        }
-    }
-    Ok(out)
+/// Runs the verifier over every program of an object, each under its [`entry`]; the
+/// first rejected program is an error. The result is what the backend lowers.
+pub fn verify(obj: &Object) -> Result<Verified<'_>, CompileError> {
+    Verified::new(obj, |k| entry(obj, k)).map_err(|r| CompileError::Rejected {
+        file: obj.file.clone(),
+        program: r.name,
+        errors: r.diagnostics.iter().map(|e| e.to_string()).collect(),
+    })
 }
 
 /// Verifies and lowers an object to PTX text; the verifier's facts let the backend drop
 /// run-time checks it proved unnecessary.
 pub fn compile(obj: &Object, opts: &ptx::Options) -> Result<String, CompileError> {
-    lower(obj, &resolve(obj, opts)?)
+    let (verified, resolved) = resolve(obj, opts)?;
+    lower(&verified, &resolved)
 }
 
-/// Verifies every program and settles the backend options the facts decide: the hints
-/// and which maps are sharded (a map every program only adds to with 64-bit atomic adds
-/// without fetch, or with 64-bit plain counter updates the verifier proved may be such
-/// adds, `Facts::plain_add`, so the device never serialises on one cache line and the host sums
-/// replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the user
-/// then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
+/// Verifies every program and settles the backend option the facts decide: which maps
+/// are sharded (a map every program only adds to with 64-bit atomic adds without fetch,
+/// or with 64-bit plain counter updates the verifier proved may be such adds,
+/// `Facts::plain_add`, so the device never serialises on one cache line and the host
+/// sums replicas; `opts.sharded[k]` on input forces it, `--map NAME=sharded`, and the
+/// user then accepts that the programs' reads see one SM's replica; `opts.unsharded[k]`
 /// forbids it). Per-CPU arrays (6) are per SM on the GPU: always replicated, and the
 /// host reads them replica by replica (unless `--map NAME=unsharded`).
-pub fn resolve(obj: &Object, opts: &ptx::Options) -> Result<ptx::Options, CompileError> {
-    let facts = verify(obj)?;
+///
+/// Returns the verification, which is what the backend lowers, and the options.
+pub fn resolve<'p>(
+    obj: &'p Object,
+    opts: &ptx::Options,
+) -> Result<(Verified<'p>, ptx::Options), CompileError> {
+    let verified = verify(obj)?;
     let mut opts = opts.clone();
-    opts.hints = facts.iter().map(hints).collect();
     let forced = std::mem::take(&mut opts.sharded);
     opts.sharded = (0..obj.maps.len())
         .map(|k| {
-            let auto = facts
-                .iter()
+            let auto = verified
+                .all_facts()
                 .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false));
             let per_sm = obj.maps[k].kind() == Some(MapKind::PercpuArray);
             !opts.unsharded.get(k).copied().unwrap_or(false)
                 && (forced.get(k).copied().unwrap_or(false) || auto || per_sm)
         })
         .collect();
-    Ok(opts)
+    Ok((verified, opts))
 }
 
-/// [`compile`] with options already [`resolve`]d.
-pub fn lower(obj: &Object, resolved: &ptx::Options) -> Result<String, CompileError> {
-    ptx::write_string(obj, resolved).map_err(|source| CompileError::Lower {
-        file: obj.file.clone(),
+/// [`compile`] with the object verified and the options [`resolve`]d.
+pub fn lower(verified: &Verified<'_>, resolved: &ptx::Options) -> Result<String, CompileError> {
+    ptx::write_string(verified, resolved).map_err(|source| CompileError::Lower {
+        file: verified.object().file.clone(),
         source,
     })
-}
-
-/// Program `k`'s body for an attach site whose context bytes `ctx.known` are known:
-/// verified again with those bytes as constants, so the facts fold every computation
-/// that depends only on them ([`ptx::inline_body`]); `resolved` are the module's options
-/// ([`resolve`]), so maps and sharding agree with the module the body links against.
-pub fn site_body(
-    obj: &Object,
-    resolved: &ptx::Options,
-    k: usize,
-    ctx: &bpf2ptx_backend::inject::weave::SiteContext,
-) -> Result<ptx::InlineBody, CompileError> {
-    site_body_facts(obj, resolved, &site_entry(obj, k, ctx), k).map(|(body, _)| body)
-}
-
-/// The verifier's entry for program `k` at an attach site with context `ctx`: the attach
-/// point's ([`entry`]) with the site's known context bytes.
-pub fn site_entry(
-    obj: &Object,
-    k: usize,
-    ctx: &bpf2ptx_backend::inject::weave::SiteContext,
-) -> Entry {
-    let mut e = entry(obj, k);
-    e.known.bytes[..ctx.bytes.len()].copy_from_slice(&ctx.bytes);
-    e.known.mask = ctx.known;
-    e
-}
-
-/// [`site_body`] with the site's entry ([`site_entry`]) made, also returning the facts
-/// the body was lowered with.
-pub fn site_body_facts(
-    obj: &Object,
-    resolved: &ptx::Options,
-    e: &Entry,
-    k: usize,
-) -> Result<(ptx::InlineBody, Facts), CompileError> {
-    let facts = bpf2ptx_verifier::verify(obj, k, e).map_err(|errs| CompileError::Rejected {
-        file: obj.file.clone(),
-        program: obj.programs[k].name.clone(),
-        errors: errs.iter().map(|e| e.to_string()).collect(),
-    })?;
-    let mut opts = resolved.clone();
-    if let Some(h) = opts.hints.get_mut(k) {
-        *h = hints(&facts);
-    }
-    let body = ptx::inline_body(obj, &opts, k).map_err(|source| CompileError::Lower {
-        file: obj.file.clone(),
-        source,
-    })?;
-    Ok((body, facts))
 }
 
 /// Whether a map goes to pinned host memory when no `--map NAME=...` says otherwise. Rings
@@ -295,29 +241,6 @@ pub fn map_options(
         .map(|(m, _)| m.name.clone())
         .collect();
     Ok((o, host))
-}
-
-/// The backend's view of the verifier's facts: where an access is global memory,
-/// aligned, and which divisions need a zero test.
-pub fn hints(f: &Facts) -> ptx::Hints {
-    // Region bits: 1 stack, 2 context, 4 test memory, 8 map values, 16 ringbuf records.
-    let global = f.regions.iter().map(|&r| r != 0 && r & 0b11 == 0).collect();
-    ptx::Hints {
-        global,
-        regions: f.regions.clone(),
-        aligned: f.aligned.clone(),
-        divisor_may_be_zero: f.divisor_may_be_zero.clone(),
-        add_const: f.atomic_add_const.clone(),
-        call_map: f.call_map.clone(),
-        ctx_offset: f.ctx_offset.clone(),
-        atomic_map: f.atomic_map.clone(),
-        const_value: f.const_value.clone(),
-        branch_always: f.branch_always.clone(),
-        reached: f.reached.clone(),
-        lookup_in_range: f.lookup_in_range.clone(),
-        call_size: f.call_size.clone(),
-        plain_add: f.plain_add.clone(),
-    }
 }
 
 /// Writes `text` to what `out` names, never to one of `inputs`.

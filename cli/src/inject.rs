@@ -5,14 +5,11 @@
 use crate::compile::{self, CompileError};
 use bpf2ptx_backend::back::ptx;
 use bpf2ptx_backend::inject::attach::{self, Attach};
+use bpf2ptx_backend::inject::bodies::SiteBodies;
 use bpf2ptx_backend::inject::fatbin;
 use bpf2ptx_backend::inject::ptx::FunctionKind;
 use bpf2ptx_backend::inject::weave::{self, Linkage, Probe, Woven};
-use bpf2ptx_compiler::isa::table::Kind;
 use bpf2ptx_compiler::program::Object;
-use bpf2ptx_verifier::{Entry, Facts};
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::Path;
 use thiserror::Error;
 
@@ -332,12 +329,11 @@ pub fn inject_checked(
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never
     // gets call sites.
-    let resolved = compile::resolve(&gpu, &popts)?;
-    let probe_ptx = compile::lower(&gpu, &resolved)?;
-    // Each site gets the probe's body, verified and lowered with the site's constant
-    // context fields (kernel, site, access size and kind) folded in.
-    let cache = SiteBodies::new(&gpu, &resolved);
-    let bodies = |k: usize, ctx: &weave::SiteContext| cache.get(k, ctx).map_err(|e| e.to_string());
+    let (verified, resolved) = compile::resolve(&gpu, &popts)?;
+    let probe_ptx = compile::lower(&verified, &resolved)?;
+    // Each site gets the probe's body, verified again and lowered by the weaver with the
+    // site's constant context fields (kernel, site, access size and kind) folded in.
+    let bodies = SiteBodies::new(&verified, &resolved);
     let linkage = if opts.extern_probes {
         Linkage::Extern
     } else {
@@ -359,214 +355,4 @@ pub fn inject_checked(
         skipped,
         no_match,
     })
-}
-
-/// Site bodies ([`compile::site_body`]), each verified and lowered once per set of sites
-/// on which the verifier cannot tell the contexts apart.
-///
-/// The verifier's run for a program is a deterministic function of the program and its
-/// entry, and the entry's known context bytes enter it only where a load from the
-/// context at one constant offset asks for the bytes it reads
-/// ([`bpf2ptx_verifier::KnownBytes::value`]). Every such load is an instruction whose
-/// facts say it touches the context (`regions` bit 2) at that offset on every path
-/// (`ctx_offset`). So when a run's facts name a constant offset for every instruction
-/// that touches the context, the bytes those loads read are all the run consulted: a
-/// site whose context has the same known mask and the same bytes there gets the same run
-/// step by step, hence the same facts and the same body. When some context access has
-/// no constant offset, nothing is shared and each such site is verified on its own.
-pub struct SiteBodies<'a> {
-    obj: &'a Object,
-    resolved: &'a ptx::Options,
-    /// Per program, the shapes seen: known mask and the byte ranges its loads read, with
-    /// the bodies by the bytes in those ranges.
-    shapes: RefCell<HashMap<usize, Vec<Shape>>>,
-}
-
-/// The context bytes a verification consulted, and the bodies of the sites that agree on
-/// them.
-struct Shape {
-    mask: u32,
-    /// `start..end` byte ranges into [`bpf2ptx_verifier::KnownBytes::bytes`].
-    ranges: Vec<(usize, usize)>,
-    bodies: HashMap<Vec<u8>, ptx::InlineBody>,
-}
-
-impl Shape {
-    /// The entry's bytes in this shape's ranges.
-    fn key(&self, e: &Entry) -> Vec<u8> {
-        let b = &e.known.bytes;
-        let mut k = Vec::new();
-        for &(s, t) in &self.ranges {
-            k.extend_from_slice(&b[s.min(b.len())..t.min(b.len())]);
-        }
-        k
-    }
-}
-
-impl<'a> SiteBodies<'a> {
-    /// An empty cache for the programs of `obj` with the module's options `resolved`.
-    pub fn new(obj: &'a Object, resolved: &'a ptx::Options) -> Self {
-        SiteBodies {
-            obj,
-            resolved,
-            shapes: RefCell::new(HashMap::new()),
-        }
-    }
-
-    /// [`compile::site_body`] of program `k` for a site with context `ctx`.
-    pub fn get(&self, k: usize, ctx: &weave::SiteContext) -> Result<ptx::InlineBody, CompileError> {
-        let e = compile::site_entry(self.obj, k, ctx);
-        let mut shapes = self.shapes.borrow_mut();
-        let list = shapes.entry(k).or_default();
-        for shape in list.iter().filter(|s| s.mask == e.known.mask) {
-            if let Some(body) = shape.bodies.get(&shape.key(&e)) {
-                return Ok(body.clone());
-            }
-        }
-        let (body, facts) = compile::site_body_facts(self.obj, self.resolved, &e, k)?;
-        if let Some(ranges) = ctx_reads(self.obj, k, &facts) {
-            let at = match list
-                .iter()
-                .position(|s| s.mask == e.known.mask && s.ranges == ranges)
-            {
-                Some(i) => i,
-                None => {
-                    list.push(Shape {
-                        mask: e.known.mask,
-                        ranges,
-                        bodies: HashMap::new(),
-                    });
-                    list.len() - 1
-                }
-            };
-            let shape = &mut list[at];
-            let key = shape.key(&e);
-            shape.bodies.insert(key, body.clone());
-        }
-        Ok(body)
-    }
-}
-
-/// The context byte ranges program `k`'s loads read in the run that gave `facts`: one
-/// per instruction that touches the context, each a load at a constant offset. `None`
-/// when some context access is not such a load (its bytes are then not known).
-fn ctx_reads(obj: &Object, k: usize, facts: &Facts) -> Option<Vec<(usize, usize)>> {
-    let insns = &obj.programs.get(k)?.insns;
-    let mut out = Vec::new();
-    for (i, &r) in facts.regions.iter().enumerate() {
-        if r & 2 == 0 {
-            continue;
-        }
-        let off = facts.ctx_offset.get(i).copied().flatten()?;
-        let Kind::Ldx(size, _) = insns.get(i)?.kind() else {
-            return None;
-        };
-        let start = usize::try_from(off).ok()?;
-        out.push((start, start + size.bytes() as usize));
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bpf2ptx_backend::inject::attach::{Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
-    use bpf2ptx_backend::inject::weave::SiteContext;
-
-    /// Contexts of a point's sites: kernel and site varied, and for memory sites the
-    /// access size and flags too.
-    fn contexts(point: Point) -> Vec<SiteContext> {
-        let mut out = Vec::new();
-        for kernel in [0u64, 1, 7] {
-            for site in [12u64, 13, 400] {
-                let id = kernel | site << 32;
-                let mut ctx = SiteContext {
-                    bytes: [0; MEM_CTX_SIZE as usize],
-                    known: 0xff,
-                    size: KERNEL_CTX_SIZE,
-                };
-                if point != Point::Mem {
-                    ctx.bytes[..8].copy_from_slice(&id.to_le_bytes());
-                    out.push(ctx);
-                    continue;
-                }
-                for w1 in [4u64 | 1 << 32, 8 | 2 << 32, 4 | (1 | 1 << 8) << 32] {
-                    ctx.known = 0x00ff_ff00;
-                    ctx.size = MEM_CTX_SIZE;
-                    ctx.bytes[8..16].copy_from_slice(&w1.to_le_bytes());
-                    ctx.bytes[16..24].copy_from_slice(&id.to_le_bytes());
-                    out.push(ctx);
-                }
-            }
-        }
-        out
-    }
-
-    /// Every body the cache gives is the one verifying and lowering that site alone gives,
-    /// for every program of the injection tests' probes.
-    #[test]
-    fn cached_site_bodies_are_the_sites_own() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/inject/probes");
-        let mut checked = 0;
-        for name in ["counters", "memcapture", "plain_counters", "ring_exit"] {
-            let path = dir.join(format!("{name}.bpf.o"));
-            let obj = bpf2ptx_compiler::front::load_path(&path).expect("loads");
-            let (gpu, _) = compile::gpu_programs(&obj);
-            let (maps, _) = compile::map_options(&gpu, &[]).expect("map options");
-            let resolved = compile::resolve(&gpu, &maps).expect("verifies");
-            let cache = SiteBodies::new(&gpu, &resolved);
-            for (k, p) in gpu.programs.iter().enumerate() {
-                let Some(a) = Attach::from_section(&p.section) else {
-                    continue;
-                };
-                let ctxs = contexts(a.point);
-                // Twice, so the second round is served from the cache.
-                for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
-                    let own = compile::site_body(&gpu, &resolved, k, ctx).expect("lowers");
-                    let cached = cache.get(k, ctx).expect("lowers");
-                    assert_eq!(own, cached, "{name}: program {}", p.name);
-                    checked += 1;
-                }
-            }
-        }
-        assert!(checked > 0);
-    }
-
-    /// A probe that reads its site (not its kernel) and branches on it: sites that differ
-    /// in the site get their own bodies, sites that differ only in the kernel share one.
-    #[test]
-    fn a_probe_that_reads_its_site_gets_a_body_per_site() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/inject/probes");
-        let obj = bpf2ptx_compiler::front::load_path(&dir.join("counters.bpf.o")).expect("loads");
-        let (mut gpu, _) = compile::gpu_programs(&obj);
-        let k = gpu
-            .programs
-            .iter()
-            .position(|p| p.section == "gpu/entry/*")
-            .expect("counters has an entry probe");
-        let code = "r2 = *(u32 *)(r1 + 4)\nr0 = 0\nif r2 > 100 goto +1\nr0 = 1\nexit\n";
-        let p = &mut gpu.programs[k];
-        p.insns = bpf2ptx_compiler::isa::asm::assemble(code)
-            .expect("assembles")
-            .insns;
-        p.funcs.truncate(1);
-        p.relocs.clear();
-        p.lines.clear();
-        let (maps, _) = compile::map_options(&gpu, &[]).expect("map options");
-        let resolved = compile::resolve(&gpu, &maps).expect("verifies");
-        let cache = SiteBodies::new(&gpu, &resolved);
-        let ctxs = contexts(Point::Entry);
-        for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
-            let own = compile::site_body(&gpu, &resolved, k, ctx).expect("lowers");
-            assert_eq!(own, cache.get(k, ctx).expect("lowers"));
-        }
-        let shapes = cache.shapes.borrow();
-        let shapes = &shapes[&k];
-        assert_eq!(shapes.len(), 1);
-        assert_eq!(shapes[0].ranges, vec![(4, 8)]);
-        // Sites 12, 13 and 400.
-        assert_eq!(shapes[0].bodies.len(), 3);
-    }
 }

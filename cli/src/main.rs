@@ -683,7 +683,6 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         sharded: map_opts.sharded,
         unsharded: map_opts.unsharded,
         host: loader::host_flags(&obj, &host).unwrap_or_default(),
-        ..Default::default()
     };
     let text = match compile::compile(&obj, &opts) {
         Ok(t) => t,

@@ -319,7 +319,8 @@ fn a_remaining_clash_is_a_compile_error() {
     );
     let mut o2 = o.clone();
     o2.programs = vec![a, b];
-    let e = ptx::write_string(&o2, &ptx::Options::default()).unwrap_err();
+    let verified = bpf2ptx::compile::verify(&o2).unwrap_or_else(|e| panic!("{e}"));
+    let e = ptx::write_string(&verified, &ptx::Options::default()).unwrap_err();
     assert!(
         matches!(&e, ptx::Error::SymbolClash { symbol, .. } if symbol == "a__b"),
         "{e}"

@@ -19,17 +19,16 @@ fn random_programs_verify_run_and_assemble() {
         let obj = bpf2ptx::load_bytes("random.s", text.as_bytes())
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
         let entry = bpf2ptx_verifier::Entry::conformance(random::MEM);
-        let facts = bpf2ptx_verifier::verify(&obj, 0, &entry)
-            .unwrap_or_else(|errs| panic!("seed {seed}: {}\n{text}", errs[0]));
+        let verified = bpf2ptx_verifier::Verified::new(&obj, |_| entry)
+            .unwrap_or_else(|r| panic!("seed {seed}: {}\n{text}", r.diagnostics[0]));
         let mut m = mem.clone();
         bpf2ptx_compiler::interp::run(&obj, 0, &mut m, &Default::default())
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
         let code = ptx::write_string(
-            &obj,
+            &verified,
             &ptx::Options {
                 target: "sm_70".into(),
                 entry: true,
-                hints: vec![bpf2ptx::compile::hints(&facts)],
                 ..Default::default()
             },
         )

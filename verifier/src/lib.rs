@@ -15,6 +15,10 @@
 //!  count, the stack size)
 //! ```
 //!
+//! [`verify`] returns one program's [`Facts`]; [`Verified::new`] verifies every program of
+//! an object and is the only way to make the [`Verified`] the backend lowers, so a
+//! program that did not pass cannot reach it.
+//!
 //! Every rule, by the name diagnostics print ([`Rule`]):
 //! - structure: `jump-range`, `jump-into-ld-imm64`, `fall-through`, `call-target`,
 //!   `r10-write`, `uninit-register`, `recursion` (see [`structure`]);
@@ -63,6 +67,7 @@ mod plain_add;
 pub mod scalar;
 pub mod state;
 pub mod structure;
+mod verified;
 
 #[cfg(test)]
 mod soundness_tests;
@@ -73,6 +78,7 @@ use std::fmt;
 
 pub use plain_add::{Addend, PlainAdd};
 pub use structure::{check, StructError};
+pub use verified::{Rejected, Verified};
 
 /// A rule a program can break.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -317,6 +323,50 @@ impl Entry {
     }
 }
 
+/// The regions one memory access may touch, as a set: [`Facts::regions`]. The backend
+/// asks it questions ([`Regions::is_global`], [`Regions::touches`]) instead of decoding
+/// bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Regions(u8);
+
+impl Regions {
+    /// No region: the instruction is not a memory access (or no path reaches it).
+    pub const NONE: Regions = Regions(0);
+    /// The BPF stack (a `.local` frame on the GPU).
+    pub const STACK: Regions = Regions(1);
+    /// The attach point's context (a `.local` struct at an attach site).
+    pub const CTX: Regions = Regions(2);
+    /// A bpf_conformance test's input memory.
+    pub const MEM: Regions = Regions(4);
+    /// Map values.
+    pub const MAP_VALUE: Regions = Regions(8);
+    /// Ringbuf records.
+    pub const RECORD: Regions = Regions(16);
+
+    /// Adds the regions of `r`.
+    pub(crate) fn insert(&mut self, r: Regions) {
+        self.0 |= r.0;
+    }
+
+    /// Whether the access may touch one of the regions of `r`.
+    pub fn touches(self, r: Regions) -> bool {
+        self.0 & r.0 != 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether every region the access may touch lives in global memory (map values, the
+    /// test memory, ringbuf records): a memory access that touches neither the stack nor
+    /// the context, which are thread-local.
+    pub fn is_global(self) -> bool {
+        !self.is_empty() && !self.touches(Regions(Regions::STACK.0 | Regions::CTX.0))
+    }
+}
+
 /// What the verifier proved about an accepted program, for the backend and the user.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Facts {
@@ -324,9 +374,9 @@ pub struct Facts {
     pub cost_bound: u64,
     /// Bytes of stack the deepest call chain uses.
     pub stack_bytes: u32,
-    /// Per instruction: the regions its memory access may touch (bit 0 stack, 1 context,
-    /// 2 test memory, 3 map values, 4 ringbuf records; 0 = not a memory access).
-    pub regions: Vec<u8>,
+    /// Per instruction: the regions its memory access may touch (empty: not a memory
+    /// access).
+    pub regions: Vec<Regions>,
     /// Per instruction: a division or modulo by a register that may be zero.
     pub divisor_may_be_zero: Vec<bool>,
     /// Per instruction: a memory access whose address is a multiple of its size on every
@@ -384,7 +434,7 @@ pub struct Facts {
 impl Facts {
     fn new(n: usize) -> Facts {
         Facts {
-            regions: vec![0; n],
+            regions: vec![Regions::NONE; n],
             divisor_may_be_zero: vec![false; n],
             aligned: vec![true; n],
             atomic_no_fetch: vec![false; n],

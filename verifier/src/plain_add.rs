@@ -27,8 +27,8 @@ use serde::Serialize;
 ///
 /// The verifier proves where this holds ([`crate::Facts::plain_add`], conditions and
 /// soundness argument in specs/verifier.md); a backend lowers the store as the atomic add
-/// and emits nothing for the load and the add (bpf2ptx-backend's `ptx::Hints::plain_add`
-/// takes these facts as they are).
+/// and emits nothing for the load and the add (bpf2ptx-backend reads these facts as they
+/// are, from the [`crate::Verified`] it lowers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlainAdd {

@@ -17,19 +17,22 @@
 //! ```
 //!
 //! ```text
-//!  Object + ptx::Options (hints from the verifier's Facts)
+//!  Verified (bpf2ptx-verifier: the object, each program's Facts) + ptx::Options
 //!    │ back::ptx   write_string: one .func per BPF function, .entry kernels;
 //!    ▼             inline_body: one program's body for a site
 //!  probe PTX ──────────────┐
 //!  app PTX / fatbin        ▼
 //!    │ inject      fatbin::extract_ptx, ptx::parse, weave: blocks inserted at the
-//!    ▼             attach points (attach), the probe module merged
+//!    ▼             attach points (attach), each site's body verified again and
+//!                  lowered (bodies::SiteBodies), the probe module merged
 //!  instrumented PTX
 //! ```
 //!
-//! It depends on the runtime, the object model and the verifier (whose facts it takes as
-//! they are), and on the fatbin decompressors (`lz4_flex`, `ruzstd`). It must not depend
-//! on the loader or the CLI, nor on the CUDA driver (cudarc) or clap.
+//! It depends on the runtime, the object model and the verifier, and on the fatbin
+//! decompressors (`lz4_flex`, `ruzstd`). It must not depend on the loader or the CLI, nor
+//! on the CUDA driver (cudarc) or clap. Its lowering entry points take the verifier's
+//! `Verified`, which only the verifier can make, and read its `Facts` as they are: a
+//! program nobody verified cannot be lowered.
 #![deny(missing_docs)]
 
 pub mod back;

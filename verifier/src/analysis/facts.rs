@@ -2,10 +2,10 @@
 //! access, and once every path is explored, which plain counter updates become
 //! `Facts::plain_add` and which maps stay shardable.
 
-use super::{same_on_every_path, Explorer, REGION_MAP_VALUE};
+use super::{same_on_every_path, Explorer};
 use crate::scalar::Scalar;
 use crate::state::Region;
-use crate::PlainAdd;
+use crate::{PlainAdd, Regions};
 use bpf2ptx_compiler::isa::table::Size;
 use bpf2ptx_runtime::MapKind;
 
@@ -21,7 +21,7 @@ impl<'a> Explorer<'a> {
         let f = &mut self.facts;
         let mut fused = vec![false; self.triples.len()];
         for (k, t) in self.triples.iter().enumerate() {
-            let map_value = |i: usize| f.regions[i] == REGION_MAP_VALUE && f.aligned[i];
+            let map_value = |i: usize| f.regions[i] == Regions::MAP_VALUE && f.aligned[i];
             let private = self
                 .triple_maps
                 .range((k, 0)..=(k, u32::MAX))
@@ -70,12 +70,12 @@ impl<'a> Explorer<'a> {
             same_on_every_path(seen, fact, map);
         }
         let bit = match r {
-            Region::Stack { .. } => 1,
-            Region::Ctx => 2,
-            Region::Mem => 4,
-            Region::MapValue { .. } => REGION_MAP_VALUE,
-            Region::Record { .. } => 16,
+            Region::Stack { .. } => Regions::STACK,
+            Region::Ctx => Regions::CTX,
+            Region::Mem => Regions::MEM,
+            Region::MapValue { .. } => Regions::MAP_VALUE,
+            Region::Record { .. } => Regions::RECORD,
         };
-        self.facts.regions[i] |= bit;
+        self.facts.regions[i].insert(bit);
     }
 }

@@ -59,8 +59,6 @@ pub const MAX_CALL_DEPTH: usize = 8;
 pub const MAX_STACK: i64 = 512;
 /// `BPF_F_RDONLY_PROG`.
 const RDONLY_PROG: u32 = 0x80;
-/// The bit of `Facts::regions` for map values.
-const REGION_MAP_VALUE: u8 = 8;
 
 /// A remembered state at a prune point.
 struct Stored {

@@ -3,6 +3,6 @@
 
 pub mod ptx;
 
-// The verifier's plain-add facts, which the backend's hints ([`ptx::Hints::plain_add`])
-// carry; imported here so that the backend's modules name them `crate::back::PlainAdd`.
+// The verifier's plain-add facts (`bpf2ptx_verifier::Facts::plain_add`), imported here so
+// that the backend's modules name them `crate::back::PlainAdd`.
 use bpf2ptx_verifier::{Addend, PlainAdd};

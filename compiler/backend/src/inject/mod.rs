@@ -1,5 +1,6 @@
 //! PTX injection: reading a CUDA kernel's PTX and merging calls to verified probes into
-//! it at their attach points ([`attach`]: entry, exit, memory accesses; [`weave`]).
+//! it at their attach points ([`attach`]: entry, exit, memory accesses; [`weave`]), or
+//! their bodies, verified again and lowered for each site ([`bodies`]).
 //!
 //! ```text
 //!  app.ptx (nvcc / clang output)
@@ -17,6 +18,7 @@
 //! to guess what a line means.
 
 pub mod attach;
+pub mod bodies;
 pub mod fatbin;
 pub mod ptx;
 pub mod weave;

@@ -21,6 +21,7 @@
 use super::attach::{
     Attach, Point, KERNEL_CTX_SIZE, MEM_ATOMIC, MEM_CTX_SIZE, MEM_LOAD, MEM_SPACE_SHIFT, MEM_STORE,
 };
+use super::bodies::{BodyError, SiteBodies};
 use super::ptx::{
     self, AccessKind, EditError, FunctionKind, Guard, Instruction, ItemKind, Module, Operand,
     ParseError, Space, StatementKind,
@@ -57,21 +58,18 @@ pub struct SiteContext {
     pub size: u32,
 }
 
-/// Makes probe `k`'s body for one site ([`crate::back::ptx::inline_body`], usually
-/// lowered with the site's known context so constant fields fold away).
-pub type Bodies<'a> =
-    dyn Fn(usize, &SiteContext) -> Result<crate::back::ptx::InlineBody, String> + 'a;
-
 /// Where the probes' code comes from.
 #[derive(Clone, Copy)]
 pub enum Linkage<'a> {
     /// The probe module's PTX (what `bpf2ptx FILE -o` writes), merged into the output;
-    /// with `bodies`, each site gets the probe's body inlined instead of a call.
+    /// with `bodies`, each site gets the probe's body inlined instead of a call, verified
+    /// and lowered for the site by [`SiteBodies`] (probe `k` is program `k` of its
+    /// verified object).
     Merge {
         /// The probe module.
         module: &'a str,
         /// Site-specific bodies, or `None` for calls.
-        bodies: Option<&'a Bodies<'a>>,
+        bodies: Option<&'a SiteBodies<'a>>,
     },
     /// The output declares each probe `.extern .func`; the probe module is linked with
     /// it later (cuLink, nvlink -rdc).
@@ -132,14 +130,15 @@ pub enum InjectError {
         register: String,
     },
     /// A probe's body for a site could not be made.
-    #[error("probe `{probe}` at line {site}: {message}")]
+    #[error("probe `{probe}` at line {site}: {source}")]
     Body {
         /// The probe.
         probe: String,
         /// The site.
         site: u32,
-        /// Why.
-        message: String,
+        /// Why: the verifier rejected it for the site, or the backend cannot lower it
+        /// (boxed: it carries the diagnostics).
+        source: Box<BodyError>,
     },
     /// A memory access whose address operand the injector does not understand.
     #[error("kernel `{kernel}`, line {line}: address operand `{operand}` is not [reg+imm], [symbol+imm] or [imm]")]
@@ -322,7 +321,7 @@ fn plan<'p>(
 /// State across the kernels of one [`weave`].
 struct Weaver<'a> {
     probes: &'a [Probe],
-    bodies: Option<&'a Bodies<'a>>,
+    bodies: Option<&'a SiteBodies<'a>>,
     files: HashMap<String, String>,
     sites: Vec<Site>,
     /// Skip labels made so far (each block gets its own).
@@ -426,12 +425,12 @@ impl Weaver<'_> {
             .iter()
             .position(|q| std::ptr::eq(q, p))
             .expect("a probe of the list");
-        make(index, ctx)
+        make.get(index, ctx)
             .map(Some)
-            .map_err(|message| InjectError::Body {
+            .map_err(|source| InjectError::Body {
                 probe: p.symbol.clone(),
                 site: line,
-                message,
+                source: Box::new(source),
             })
     }
 }

@@ -2,7 +2,6 @@
 //! its answers for division and modulo by zero and by -1, where PTX has none.
 
 use super::func::FuncWriter;
-use super::Hints;
 use crate::isa::table::{AluOp, Src};
 
 /// An immediate divisor as the unsigned value an unsigned division uses: the
@@ -125,10 +124,7 @@ impl FuncWriter<'_> {
             return;
         }
         // Without a proof that the divisor is non-zero, test it: PTX leaves x / 0 undefined.
-        let may_be_zero = self
-            .hints
-            .and_then(|h| Hints::get(&h.divisor_may_be_zero, self.cur))
-            .unwrap_or(true);
+        let may_be_zero = (self.facts.divisor_may_be_zero.get(self.cur).copied()).unwrap_or(true);
         if !may_be_zero && !signed {
             self.l(format!("{instr}.{t} {dst}, {dst}, {rhs};"));
             return;

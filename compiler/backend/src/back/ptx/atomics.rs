@@ -1,6 +1,6 @@
 //! Atomics: BPF's atomic operations on memory (`atom`/`red` at the module's scope) and on
 //! the frame (a plain read-modify-write), warp-aggregated adds of a constant, and the plain
-//! counter updates the verifier fused ([`Hints::plain_add`](super::Hints::plain_add)).
+//! counter updates the verifier fused ([`Facts::plain_add`](bpf2ptx_verifier::Facts::plain_add)).
 
 use super::frame::{folded, Fp};
 use super::func::FuncWriter;
@@ -104,9 +104,9 @@ impl FuncWriter<'_> {
             };
             if !fetch {
                 if op == AtomicOp::Add {
-                    let h = self.hints;
-                    let c = h.and_then(|h| h.add_const.get(self.cur).copied().flatten());
-                    let map = h.and_then(|h| h.atomic_map.get(self.cur).copied().flatten());
+                    let h = self.facts;
+                    let c = h.atomic_add_const.get(self.cur).copied().flatten();
+                    let map = h.atomic_map.get(self.cur).copied().flatten();
                     self.red_add(space, wide, &v, c, map);
                 } else {
                     self.l(format!("red{space}.{name}.{t} [{addr}], {v};"));
@@ -135,7 +135,7 @@ impl FuncWriter<'_> {
     /// returns the state space and scope the atomic takes (global where the verifier
     /// proved it, `.sys` when a map of the module is in host memory).
     fn atomic_address(&mut self, base: u8, off: i16) -> &'static str {
-        let global = self.proven(|h| &h.global);
+        let global = self.proven_global();
         if global {
             self.l(format!("cvta.to.global.u64 %t1, %r{base};"));
             self.l(format!("add.u64 %t1, %t1, {off};"));
@@ -170,7 +170,7 @@ impl FuncWriter<'_> {
     }
 
     /// The store of a plain counter update the verifier fused
-    /// ([`Hints::plain_add`](super::Hints::plain_add)): one `red.add` of the addend at the
+    /// ([`Facts::plain_add`](bpf2ptx_verifier::Facts::plain_add)): one `red.add` of the addend at the
     /// store's address (map memory, aligned: no frame slot, no byte-wise path); its load
     /// and add emitted nothing. A register addend still holds its value here, as the add
     /// that would have overwritten it was dropped.

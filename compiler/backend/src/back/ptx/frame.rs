@@ -2,6 +2,12 @@
 //! bytes of frame each function needs, which accesses fold to constant slots, and whether
 //! the frame's address is ever taken (when not, the frame lives in registers). A dataflow
 //! pass over the instructions, run before any lowering.
+//!
+//! It is the backend's lowering plan, not a verifier fact: which accesses fold to
+//! constant `.local` slots follows the backend's rules, and whether the frame's address
+//! is needed depends on which lookups and ring outputs the backend inlines
+//! ([`needs_frame_address`]'s callback). The verifier proves the stack safe with its
+//! own, path-sensitive tracking and never needs this.
 
 use super::symbols::func_symbol;
 use super::MAX_STACK;

@@ -8,11 +8,12 @@ use super::entry::{entry_granularity, reads_active_mask, Granularity};
 use super::frame::{analyse_frame, func_range, needs_frame_address, Fp};
 use super::module::{map_storage, INLINE_END};
 use super::symbols::{map_desc_symbol, map_symbol};
-use super::{atomic_scope, is_sharded, Error, Hints, Options, FUNC_TAG};
+use super::{atomic_scope, is_sharded, Error, Options, FUNC_TAG};
 use crate::back::PlainAdd;
 use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::{is_helper, Lowering};
+use bpf2ptx_verifier::{Facts, Verified};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -28,7 +29,7 @@ pub(super) struct FuncWriter<'a> {
     /// An instruction needs PTX ISA 6.2 (`activemask`).
     pub(super) ptx_62: bool,
     /// The verifier's facts about this program.
-    pub(super) hints: Option<&'a Hints>,
+    pub(super) facts: &'a Facts,
     /// The instruction being lowered.
     pub(super) cur: usize,
     /// Atomics at `.sys` scope (a map of the module is in host memory).
@@ -74,8 +75,9 @@ fn cmp_name(c: Cond) -> (&'static str, bool) {
 
 impl<'a> FuncWriter<'a> {
     /// A writer for function `k` of program `pi` with the module-wide settings.
-    pub(super) fn configured(obj: &'a Object, opts: &'a Options, pi: usize, k: usize) -> Self {
-        let mut f = FuncWriter::new(obj, &obj.programs[pi], k, opts.hints.get(pi));
+    pub(super) fn configured(v: &'a Verified<'_>, opts: &'a Options, pi: usize, k: usize) -> Self {
+        let obj = v.object();
+        let mut f = FuncWriter::new(obj, &obj.programs[pi], k, v.facts(pi));
         f.sharded = (0..obj.maps.len())
             .map(|m| is_sharded(obj, opts, m))
             .collect();
@@ -86,7 +88,7 @@ impl<'a> FuncWriter<'a> {
         f
     }
 
-    fn new(obj: &'a Object, prog: &'a Program, k: usize, hints: Option<&'a Hints>) -> Self {
+    fn new(obj: &'a Object, prog: &'a Program, k: usize, facts: &'a Facts) -> Self {
         FuncWriter {
             obj,
             prog,
@@ -96,7 +98,7 @@ impl<'a> FuncWriter<'a> {
             labels: 0,
             promote: false,
             ptx_62: false,
-            hints,
+            facts,
             cur: 0,
             sys: false,
             sharded: Vec::new(),
@@ -230,11 +232,20 @@ impl<'a> FuncWriter<'a> {
         format!("{}", v)
     }
 
-    /// Whether the verifier proved `what` for the current instruction.
-    pub(super) fn proven(&self, what: fn(&Hints) -> &Vec<bool>) -> bool {
-        self.hints
-            .and_then(|h| Hints::get(what(h), self.cur))
-            .unwrap_or(false)
+    /// Whether the current instruction's access touches only global memory (map values,
+    /// the test input, ringbuf records): `ld.global`/`st.global`/`atom.global` instead of
+    /// generic accesses.
+    pub(super) fn proven_global(&self) -> bool {
+        self.facts
+            .regions
+            .get(self.cur)
+            .is_some_and(|r| r.is_global())
+    }
+
+    /// Whether the current instruction's address is a multiple of its size on every path:
+    /// no run-time alignment test and no byte-wise fallback.
+    pub(super) fn proven_aligned(&self) -> bool {
+        self.facts.aligned.get(self.cur).copied().unwrap_or(false)
     }
 
     fn insn(&mut self, i: usize, pcs: &[usize], fp: &[Fp; 11], frame: u32) -> Result<(), Error> {
@@ -242,17 +253,9 @@ impl<'a> FuncWriter<'a> {
         let ins = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
         let label = |rel: i64| format!("$L{}", pcs[i] as i64 + 1 + rel);
-        let constant = self
-            .hints
-            .and_then(|h| h.const_value.get(i).copied().flatten());
-        let always = self
-            .hints
-            .and_then(|h| h.branch_always.get(i).copied().flatten());
-        if self
-            .hints
-            .and_then(|h| h.reached.get(i).copied())
-            .is_some_and(|r| !r)
-        {
+        let constant = self.facts.const_value.get(i).copied().flatten();
+        let always = self.facts.branch_always.get(i).copied().flatten();
+        if self.facts.reached.get(i).is_some_and(|r| !r) {
             return Ok(());
         }
         // `if r0 == 0` / `if r0 != 0` right after a lookup that cannot miss.
@@ -275,9 +278,7 @@ impl<'a> FuncWriter<'a> {
         {
             self.l(bpf2ptx_runtime::maps::MEMO_CLEAR.trim_end());
         }
-        let plain = self
-            .hints
-            .and_then(|h| h.plain_add.get(i).copied().flatten());
+        let plain = self.facts.plain_add.get(i).copied().flatten();
         match (ins.kind(), plain) {
             (Kind::Ldx(..), Some(PlainAdd::Load)) | (Kind::Alu(..), Some(PlainAdd::Add)) => {
                 return Ok(())

@@ -16,7 +16,7 @@ impl FuncWriter<'_> {
     /// The runtime's hash function for map helper call `i` (1-3) when the verifier pinned
     /// the call to one hash map ([`MapKind::is_hash`]).
     fn pinned_hash_helper(&self, i: usize) -> Option<(u32, &'static str)> {
-        let m = self.hints?.call_map.get(i).copied().flatten()?;
+        let m = self.facts.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
         if !map.is(MapKind::is_hash) {
             return None;
@@ -82,7 +82,7 @@ impl FuncWriter<'_> {
         if ins.kind() != Kind::Call(CallKind::Helper) || !(lookup || is_helper(ins.imm, UPDATE)) {
             return None;
         }
-        let m = self.hints?.call_map.get(i).copied().flatten()?;
+        let m = self.facts.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
         let kind_ok = if lookup {
             map.is(MapKind::is_hash)
@@ -182,7 +182,7 @@ impl FuncWriter<'_> {
         if ins.kind() != Kind::Call(CallKind::Helper) || !is_helper(ins.imm, LOOKUP) {
             return None;
         }
-        let m = self.hints?.call_map.get(i).copied().flatten()?;
+        let m = self.facts.call_map.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;
         if !map.is(MapKind::is_array) || map.key_size != 4 {
             return None;
@@ -235,10 +235,7 @@ impl FuncWriter<'_> {
             ));
             self.l("add.u64 %lkd1, %lkd1, %lkd2;");
         }
-        let hit = self
-            .hints
-            .and_then(|h| h.lookup_in_range.get(self.cur).copied().flatten())
-            == Some(true);
+        let hit = self.facts.lookup_in_range.get(self.cur).copied().flatten() == Some(true);
         if hit && !self.host.get(m as usize).copied().unwrap_or(false) {
             self.l("add.u64 %r0, %lkd0, %lkd1;");
             self.nonnull_r0 = true;

@@ -59,10 +59,7 @@ impl FuncWriter<'_> {
     /// fields an attach site knows at build time are constants ptxas folds. Returns false
     /// when the load is not such a field.
     pub(super) fn ctx_field(&mut self, d: u8, size: Size, signed: bool) -> bool {
-        let Some(off) = self
-            .hints
-            .and_then(|h| h.ctx_offset.get(self.cur).copied().flatten())
-        else {
+        let Some(off) = self.facts.ctx_offset.get(self.cur).copied().flatten() else {
             return false;
         };
         let bytes = i64::from(size.bytes());
@@ -142,7 +139,7 @@ impl FuncWriter<'_> {
     /// The byte-wise fallback helpers take generic addresses, so they get `%r{base}`
     /// through `%t1` either way (a global address is a valid generic one on the GPU).
     fn address(&mut self, base: u8) -> (&'static str, String) {
-        if self.proven(|h| &h.global) {
+        if self.proven_global() {
             self.l(format!("cvta.to.global.u64 %t0, %r{base};"));
             (".global", "%t0".to_string())
         } else {
@@ -172,7 +169,7 @@ impl FuncWriter<'_> {
             return;
         }
         let (space, addr) = self.address(base);
-        if size == Size::B || self.proven(|h| &h.aligned) {
+        if size == Size::B || self.proven_aligned() {
             self.l(format!("ld{space}.{t} {val}, [{addr}+{off}];"));
             return;
         }
@@ -226,7 +223,7 @@ impl FuncWriter<'_> {
             return;
         }
         let (space, addr) = self.address(base);
-        if size == Size::B || self.proven(|h| &h.aligned) {
+        if size == Size::B || self.proven_aligned() {
             self.l(format!("st{space}.{t} [{addr}+{off}], {val};"));
             return;
         }

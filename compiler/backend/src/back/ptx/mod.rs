@@ -28,6 +28,12 @@
 //!   lives in host-pinned memory ([`Options::host`]): the host then reads it while the
 //!   kernel runs, and the device must see the consumer positions the host writes.
 //!
+//! The verifier's facts (which accesses are global or aligned, constants, branches that
+//! always go one way, which map a call names, plain counter updates) come in the
+//! [`Verified`](bpf2ptx_verifier::Verified) that [`write_string`] and [`inline_body`]
+//! take instead of an object: only the verifier makes one, so there is no way to lower a
+//! program without them, or with facts of another program.
+//!
 //! The backend's code lives in files by responsibility: `module` (the module writer:
 //! [`write_string`], [`inline_body`], map descriptors and storage), `func` (the function
 //! writer and its lowering loop), `alu`, `mem` (loads, stores, frame slots), `atomics`,
@@ -58,7 +64,6 @@ pub use symbols::{
     map_symbol, program_symbol,
 };
 
-use super::PlainAdd;
 use crate::program::{MapOrigin, Object};
 use bpf2ptx_runtime::MapKind;
 use thiserror::Error;
@@ -91,9 +96,6 @@ pub struct Options {
     pub target: String,
     /// Also emit a standalone `.entry` kernel per program (for `bpf2ptx run`).
     pub entry: bool,
-    /// What the verifier proved, one entry per program (empty: assume nothing, which is
-    /// always correct but slower).
-    pub hints: Vec<Hints>,
     /// Which threads of the `.entry` kernels run the probe, for programs whose section
     /// names no granularity of its own (`gpu/entry.warp/K` does, as for injection).
     pub granularity: Granularity,
@@ -144,69 +146,11 @@ impl Default for Options {
         Options {
             target: "sm_70".into(),
             entry: false,
-            hints: Vec::new(),
             granularity: Granularity::Thread,
             sharded: Vec::new(),
             host: Vec::new(),
             unsharded: Vec::new(),
         }
-    }
-}
-
-/// Per-instruction facts from the verifier that let the backend drop run-time checks and
-/// use specific state spaces. Each vector is indexed by instruction; a missing entry means
-/// "not proven".
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Hints {
-    /// The access touches only global memory (map values, the test input, ringbuf
-    /// records): `ld.global`/`st.global`/`atom.global` instead of generic accesses.
-    pub global: Vec<bool>,
-    /// The regions an access may touch (the verifier's `Facts::regions`: bit 0 stack,
-    /// 1 context, 2 test memory, 3 map values, 4 ringbuf records).
-    pub regions: Vec<u8>,
-    /// The access's address is a multiple of its size on every path: no run-time
-    /// alignment test and no byte-wise fallback.
-    pub aligned: Vec<bool>,
-    /// The division or modulo's register divisor may be zero (only those get a zero test).
-    pub divisor_may_be_zero: Vec<bool>,
-    /// An atomic add without fetch whose operand is this constant on every path: the
-    /// lanes of a warp that add to one address let one of them add the group's total
-    /// (what ptxas does for a CUDA `atomicAdd` it can see through), so thousands of
-    /// warps hitting one counter cost one atomic per warp instead of 32.
-    pub add_const: Vec<Option<u64>>,
-    /// A helper call whose map argument is this map on every path: an array lookup is
-    /// then inlined with the map's constants (no runtime call, no dispatch on the type).
-    pub call_map: Vec<Option<u32>>,
-    /// A load from the context at this constant offset on every path: in a body inlined
-    /// at an attach site ([`inline_body`]) it reads the site's context registers.
-    pub ctx_offset: Vec<Option<i64>>,
-    /// An atomic on the values of this map on every path.
-    pub atomic_map: Vec<Option<u32>>,
-    /// The constant an ALU operation or load leaves in its destination on every path: a
-    /// `mov` instead (with an attach site's constant context fields, whole computations
-    /// such as a histogram key fold away).
-    pub const_value: Vec<Option<u64>>,
-    /// A conditional jump that always goes one way: an unconditional branch, or nothing.
-    pub branch_always: Vec<Option<bool>>,
-    /// Some path reaches the instruction; unreached ones are not emitted (their other
-    /// facts are empty, so lowering them would only add code, e.g. runtime calls).
-    pub reached: Vec<bool>,
-    /// An array lookup whose key is below `max_entries` on every path: with the map in
-    /// the module's storage it cannot return NULL, so the null test after it goes too.
-    pub lookup_in_range: Vec<Option<bool>>,
-    /// A helper call whose memory argument's size is this constant on every path: a
-    /// `ringbuf_output` of a known ring is then inlined with straight-line copies.
-    pub call_size: Vec<Option<u64>>,
-    /// A counter update written as plain code (`*v += x`) that may run as one atomic add
-    /// without fetch (the verifier's `Facts::plain_add`): its load and add emit nothing,
-    /// its store is the `red.add`, warp-aggregated like an atomic add of a constant. Run
-    /// by many threads the load-add-store would lose almost every update.
-    pub plain_add: Vec<Option<PlainAdd>>,
-}
-
-impl Hints {
-    fn get(v: &[bool], i: usize) -> Option<bool> {
-        v.get(i).copied()
     }
 }
 

@@ -16,6 +16,7 @@ use super::{atomic_scope, is_sharded, Error, Options, SHARDS, TARGETS};
 use crate::isa::table::Kind;
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::{desc, MapKind};
+use bpf2ptx_verifier::{Regions, Verified};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -96,8 +97,12 @@ fn specialised_functions(
         .collect()
 }
 
-/// Lowers every program of an object to one PTX module.
-pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
+/// Lowers every program of a verified object to one PTX module, using what the verifier
+/// proved about each instruction (address spaces, alignment, constants, inlinable map
+/// calls). It takes [`Verified`] rather than an `Object`: only the verifier makes one, so
+/// a program nobody verified cannot be lowered.
+pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
+    let obj = v.object();
     let version = TARGETS
         .iter()
         .find(|(t, _)| *t == opts.target)
@@ -116,7 +121,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
                 .iter()
                 .position(|p| std::ptr::eq(p, prog))
                 .unwrap_or(0);
-            let mut f = FuncWriter::configured(obj, opts, pi, k);
+            let mut f = FuncWriter::configured(v, opts, pi, k);
             let head = func_head(prog, k, f.lanes);
             let _ = writeln!(decls, "{head};");
             f.lower()?;
@@ -296,7 +301,7 @@ pub fn write_string(obj: &Object, opts: &Options) -> Result<String, Error> {
     if opts.entry {
         for (pi, prog) in obj.programs.iter().enumerate() {
             // The program's body inlined into its kernel: no call, no ABI parameters.
-            let mut f = FuncWriter::configured(obj, opts, pi, 0);
+            let mut f = FuncWriter::configured(v, opts, pi, 0);
             f.inline = true;
             f.lower()?;
             out.push_str(&entry_kernel(prog, entry_granularity(prog, opts), &f.out));
@@ -334,9 +339,12 @@ pub const INLINE_CTX_WORDS: u32 = 3;
 /// the site's `%bpf2ptx_a1..5`, context fields at constant offsets from
 /// `%bpf2ptx_c0..2`, and `exit` as a branch to [`INLINE_END`]. Calls to its
 /// subprograms and the runtime go to the functions of the module [`write_string`] writes
-/// with the same options, which the caller links in.
-pub fn inline_body(obj: &Object, opts: &Options, pi: usize) -> Result<InlineBody, Error> {
-    let mut f = FuncWriter::configured(obj, opts, pi, 0);
+/// with the same options, which the caller links in. `v` is usually the module's
+/// verification with program `pi` verified again under the site's known context bytes
+/// ([`Verified::with_known`]), so the site's constant fields fold away.
+pub fn inline_body(v: &Verified<'_>, opts: &Options, pi: usize) -> Result<InlineBody, Error> {
+    let obj = v.object();
+    let mut f = FuncWriter::configured(v, opts, pi, 0);
     f.inline = true;
     f.ctx_regs = true;
     f.lower()?;
@@ -344,17 +352,15 @@ pub fn inline_body(obj: &Object, opts: &Options, pi: usize) -> Result<InlineBody
     // from registers: one in a subprogram, or at an offset not known on every path.
     let prog = &obj.programs[pi];
     let (a, b) = func_range(prog, 0);
-    let ctx_in_memory = match opts.hints.get(pi) {
-        Some(h) => (0..prog.insns.len()).any(|i| {
-            let ctx = h.regions.get(i).is_none_or(|r| r & 2 != 0);
-            let served = (a..b).contains(&i) && h.ctx_offset.get(i).copied().flatten().is_some();
-            ctx && matches!(
-                prog.insns[i].kind(),
-                Kind::Ldx(..) | Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..)
-            ) && !served
-        }),
-        None => true,
-    };
+    let facts = v.facts(pi);
+    let ctx_in_memory = (0..prog.insns.len()).any(|i| {
+        let ctx = facts.regions.get(i).is_none_or(|r| r.touches(Regions::CTX));
+        let served = (a..b).contains(&i) && facts.ctx_offset.get(i).copied().flatten().is_some();
+        ctx && matches!(
+            prog.insns[i].kind(),
+            Kind::Ldx(..) | Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..)
+        ) && !served
+    });
     Ok(InlineBody {
         text: f.out,
         ctx_in_memory,

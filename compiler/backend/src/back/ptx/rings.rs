@@ -189,7 +189,7 @@ impl FuncWriter<'_> {
             (Kind::Call(CallKind::Helper), 25) => 4,
             _ => return None,
         };
-        let h = self.hints?;
+        let h = self.facts;
         let m = h.call_map.get(i).copied().flatten()?;
         let size = h.call_size.get(i).copied().flatten()?;
         let map = self.obj.maps.get(m as usize)?;

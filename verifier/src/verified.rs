@@ -1,0 +1,133 @@
+//! [`Verified`]: an object whose every program the verifier accepted, with what it proved
+//! about each. The backend lowers only this type, so lowering a program nobody verified
+//! cannot be written: no other crate can make one.
+
+use crate::{verify, Diagnostic, Entry, Facts, KnownBytes};
+use bpf2ptx_compiler::program::Object;
+
+/// Every program of an object, accepted by the verifier, each with the entry it was
+/// verified under and its [`Facts`].
+///
+/// The fields are private and the only constructors run the verifier
+/// ([`Verified::new`], [`Verified::with_known`]), so holding one is the proof that every
+/// program of [`Verified::object`] passed. The backend's entry points
+/// (`bpf2ptx_backend::back::ptx::write_string`, `inline_body`, the injector's site
+/// bodies) take a `Verified` rather than an `Object` and loose facts: lowering an
+/// unverified program, or one with another program's facts, is not representable.
+#[derive(Clone, Debug)]
+pub struct Verified<'p> {
+    obj: &'p Object,
+    /// Per program of `obj`, in order: its entry and its facts.
+    programs: Vec<(Entry, Facts)>,
+}
+
+/// Why [`Verified::new`] or [`Verified::with_known`] refused: the first program the
+/// verifier rejected, and every violation found in it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("program {name} rejected:\n{}", diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub struct Rejected {
+    /// The program's index in the object.
+    pub program: usize,
+    /// The program's name.
+    pub name: String,
+    /// Every violation, in instruction order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<'p> Verified<'p> {
+    /// Verifies every program `k` of `obj` under `entry(k)` ([`verify`]), in order; the
+    /// first program rejected is the error (the later ones are not verified).
+    pub fn new(obj: &'p Object, mut entry: impl FnMut(usize) -> Entry) -> Result<Self, Rejected> {
+        let programs = (0..obj.programs.len())
+            .map(|k| {
+                let e = entry(k);
+                let facts = check(obj, k, &e)?;
+                Ok((e, facts))
+            })
+            .collect::<Result<_, Rejected>>()?;
+        Ok(Verified { obj, programs })
+    }
+
+    /// The same verification with program `k` verified again under its entry with the
+    /// context bytes `known` (an attach site's constant fields): its facts then fold
+    /// every computation that depends only on them. The other programs keep theirs.
+    pub fn with_known(&self, k: usize, known: KnownBytes) -> Result<Verified<'p>, Rejected> {
+        let mut e = self.programs[k].0;
+        e.known = known;
+        let facts = check(self.obj, k, &e)?;
+        let mut programs = self.programs.clone();
+        programs[k] = (e, facts);
+        Ok(Verified {
+            obj: self.obj,
+            programs,
+        })
+    }
+
+    /// The object verified.
+    pub fn object(&self) -> &'p Object {
+        self.obj
+    }
+
+    /// Program `k`'s facts.
+    pub fn facts(&self, k: usize) -> &Facts {
+        &self.programs[k].1
+    }
+
+    /// Every program's facts, in program order.
+    pub fn all_facts(&self) -> impl ExactSizeIterator<Item = &Facts> {
+        self.programs.iter().map(|(_, f)| f)
+    }
+}
+
+/// [`verify`] of program `k`, its diagnostics as a [`Rejected`].
+fn check(obj: &Object, k: usize, e: &Entry) -> Result<Facts, Rejected> {
+    verify(obj, k, e).map_err(|diagnostics| Rejected {
+        program: k,
+        name: obj.programs[k].name.clone(),
+        diagnostics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(text: &str) -> Object {
+        bpf2ptx_compiler::front::load_bytes("t.s", text.as_bytes()).expect("assembles")
+    }
+
+    /// A rejected program is the error, with the diagnostics `verify` gives and the
+    /// program's name in the message.
+    #[test]
+    fn a_rejected_program_is_the_error() {
+        let obj = object("r0 = *(u64 *)(r2 + 0)\nexit\n");
+        let r = Verified::new(&obj, |_| Entry::probe()).expect_err("r2 is not a pointer");
+        let diags = verify(&obj, 0, &Entry::probe()).expect_err("rejected");
+        assert_eq!((r.program, &r.diagnostics), (0, &diags));
+        let text = r.to_string();
+        assert!(
+            text.starts_with(&format!("program {} rejected:\n", obj.programs[0].name)),
+            "{text}"
+        );
+        assert!(text.ends_with(&diags[0].to_string()), "{text}");
+    }
+
+    /// `with_known` verifies the program again with the known context bytes: its facts
+    /// are those of `verify` with that entry, and a branch on a known field always goes
+    /// one way.
+    #[test]
+    fn with_known_verifies_again_with_the_known_bytes() {
+        let obj = object("r2 = *(u32 *)(r1 + 4)\nr0 = 0\nif r2 > 100 goto +1\nr0 = 1\nexit\n");
+        let v = Verified::new(&obj, |_| Entry::probe_ctx(8)).expect("accepted");
+        assert_eq!(v.facts(0).branch_always[2], None);
+        let mut known = KnownBytes::default();
+        known.bytes[4..8].copy_from_slice(&7u32.to_le_bytes());
+        known.mask = 0xf0;
+        let site = v.with_known(0, known).expect("accepted");
+        let mut e = Entry::probe_ctx(8);
+        e.known = known;
+        assert_eq!(site.facts(0), &verify(&obj, 0, &e).expect("accepted"));
+        assert_eq!(site.facts(0).branch_always[2], Some(false));
+        assert!(std::ptr::eq(site.object(), v.object()));
+    }
+}
