@@ -11,6 +11,7 @@
 pub mod desc;
 mod flatten;
 pub mod map_kind;
+pub mod printk;
 pub mod maps;
 pub mod ringbuf;
 

@@ -7,6 +7,7 @@ use bpf2ptx_backend::back::ptx::{map_symbol, PRINTK_DESC};
 use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::MapOrigin;
 use bpf2ptx_runtime::desc;
+use bpf2ptx_runtime::printk::{self, Word};
 
 impl Loader<'_> {
     /// The lines `trace_printk` and `puts` wrote, formatted on the host: each record holds
@@ -57,12 +58,16 @@ impl Loader<'_> {
             format!("<string at 0x{addr:x}>")
         };
         let mut lines = Vec::new();
-        for r in st.records.iter().filter(|r| r.data.len() >= 48) {
-            let w = |k: usize| word(&r.data, k);
-            let line = if w(0) == 1 {
-                string_at(w(1), 4096)
+        let record = printk::RECORD_BYTES as usize;
+        for r in st.records.iter().filter(|r| r.data.len() >= record) {
+            let w = |k: Word| word(&r.data, k as usize);
+            let line = if w(Word::Kind) == printk::KIND_PUTS {
+                string_at(w(Word::Format), 4096)
             } else {
-                format_printk(&string_at(w(1), w(2)), [w(3), w(4), w(5)])
+                format_printk(
+                    &string_at(w(Word::Format), w(Word::FormatSize)),
+                    [w(Word::Arg0), w(Word::Arg1), w(Word::Arg2)],
+                )
             };
             lines.push(line.trim_end_matches('\n').to_string());
         }

@@ -7,7 +7,7 @@ use super::func::FuncWriter;
 use super::mem::ty;
 use super::symbols::map_desc_symbol;
 use crate::isa::table::{CallKind, Kind, Size};
-use bpf2ptx_runtime::MapKind;
+use bpf2ptx_runtime::{printk, MapKind};
 use std::fmt::Write as _;
 
 /// Largest record size (bytes of data) whose `ringbuf_output` is inlined: the copy is
@@ -164,13 +164,12 @@ pub(super) const INLINE_RING_OUTPUT: &str = "\t{
 	}
 ";
 
-/// Bytes of the module's `trace_printk`/`puts` ring.
-pub(super) const PRINTK_RING: u64 = 65536;
-/// The descriptor symbol of the `trace_printk`/`puts` ring.
-pub const PRINTK_DESC: &str = "bpf2ptx_printk";
-/// Bytes of one printk record: kind (0 trace_printk, 1 puts), format or string address,
-/// format size, three arguments.
-pub const PRINTK_RECORD: u64 = 48;
+/// Bytes of the module's `trace_printk`/`puts` ring ([`printk::RING_BYTES`]).
+pub(super) const PRINTK_RING: u64 = printk::RING_BYTES;
+/// The descriptor symbol of the `trace_printk`/`puts` ring ([`printk::DESC_SYMBOL`]).
+pub const PRINTK_DESC: &str = printk::DESC_SYMBOL;
+/// Bytes of one printk record ([`printk::RECORD_BYTES`]; its words: [`printk::Word`]).
+pub const PRINTK_RECORD: u64 = printk::RECORD_BYTES;
 
 impl FuncWriter<'_> {
     /// The ring, record size and frame slot of instruction `i` when it is a
@@ -298,18 +297,27 @@ impl FuncWriter<'_> {
         let done = self.fresh_label();
         self.l("setp.eq.u64 %p1, %t1, 0;");
         self.l(format!("@%p1 bra {done};"));
-        self.l(format!("st.u64 [%t1], {};", if puts { 1 } else { 0 }));
-        self.l("st.u64 [%t1+8], %r1;");
-        if puts {
-            self.l("st.u64 [%t1+16], 0;");
-            self.l("st.u64 [%t1+24], 0;");
-            self.l("st.u64 [%t1+32], 0;");
-            self.l("st.u64 [%t1+40], 0;");
+        // The record (printk::Word): kind, format (r1), then the format size and the
+        // three arguments (r2-r5) of trace_printk, or zeros for puts.
+        use printk::Word;
+        let kind = if puts {
+            printk::KIND_PUTS
         } else {
-            self.l("st.u64 [%t1+16], %r2;");
-            self.l("st.u64 [%t1+24], %r3;");
-            self.l("st.u64 [%t1+32], %r4;");
-            self.l("st.u64 [%t1+40], %r5;");
+            printk::KIND_TRACE_PRINTK
+        };
+        let at = |w: Word| match w.offset() {
+            0 => "[%t1]".to_string(),
+            o => format!("[%t1+{o}]"),
+        };
+        self.l(format!("st.u64 {}, {kind};", at(Word::Kind)));
+        self.l(format!("st.u64 {}, %r1;", at(Word::Format)));
+        for (w, reg) in [
+            (Word::FormatSize, "%r2"),
+            (Word::Arg0, "%r3"),
+            (Word::Arg1, "%r4"),
+            (Word::Arg2, "%r5"),
+        ] {
+            self.l(format!("st.u64 {}, {};", at(w), if puts { "0" } else { reg }));
         }
         self.l("{");
         self.l(".param .b64 bpf_pa;");

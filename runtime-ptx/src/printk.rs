@@ -1,0 +1,44 @@
+//! The `trace_printk`/`puts` ring: where the compiled module writes what the program
+//! prints, and the record the host decodes (specs/abi.md, "trace_printk"). The backend
+//! writes these records and the host loader reads them; both take the layout from here.
+
+/// The ring's descriptor symbol in the module (a GPU ringbuf descriptor, 1527).
+pub const DESC_SYMBOL: &str = "bpf2ptx_printk";
+/// Bytes of the ring's data (a power of two, as every ring's).
+pub const RING_BYTES: u64 = 65536;
+/// Bytes of one record: six little-endian u64 words ([`Word`]).
+pub const RECORD_BYTES: u64 = 8 * Word::COUNT as u64;
+
+/// The words of a printk record, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Word {
+    /// [`KIND_TRACE_PRINTK`] or [`KIND_PUTS`].
+    Kind = 0,
+    /// The generic address of the format (trace_printk) or of the string (puts), in a
+    /// read-only global-data map.
+    Format = 1,
+    /// The format's size in bytes (trace_printk; 0 for puts).
+    FormatSize = 2,
+    /// The three arguments (trace_printk; 0 for puts).
+    Arg0 = 3,
+    /// The second argument.
+    Arg1 = 4,
+    /// The third argument.
+    Arg2 = 5,
+}
+
+impl Word {
+    /// Words per record.
+    pub const COUNT: usize = 6;
+
+    /// Byte offset of the word in the record.
+    pub const fn offset(self) -> u64 {
+        8 * self as u64
+    }
+}
+
+/// [`Word::Kind`] of a `trace_printk` record.
+pub const KIND_TRACE_PRINTK: u64 = 0;
+/// [`Word::Kind`] of a `puts` record.
+pub const KIND_PUTS: u64 = 1;
