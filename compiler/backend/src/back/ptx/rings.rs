@@ -317,7 +317,11 @@ impl FuncWriter<'_> {
             (Word::Arg1, "%r4"),
             (Word::Arg2, "%r5"),
         ] {
-            self.l(format!("st.u64 {}, {};", at(w), if puts { "0" } else { reg }));
+            self.l(format!(
+                "st.u64 {}, {};",
+                at(w),
+                if puts { "0" } else { reg }
+            ));
         }
         self.l("{");
         self.l(".param .b64 bpf_pa;");
