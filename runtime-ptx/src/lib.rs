@@ -11,8 +11,8 @@
 pub mod desc;
 mod flatten;
 pub mod map_kind;
-pub mod printk;
 pub mod maps;
+pub mod printk;
 pub mod ringbuf;
 
 pub use map_kind::MapKind;
@@ -118,6 +118,29 @@ pub enum Access {
     Write,
 }
 
+/// The map kinds a helper's map argument takes ([`Arg::Map`]), each a [`MapKind`]
+/// predicate: the column of [`HELPERS`] the verifier checks a map argument against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapClass {
+    /// Maps with keys and values: lookup, update, delete ([`MapKind::is_key_value`]).
+    KeyValue,
+    /// What `perf_event_output` writes to ([`MapKind::takes_perf_event_output`]).
+    PerfEventOutput,
+    /// Rings: the ringbuf helpers ([`MapKind::takes_ringbuf_helpers`]).
+    Ringbuf,
+}
+
+impl MapClass {
+    /// The predicate: whether a map of kind `k` is in the class.
+    pub fn predicate(self) -> fn(MapKind) -> bool {
+        match self {
+            MapClass::KeyValue => MapKind::is_key_value,
+            MapClass::PerfEventOutput => MapKind::takes_perf_event_output,
+            MapClass::Ringbuf => MapKind::takes_ringbuf_helpers,
+        }
+    }
+}
+
 /// The type of one helper argument (r1..r5 in order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arg {
@@ -126,8 +149,8 @@ pub enum Arg {
     /// An argument the helper uses only sometimes (a `trace_printk` argument beyond what
     /// its format names; Linux's ARG_DONTCARE): it may be unset, and is not checked.
     Optional,
-    /// A map (an `ld_imm64` map reference).
-    Map,
+    /// A map (an `ld_imm64` map reference) of a kind in the class.
+    Map(MapClass),
     /// A pointer to the map's `key_size` initialised bytes (stack or map value).
     MapKey,
     /// A pointer to the map's `value_size` initialised bytes (stack or map value).
@@ -232,7 +255,7 @@ pub static HELPERS: &[Helper] = &[
     Helper {
         id: 1,
         name: "map_lookup_elem",
-        args: &[Map, MapKey],
+        args: &[Map(MapClass::KeyValue), MapKey],
         ret: Ret::MapValueOrNull,
         gpu: "a pointer to the value for the key, or NULL; in device memory, no host round trip",
         lowering: Lowering::Map {
@@ -243,7 +266,7 @@ pub static HELPERS: &[Helper] = &[
     Helper {
         id: 2,
         name: "map_update_elem",
-        args: &[Map, MapKey, MapValue, Anything],
+        args: &[Map(MapClass::KeyValue), MapKey, MapValue, Anything],
         ret: Ret::Integer,
         gpu: "insert or replace (flags BPF_ANY, BPF_NOEXIST, BPF_EXIST); 0 or a negative errno",
         lowering: Lowering::Map {
@@ -254,7 +277,7 @@ pub static HELPERS: &[Helper] = &[
     Helper {
         id: 3,
         name: "map_delete_elem",
-        args: &[Map, MapKey],
+        args: &[Map(MapClass::KeyValue), MapKey],
         ret: Ret::Integer,
         gpu: "delete the key; 0 or -ENOENT",
         lowering: Lowering::Map {
@@ -308,7 +331,7 @@ pub static HELPERS: &[Helper] = &[
         name: "perf_event_output",
         args: &[
             Ctx,
-            Map,
+            Map(MapClass::PerfEventOutput),
             Anything,
             Mem {
                 size_arg: 4,
@@ -330,7 +353,7 @@ pub static HELPERS: &[Helper] = &[
         id: 130,
         name: "ringbuf_output",
         args: &[
-            Map,
+            Map(MapClass::Ringbuf),
             Mem {
                 size_arg: 2,
                 access: Read,
@@ -349,7 +372,7 @@ pub static HELPERS: &[Helper] = &[
     Helper {
         id: 131,
         name: "ringbuf_reserve",
-        args: &[Map, Size { zero_ok: false }, Anything],
+        args: &[Map(MapClass::Ringbuf), Size { zero_ok: false }, Anything],
         ret: Ret::RingbufRecordOrNull,
         gpu: "reserve a record of a constant size, or NULL when full",
         lowering: Lowering::Ring {
@@ -385,7 +408,7 @@ pub static HELPERS: &[Helper] = &[
     Helper {
         id: 134,
         name: "ringbuf_query",
-        args: &[Map, Anything],
+        args: &[Map(MapClass::Ringbuf), Anything],
         ret: Ret::Integer,
         gpu: "ringbuf statistics (available data, size, positions)",
         lowering: Lowering::Ring {

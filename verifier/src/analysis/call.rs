@@ -10,20 +10,6 @@ use crate::Rule;
 use bpf2ptx_compiler::program::MapOrigin;
 use bpf2ptx_runtime::{Access, Arg, MapKind, Ret};
 
-/// The map kinds helper `id` takes as its map argument, as a [`MapKind`] predicate (None:
-/// no constraint): maps with keys and values for lookup, update and delete
-/// ([`MapKind::is_key_value`]), rings for the ring helpers.
-fn map_kinds(id: i64) -> Option<fn(MapKind) -> bool> {
-    match bpf2ptx_runtime::helper(id)?.name {
-        "map_lookup_elem" | "map_update_elem" | "map_delete_elem" => Some(MapKind::is_key_value),
-        "perf_event_output" => Some(MapKind::takes_perf_event_output),
-        "ringbuf_output" | "ringbuf_reserve" | "ringbuf_query" => {
-            Some(MapKind::takes_ringbuf_helpers)
-        }
-        _ => None,
-    }
-}
-
 impl<'a> Explorer<'a> {
     pub(super) fn exit(&mut self, mut st: State, i: usize) -> R<Step> {
         // A subprogram may return with r0 unset (clang leaves it so when the result is
@@ -124,26 +110,25 @@ impl<'a> Explorer<'a> {
             match *arg {
                 Arg::Optional => {}
                 Arg::Anything => {}
-                Arg::Map => match v {
+                Arg::Map(class) => match v {
                     Reg::Map(m) => {
                         same_on_every_path(&mut self.seen[i], &mut self.facts.call_map[i], Some(m));
                         // Anything but a lookup reads or changes values whole.
-                        if id != 1 {
+                        if !bpf2ptx_runtime::is_helper(id, "map_lookup_elem") {
                             self.facts.map_only_adds[m as usize] = false;
                         }
+                        // The map kinds the catalogue's column says the helper takes.
                         let map = &self.obj.maps[m as usize];
-                        if let Some(want) = map_kinds(id) {
-                            if !map.is(want) {
-                                let name = bpf2ptx_compiler::program::map_type_name(map.map_type)
-                                    .unwrap_or("unknown");
-                                return Err(bad(
-                                    self,
-                                    &format!(
-                                        "a map of a type this helper takes (not {name}({}))",
-                                        map.map_type
-                                    ),
-                                ));
-                            }
+                        if !map.is(class.predicate()) {
+                            let name = bpf2ptx_compiler::program::map_type_name(map.map_type)
+                                .unwrap_or("unknown");
+                            return Err(bad(
+                                self,
+                                &format!(
+                                    "a map of a type this helper takes (not {name}({}))",
+                                    map.map_type
+                                ),
+                            ));
                         }
                         if (bpf2ptx_runtime::is_helper(id, "map_update_elem")
                             || bpf2ptx_runtime::is_helper(id, "map_delete_elem"))
@@ -164,7 +149,7 @@ impl<'a> Explorer<'a> {
                 Arg::MapKey | Arg::MapValue => {
                     let m = map_arg.ok_or_else(|| bad(self, "preceded by a map"))?;
                     let map = &self.obj.maps[m as usize];
-                    if *arg == Arg::MapKey && id == 1 {
+                    if *arg == Arg::MapKey && bpf2ptx_runtime::is_helper(id, "map_lookup_elem") {
                         // An array index below max_entries on every path: the lookup
                         // cannot miss (`Facts::lookup_in_range`).
                         let hit = map.is(MapKind::is_array_like)
