@@ -463,6 +463,20 @@ pub fn functions() -> String {
 /// themselves (a reservation after a lock, a key check before a state re-read), and what
 /// the host reads is published by release stores, which do move to `.sys`.
 pub fn functions_at(scope: crate::Scope) -> String {
+    // The text depends on the scope alone; filling and flattening it is most of what
+    // lowering a module with a hash map costs, and every specialised function starts from
+    // it, so each scope's text is built once per process.
+    static TEXT: [std::sync::OnceLock<String>; 2] =
+        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    let i = match scope {
+        crate::Scope::Gpu => 0,
+        crate::Scope::Sys => 1,
+    };
+    TEXT[i].get_or_init(|| build_functions(scope)).clone()
+}
+
+/// [`functions_at`], built: the template filled, flattened, at `scope`.
+fn build_functions(scope: crate::Scope) -> String {
     let text = [
         ("@WAIT@", WAIT_SPINS),
         ("@UPDATE_ROUNDS@", UPDATE_ROUNDS),

@@ -688,22 +688,7 @@ impl Gpu {
             entry: entry.to_string(),
             source,
         };
-        let c_entry = CString::new(entry).map_err(|_| GpuError::NoEntry {
-            entry: entry.to_string(),
-        })?;
-        self.ctx.bind_to_thread().map_err(driver("bind context"))?;
-        let mut func: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: the module is loaded in this context and alive for the borrow.
-        match unsafe { sys::cuModuleGetFunction(&mut func, module.module, c_entry.as_ptr()) } {
-            CUresult::CUDA_SUCCESS => {}
-            CUresult::CUDA_ERROR_NOT_FOUND => {
-                return Err(GpuError::NoEntry {
-                    entry: entry.to_string(),
-                })
-            }
-            code => return Err(driver("get function")(DriverError(code))),
-        }
-
+        let func = self.function(module, entry)?;
         let input: &[u8] = if mem.is_empty() { &[0] } else { mem };
         let mut d_mem = self
             .stream

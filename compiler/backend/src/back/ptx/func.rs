@@ -353,22 +353,16 @@ impl<'a> FuncWriter<'a> {
             Kind::Jmp(c, w, src) => {
                 let (cmp, signed) = cmp_name(c);
                 let t = label(ins.off.into());
-                match w {
+                // The operands at the jump's width (32-bit ones as the low halves), and
+                // where JSET's `and` goes.
+                let (bits, lhs, rhs, tmp) = match w {
                     Width::W64 => {
                         let rhs = if src == Src::X {
                             format!("%r{s}")
                         } else {
                             Self::imm64(ins.imm)
                         };
-                        if c == Cond::Set {
-                            self.l(format!("and.b64 %t0, %r{d}, {rhs};"));
-                            self.l("setp.ne.u64 %p0, %t0, 0;");
-                        } else {
-                            self.l(format!(
-                                "setp.{cmp}.{} %p0, %r{d}, {rhs};",
-                                if signed { "s64" } else { "u64" }
-                            ));
-                        }
+                        (64, format!("%r{d}"), rhs, "%t0")
                     }
                     Width::W32 => {
                         self.l(format!("cvt.u32.u64 %w0, %r{d};"));
@@ -378,16 +372,15 @@ impl<'a> FuncWriter<'a> {
                         } else {
                             format!("{}", ins.imm as i32)
                         };
-                        if c == Cond::Set {
-                            self.l(format!("and.b32 %w0, %w0, {rhs};"));
-                            self.l("setp.ne.u32 %p0, %w0, 0;");
-                        } else {
-                            self.l(format!(
-                                "setp.{cmp}.{} %p0, %w0, {rhs};",
-                                if signed { "s32" } else { "u32" }
-                            ));
-                        }
+                        (32, "%w0".to_string(), rhs, "%w0")
                     }
+                };
+                if c == Cond::Set {
+                    self.l(format!("and.b{bits} {tmp}, {lhs}, {rhs};"));
+                    self.l(format!("setp.ne.u{bits} %p0, {tmp}, 0;"));
+                } else {
+                    let sign = if signed { "s" } else { "u" };
+                    self.l(format!("setp.{cmp}.{sign}{bits} %p0, {lhs}, {rhs};"));
                 }
                 self.l(format!("@%p0 bra {t};"));
             }
