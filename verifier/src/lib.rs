@@ -108,6 +108,7 @@ pub enum Rule {
     CallDepth,
     StackSize,
     LoopBound,
+    TooComplex,
     InfiniteLoop,
     Unsupported,
 }
@@ -139,6 +140,7 @@ impl Rule {
             Rule::CallDepth => "call-depth",
             Rule::StackSize => "stack-size",
             Rule::LoopBound => "loop-bound",
+            Rule::TooComplex => "too-complex",
             Rule::InfiniteLoop => "infinite-loop",
             Rule::Unsupported => "unsupported",
         }

@@ -162,24 +162,39 @@ impl<'a> Explorer<'a> {
                 self.processed += 1;
                 self.visits[at] += 1;
                 if self.processed > self.limit {
-                    // Blame the loop: the most visited backward jump (its target is the head).
+                    // Blame the loop: the most visited backward jump the walk took (its
+                    // target is the head). Without one the program has no loop the walk
+                    // went around: its paths did not merge, and saying "loop" would send
+                    // the user looking for one.
                     let backward = |i: usize| match self.prog.insns[i].kind() {
                         Kind::Ja | Kind::Jmp(..) => self.prog.insns[i].off < 0,
                         Kind::Gotol => self.prog.insns[i].imm < 0,
                         _ => false,
                     };
-                    let hot = (0..self.visits.len())
-                        .filter(|&i| backward(i))
-                        .max_by_key(|&i| self.visits[i])
-                        .or_else(|| (0..self.visits.len()).max_by_key(|&i| self.visits[i]))
-                        .unwrap_or(at);
-                    let e = self.diag(
-                        Rule::LoopBound,
-                        hot,
-                        &st,
-                        &[],
-                        format!("no bound proven for this loop: exploration went around it {} times and stopped after {} instructions", self.visits[hot], self.limit),
-                    );
+                    let hot_loop = (0..self.visits.len())
+                        .filter(|&i| backward(i) && self.visits[i] > 0)
+                        .max_by_key(|&i| self.visits[i]);
+                    let e = match hot_loop {
+                        Some(hot) => self.diag(
+                            Rule::LoopBound,
+                            hot,
+                            &st,
+                            &[],
+                            format!("no bound proven for this loop: exploration went around it {} times and stopped after {} instructions", self.visits[hot], self.limit),
+                        ),
+                        None => {
+                            let hot = (0..self.visits.len())
+                                .max_by_key(|&i| self.visits[i])
+                                .unwrap_or(at);
+                            self.diag(
+                                Rule::TooComplex,
+                                hot,
+                                &st,
+                                &[],
+                                format!("too many instructions explored: {} (the limit), without a loop; the program's paths do not merge (this instruction was reached {} times)", self.limit, self.visits[hot]),
+                            )
+                        }
+                    };
                     self.errors.push(*e);
                     return;
                 }
