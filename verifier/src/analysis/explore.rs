@@ -71,6 +71,7 @@ impl<'a> Explorer<'a> {
             stored: 0,
             live: vec![std::collections::HashMap::new(); n],
             done_at: vec![0; n],
+            evicted_at: vec![0; n],
             chains: std::collections::HashMap::new(),
             went: vec![(false, false); n],
             adding: false,
@@ -128,9 +129,7 @@ impl<'a> Explorer<'a> {
                     let pruned = if self.done_at[at] == 0 {
                         None
                     } else {
-                        self.store[at]
-                            .iter()
-                            .position(|s| s.done && s.state.subsumes_with(&st, &masks))
+                        self.prune_against(at, &st, &masks)
                     };
                     if let Some(k) = pruned {
                         let total = steps + self.store[at][k].remaining;
@@ -147,7 +146,9 @@ impl<'a> Explorer<'a> {
                         self.report(e);
                         break;
                     }
-                    if self.store[at].len() < STATES_PER_INSN && self.stored < STATES_TOTAL {
+                    if self.store[at].len() - self.evicted_at[at] < STATES_PER_INSN
+                        && self.stored < STATES_TOTAL
+                    {
                         self.stored += 1;
                         *self.live[at].entry(fp).or_insert(0) += 1;
                         self.store[at].push(Stored {
@@ -155,6 +156,9 @@ impl<'a> Explorer<'a> {
                             fp,
                             remaining: 0,
                             done: false,
+                            hits: 0,
+                            misses: 0,
+                            evicted: false,
                         });
                         self.path.push((at, self.store[at].len() - 1, steps, 0));
                     }
@@ -247,6 +251,36 @@ impl<'a> Explorer<'a> {
             .collect();
         self.facts.reached = self.visits.iter().map(|&v| v > 0).collect();
         self.finish_plain_adds();
+    }
+
+    /// The first fully explored state remembered at `at` that subsumes `st`, counting a
+    /// hit for it and a miss for each one tested before it; a state that misses too often
+    /// is evicted ([`Stored::should_evict`]), so that a prune point whose states keep
+    /// missing (a loop whose states never repeat) stops costing a scan of all of them at
+    /// every visit.
+    fn prune_against(&mut self, at: usize, st: &State, masks: &[u16]) -> Option<usize> {
+        let mut found = None;
+        for (k, s) in self.store[at].iter_mut().enumerate() {
+            if !s.done || s.evicted {
+                continue;
+            }
+            if s.state.subsumes_with(st, masks) {
+                s.hits += 1;
+                found = Some(k);
+                break;
+            }
+            s.misses += 1;
+            if s.should_evict() {
+                s.evicted = true;
+                s.state = State {
+                    frames: Vec::new(),
+                    refs: Vec::new(),
+                };
+                self.evicted_at[at] += 1;
+                self.stored -= 1;
+            }
+        }
+        found
     }
 
     /// Remembered state `k` of instruction `i` has had every path explored.

@@ -69,7 +69,28 @@ struct Stored {
     remaining: u64,
     /// Every path from here has been explored.
     done: bool,
+    /// Visits this state pruned, and visits it was tested against and did not
+    /// ([`evicted`](Stored::evicted)).
+    hits: u32,
+    /// See `hits`.
+    misses: u32,
+    /// Dropped: a fully explored state that missed more than [`EVICT_MISSES`] allows.
+    /// Its slot stays (the path refers to stored states by index), its state is freed.
+    evicted: bool,
 }
+
+impl Stored {
+    /// Whether a fully explored state has missed often enough to be dropped: more than
+    /// 3 x hits + 3 times, as Linux's `is_state_visited` evicts. Dropping a state only
+    /// removes chances to prune, so exploration covers at least what it did (sound), and
+    /// the cost bound is unchanged (a pruned path takes its pruning state's `remaining`).
+    fn should_evict(&self) -> bool {
+        self.done && self.misses > EVICT_MISSES * self.hits + EVICT_MISSES
+    }
+}
+
+/// The factor and the constant of the eviction rule ([`Stored::should_evict`]).
+const EVICT_MISSES: u32 = 3;
 
 /// A branch left for later.
 struct Pending {
@@ -123,6 +144,8 @@ pub(crate) struct Explorer<'a> {
     live: Vec<std::collections::HashMap<u64, u32>>,
     /// Per instruction: how many of its remembered states are fully explored.
     done_at: Vec<usize>,
+    /// Per instruction: how many of its stored states were evicted.
+    evicted_at: Vec<usize>,
     /// Every call chain (the functions of the frames, entry first) a path went through,
     /// with the instruction of the call that first built it.
     chains: std::collections::HashMap<Vec<usize>, usize>,
