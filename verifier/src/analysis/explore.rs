@@ -72,6 +72,7 @@ impl<'a> Explorer<'a> {
             live: vec![std::collections::HashMap::new(); n],
             done_at: vec![0; n],
             evicted_at: vec![0; n],
+            done_list: vec![Vec::new(); n],
             chains: std::collections::HashMap::new(),
             went: vec![(false, false); n],
             adding: false,
@@ -259,15 +260,12 @@ impl<'a> Explorer<'a> {
     /// missing (a loop whose states never repeat) stops costing a scan of all of them at
     /// every visit.
     fn prune_against(&mut self, at: usize, st: &State, masks: &[u16]) -> Option<usize> {
-        let mut found = None;
-        for (k, s) in self.store[at].iter_mut().enumerate() {
-            if !s.done || s.evicted {
-                continue;
-            }
+        let mut j = 0;
+        while let Some(&k) = self.done_list[at].get(j) {
+            let s = &mut self.store[at][k];
             if s.state.subsumes_with(st, masks) {
                 s.hits += 1;
-                found = Some(k);
-                break;
+                return Some(k);
             }
             s.misses += 1;
             if s.should_evict() {
@@ -278,9 +276,12 @@ impl<'a> Explorer<'a> {
                 };
                 self.evicted_at[at] += 1;
                 self.stored -= 1;
+                self.done_list[at].remove(j);
+            } else {
+                j += 1;
             }
         }
-        found
+        None
     }
 
     /// Remembered state `k` of instruction `i` has had every path explored.
@@ -295,6 +296,9 @@ impl<'a> Explorer<'a> {
             }
         }
         self.done_at[i] += 1;
+        let list = &mut self.done_list[i];
+        let at = list.partition_point(|&j| j < k);
+        list.insert(at, k);
     }
 
     /// A path ended after `total` instructions: the longest path below every remembered

@@ -146,6 +146,9 @@ pub(crate) struct Explorer<'a> {
     done_at: Vec<usize>,
     /// Per instruction: how many of its stored states were evicted.
     evicted_at: Vec<usize>,
+    /// Per instruction: the indices of its fully explored, not evicted stored states, in
+    /// the order they were stored (the states a visit may be pruned against).
+    done_list: Vec<Vec<usize>>,
     /// Every call chain (the functions of the frames, entry first) a path went through,
     /// with the instruction of the call that first built it.
     chains: std::collections::HashMap<Vec<usize>, usize>,
