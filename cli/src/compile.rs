@@ -37,6 +37,21 @@ pub enum CompileError {
     /// A `--map` option is malformed or names no map.
     #[error("{0}")]
     Options(String),
+    /// The object has one of bpftime's kernel-user maps (1001, 1002, 1004, 1006:
+    /// [`MapKind::is_kernel_user`]), which only a host-side agent can share with the Linux
+    /// kernel's eBPF.
+    #[error(
+        "{file}: map `{map}` is a kernel-user map (bpftime type {map_type}): maps shared with \
+         the Linux kernel's eBPF need host-side programs, which bpf2ptx does not run"
+    )]
+    KernelUserMap {
+        /// The input file.
+        file: String,
+        /// The map.
+        map: String,
+        /// Its type id.
+        map_type: u32,
+    },
     /// An ELF object holds only host-side programs.
     #[error("{file}: no GPU programs (sections {})", GPU_SECTIONS.join(", "))]
     NoGpuPrograms {
@@ -140,9 +155,27 @@ pub fn verify_all(obj: &Object) -> Vec<Verdict> {
         .collect()
 }
 
+/// Refuses an object with a map bpf2ptx cannot give the programs: one of bpftime's
+/// kernel-user maps ([`MapKind::is_kernel_user`]; the first one is named). The whole
+/// object is refused, whichever programs use the map: such a map exists to be shared with
+/// the Linux kernel's eBPF, which needs host-side programs that bpf2ptx does not run. The
+/// object still loads (`bpf2ptx dump`).
+pub fn check_maps(obj: &Object) -> Result<(), CompileError> {
+    match obj.maps.iter().find(|m| m.is(MapKind::is_kernel_user)) {
+        Some(m) => Err(CompileError::KernelUserMap {
+            file: obj.file.clone(),
+            map: m.name.clone(),
+            map_type: m.map_type,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Runs the verifier over every program of an object, each under its [`entry`]; the
-/// first rejected program is an error. The result is what the backend lowers.
+/// first rejected program is an error, and so is a map [`check_maps`] refuses. The result
+/// is what the backend lowers.
 pub fn verify(obj: &Object) -> Result<Verified<'_>, CompileError> {
+    check_maps(obj)?;
     Verified::new(obj, |k| entry(obj, k)).map_err(|r| CompileError::Rejected {
         file: obj.file.clone(),
         program: r.name,
@@ -195,13 +228,15 @@ pub fn lower(verified: &Verified<'_>, resolved: &ptx::Options) -> Result<String,
     })
 }
 
-/// Whether a map goes to pinned host memory when no `--map NAME=...` says otherwise. Rings
-/// ([`MapKind::is_ring`]: ringbuf, GPU ringbuf, perf event array) are event streams the host reads
-/// while the kernel runs, so their record bytes default to host memory (their counters
-/// stay in device memory either way, specs/abi.md); every other kind defaults to device
-/// memory, where the device's own updates are cheapest.
+/// Whether a map goes to pinned host memory when no `--map NAME=...` says otherwise
+/// ([`MapKind::host_by_default`]). Rings ([`MapKind::is_ring`]: ringbuf, GPU ringbuf, perf
+/// event array) are event streams the host reads while the kernel runs, so their record
+/// bytes default to host memory (their counters stay in device memory either way,
+/// specs/abi.md); bpftime's host-memory arrays (1512, 1513) are host memory by
+/// definition; every other kind defaults to device memory, where the device's own updates
+/// are cheapest.
 pub fn host_by_default(m: &Map) -> bool {
-    m.is(MapKind::is_ring) && m.origin != MapOrigin::GlobalData
+    m.is(MapKind::host_by_default) && m.origin != MapOrigin::GlobalData
 }
 
 /// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`)
@@ -380,5 +415,70 @@ mod tests {
         assert!(!host.contains("atom.acq_rel.sys.") && !host.contains("red.release.sys."));
         // The program's own atomics (`fails` counters) follow the module: `red.sys.global`.
         assert!(host.contains("red.sys.global.add.u64"), "{host}");
+    }
+
+    fn bpftime_probe(name: &str) -> Object {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let obj = crate::load_path(&root.join("tests/probes/bpftime").join(name)).unwrap();
+        super::gpu_programs(&obj).0
+    }
+
+    /// bpftime's host-memory arrays (1512 per-thread, 1513 shared) default to host
+    /// placement, so the module's map functions and atomics have `.sys` scope; `--map
+    /// NAME=device` overrides it. Word 0 of each descriptor is the layout's id (1502, 1503).
+    #[test]
+    fn host_memory_arrays_default_to_host_placement() {
+        let obj = bpftime_probe("host_maps.bpf.o");
+        let compile = |options: &[&str]| {
+            let options: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+            let (o, host) = super::map_options(&obj, &options).unwrap();
+            (compile(&obj, &o).unwrap(), host)
+        };
+        let (text, host) = compile(&[]);
+        assert_eq!(host, ["thread_slots", "lane_hits"]);
+        assert!(text.contains(".sys.") && !text.contains(".gpu."), "{text}");
+        assert!(
+            text.contains("bpf2ptx_map_thread_slots[8] = {1502, "),
+            "{text}"
+        );
+        assert!(
+            text.contains("bpf2ptx_map_lane_hits[8] = {1503, "),
+            "{text}"
+        );
+        let (text, host) = compile(&["thread_slots=device", "lane_hits=device"]);
+        assert!(host.is_empty());
+        assert!(!text.contains(".sys."), "{text}");
+    }
+
+    /// The kernel-shared array (1504) is a GPU array (1503) in device memory.
+    #[test]
+    fn kernel_shared_array_is_a_device_gpu_array() {
+        let obj = bpftime_probe("kernel_shared_map.bpf.o");
+        let (o, host) = super::map_options(&obj, &[]).unwrap();
+        assert!(host.is_empty());
+        let text = compile(&obj, &o).unwrap();
+        // 1503 with BPF_F_MMAPABLE (1024) in the high half.
+        let w0 = (1024u64 << 32) | 1503;
+        assert!(
+            text.contains(&format!("bpf2ptx_map_shared_counts[8] = {{{w0}, ")),
+            "{text}"
+        );
+        assert!(!text.contains(".sys."), "{text}");
+    }
+
+    /// A kernel-user map (bpftime 1001, 1002, 1004, 1006) is refused by name, with the
+    /// map's name and type, before any program is verified.
+    #[test]
+    fn kernel_user_maps_are_refused_by_name() {
+        for id in [1001, 1002, 1004, 1006] {
+            let mut obj = bpftime_probe("host_maps.bpf.o");
+            obj.maps[1].map_type = id;
+            match compile(&obj, &ptx::Options::default()) {
+                Err(super::CompileError::KernelUserMap { map, map_type, .. }) => {
+                    assert_eq!((map.as_str(), map_type), ("lane_hits", id));
+                }
+                other => panic!("{id}: {:?}", other.map(|_| ())),
+            }
+        }
     }
 }

@@ -421,6 +421,18 @@ fn verify(file: &Path, format: Format) -> i32 {
         eprintln!("error: {error}");
         return exit::BAD_INPUT;
     }
+    if let Err(e) = compile::check_maps(&obj) {
+        if let Format::Json = format {
+            let doc =
+                serde_json::json!({ "file": obj.file, "programs": [], "error": e.to_string() });
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("serialises")
+            );
+        }
+        eprintln!("error: {e}");
+        return e.exit_code();
+    }
     let verdicts = compile::verify_all(&obj);
     let rejected = verdicts.iter().any(|v| v.result.is_err());
     // The attach point each program was checked for (its context comes from it).

@@ -382,6 +382,56 @@ fn bad_inputs_exit_2_with_located_message() {
     );
 }
 
+/// bpftime's kernel-user maps (1001, 1002, 1004, 1006) load, so `dump` shows them, but
+/// `verify` and compiling refuse the object by name with exit code 2: such a map is shared
+/// with the Linux kernel's eBPF, which needs host-side programs bpf2ptx does not run.
+#[test]
+fn kernel_user_map_loads_but_does_not_compile() {
+    let bin = bpf2ptx_bin();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bytes = std::fs::read(repo_root().join("tests/corpus/obj/counter.v1.o")).expect("read");
+    // `thread_calls` is `__uint(type, 1502)` (see `unknown_map_type.o` above).
+    let s = section(&bytes, ".BTF");
+    let pat: Vec<u8> = [2u32, 4, 1502]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let at = find_unique(&bytes[s.offset..s.offset + s.size], &pat);
+    put_u32(&mut bytes, s.offset + at + 8, 1002);
+    let path = dir.path().join("kernel_user_map.o");
+    std::fs::write(&path, &bytes).expect("write");
+    let run = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .args(args)
+            .arg(&path)
+            .output()
+            .expect("run bpf2ptx");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), stdout, stderr)
+    };
+    let (code, stdout, stderr) = run(&["dump"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("thread_calls") && stdout.contains("kernel_user_array(1002)"),
+        "{stdout}"
+    );
+    let want = format!(
+        "error: {}: map `thread_calls` is a kernel-user map (bpftime type 1002): maps shared \
+         with the Linux kernel's eBPF need host-side programs, which bpf2ptx does not run",
+        path.display()
+    );
+    let out = dir.path().join("out.ptx");
+    let out = out.to_str().expect("utf-8 path");
+    for args in [&["verify"][..], &["-o", out][..]] {
+        let (code, _, stderr) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    assert!(!dir.path().join("out.ptx").exists());
+}
+
 /// Every file committed under `tests/bad-input/` (fuzzer finds, hand-made reproducers) is
 /// rejected by the binary with exit code 2 and an `error: ` message naming it.
 #[test]

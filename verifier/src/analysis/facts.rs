@@ -25,7 +25,10 @@ impl<'a> Explorer<'a> {
             let private = self
                 .triple_maps
                 .range((k, 0)..=(k, u32::MAX))
-                .any(|&(_, m)| self.obj.maps[m as usize].kind() == Some(MapKind::PerThreadArray));
+                .any(|&(_, m)| {
+                    self.obj.maps[m as usize].kind().map(MapKind::layout)
+                        == Some(MapKind::PerThreadArray)
+                });
             if !(f.reached[t.load] && map_value(t.load) && map_value(t.store)) || private {
                 continue;
             }

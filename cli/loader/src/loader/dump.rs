@@ -217,7 +217,7 @@ impl Loader<'_> {
                 }
             }
             Some(kind) if kind.is_per_unit() => {
-                let (unit, units) = if kind == MapKind::PerThreadArray {
+                let (unit, units) = if kind.layout() == MapKind::PerThreadArray {
                     ("thread", "threads")
                 } else {
                     ("warp", "warps")

@@ -25,8 +25,8 @@
 //! ([`host_flags`] gives the backend's `Options::host`): its atomics on host-placed maps,
 //! and the record stores of its rings, then have `.sys` scope, which a host reading or
 //! draining that memory while the kernel runs needs. The names are the caller's choice;
-//! the command line's defaults (rings in host memory, everything else in device memory)
-//! are the CLI's: `bpf2ptx::compile::host_by_default` and `bpf2ptx::compile::map_options`.
+//! the command line's defaults (rings and bpftime's host-memory arrays 1512 and 1513 in
+//! host memory, everything else in device memory) are the CLI's: `bpf2ptx::compile::host_by_default` and `bpf2ptx::compile::map_options`.
 //!
 //! A ring placed in host memory has only its bytes there; its counters `[producer,
 //! consumer]` stay in the module's device memory (runtime-ptx's ringbuf module doc,
@@ -348,7 +348,7 @@ impl<'a> Loader<'a> {
     fn bind_per_unit(&mut self, dims: &Dims) -> Result<(), LoaderError> {
         for b in &mut self.maps {
             let m = &self.obj.maps[b.index];
-            let threads = match m.kind() {
+            let threads = match m.kind().map(MapKind::layout) {
                 Some(MapKind::PerThreadArray) => dims.threads(),
                 Some(MapKind::PerWarpArray) => dims.warps(),
                 _ => continue,

@@ -37,6 +37,9 @@ pub(super) fn map_storage(m: &crate::program::Map) -> Result<Option<u64>, &'stat
     if array && m.key_size != 4 {
         return Err("an array map needs 4-byte keys (Linux refuses others at map creation)");
     }
+    if m.is(MapKind::is_kernel_user) {
+        return Err("a kernel-user map (shared with the Linux kernel's eBPF) needs host-side programs, which bpf2ptx does not run");
+    }
     let hash = m.is(MapKind::is_hash);
     if (array || hash) && (m.key_size == 0 || m.value_size == 0 || m.max_entries == 0) {
         return Err("a map with no entries, or 0-byte keys or values (Linux refuses it)");
@@ -204,7 +207,10 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
         };
         let desc = map_desc_symbol(&m.name);
         let stride = u64::from(m.value_size).div_ceil(8) * 8;
-        let w0 = u64::from(m.map_type) | (u64::from(m.flags) << 32);
+        // Word 0 is the layout's id (1504 and 1513 are GPU arrays, 1512 a per-thread array
+        // on the device), which the runtime's map functions dispatch on.
+        let layout = m.kind().map_or(m.map_type, |k| k.layout().id());
+        let w0 = u64::from(layout) | (u64::from(m.flags) << 32);
         let w1 = u64::from(m.key_size) | (u64::from(m.value_size) << 32);
         let w2 = u64::from(m.max_entries) | (stride << 32);
         let aux = match m.kind() {
