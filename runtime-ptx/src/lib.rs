@@ -178,6 +178,16 @@ pub enum Arg {
     },
     /// The program's context pointer (r1 at entry).
     Ctx,
+    /// A context argument the GPU lowering never reads (`perf_event_output`'s first): the
+    /// context pointer, or any scalar (bpftime's probes pass NULL). No value of it can
+    /// fault, since no instruction of the lowering touches it (specs/verifier.md).
+    CtxOrScalar,
+    /// The size of a [`Arg::Mem`] argument that holds u64 words (`trace_vprintk`'s data): a
+    /// known constant, a multiple of 8, at most `8 * max_words` (0 allowed).
+    WordsSize {
+        /// The most words.
+        max_words: u8,
+    },
     /// A pointer returned by `ringbuf_reserve` (not yet submitted or discarded).
     RingbufRecord,
     /// A pointer to a NUL-terminated string in read-only data.
@@ -240,10 +250,13 @@ pub enum Lowering {
         /// Whether it returns a value into r0.
         returns: bool,
     },
-    /// A formatted record in the printk ring (`puts`: the string alone).
+    /// A formatted record in the printk ring (`puts`: the string alone; `vargs`: the
+    /// arguments from an array, `trace_vprintk`).
     Printk {
         /// `bpf_puts` (501): no arguments after the string.
         puts: bool,
+        /// `trace_vprintk` (177): up to [`printk::MAX_ARGS`] arguments copied from memory.
+        vargs: bool,
     },
 }
 
@@ -308,7 +321,10 @@ pub static HELPERS: &[Helper] = &[
         ],
         ret: Ret::Integer,
         gpu: "a ringbuf record (format address, up to 3 arguments) that the host formats",
-        lowering: Lowering::Printk { puts: false },
+        lowering: Lowering::Printk {
+            puts: false,
+            vargs: false,
+        },
     },
     Helper {
         id: 8,
@@ -330,7 +346,7 @@ pub static HELPERS: &[Helper] = &[
         id: 25,
         name: "perf_event_output",
         args: &[
-            Ctx,
+            CtxOrScalar,
             Map(MapClass::PerfEventOutput),
             Anything,
             Mem {
@@ -342,7 +358,8 @@ pub static HELPERS: &[Helper] = &[
         ret: Ret::Integer,
         gpu: "append a record to the map's GPU ring; a full ring drops and counts",
         // perf_event_output(ctx, map, flags, data, size): the map's GPU ring gets the
-        // record; its flags (a CPU index) have no GPU meaning.
+        // record; its flags (a CPU index) have no GPU meaning, nor has its context (r1 is
+        // not among the regs, and the inlined form reads only the map and r4/r5).
         lowering: Lowering::Ring {
             runtime: "bpf2ptx_ringbuf_output",
             regs: &["%r2", "%r4", "%r5", "0"],
@@ -418,12 +435,39 @@ pub static HELPERS: &[Helper] = &[
         },
     },
     Helper {
+        id: 177,
+        name: "trace_vprintk",
+        args: &[
+            Mem {
+                size_arg: 1,
+                access: Read,
+            },
+            Size { zero_ok: false },
+            Mem {
+                size_arg: 3,
+                access: Read,
+            },
+            WordsSize {
+                max_words: printk::MAX_ARGS as u8,
+            },
+        ],
+        ret: Ret::Integer,
+        gpu: "a ringbuf record (format address, up to 12 arguments from an array) that the host formats",
+        lowering: Lowering::Printk {
+            puts: false,
+            vargs: true,
+        },
+    },
+    Helper {
         id: 501,
         name: "puts",
         args: &[ConstStr],
         ret: Ret::Integer,
         gpu: "a ringbuf record with the string, printed by the host",
-        lowering: Lowering::Printk { puts: true },
+        lowering: Lowering::Printk {
+            puts: true,
+            vargs: false,
+        },
     },
     Helper {
         id: 502,
@@ -656,7 +700,10 @@ pub(crate) mod tests {
             for a in h.args {
                 if let Mem { size_arg, .. } = a {
                     assert!(
-                        matches!(h.args.get(*size_arg as usize), Some(Size { .. })),
+                        matches!(
+                            h.args.get(*size_arg as usize),
+                            Some(Size { .. } | WordsSize { .. })
+                        ),
                         "{}: size argument",
                         h.name
                     );

@@ -1,7 +1,7 @@
 //! Every PTX the backend emits is accepted by ptxas for sm_70, sm_80 and sm_90: all 313
 //! conformance programs (with their `.entry` kernels) and every BPF object under tests/,
 //! benches/gpu-runtime and examples/probes (the benchmark probes; each must lower; a
-//! failure to lower fails the test too).
+//! failure to lower fails the test too), and the bpftime-style probes that lower.
 //!
 //! ptxas comes from `$PTXAS`, else the project's venv (`.venv`, which `.ci/run` creates
 //! with `pip install nvidia-cuda-nvcc-cu12`), else `PATH`. Without it the test fails,
@@ -81,6 +81,18 @@ fn ptxas_accepts_all_emitted_ptx() {
             jobs.push((format!("{}_{name}", dir.replace('/', "_")), text));
             lowered += 1;
         }
+    }
+    // The bpftime-style probes that lower today (tests/probes/bpftime/README.md):
+    // perf_event_output with a NULL context and trace_vprintk among them.
+    for name in [
+        "cuda_counter",
+        "gpu_hash_perthread",
+        "perf_output_null",
+        "printk_vargs",
+    ] {
+        let f = repo_root().join(format!("tests/probes/bpftime/{name}.bpf.o"));
+        jobs.push((format!("bpftime_{name}"), lower(&f)));
+        lowered += 1;
     }
     // Four workers: ptxas is single-threaded and each file takes ~10 ms.
     let chunks: Vec<Vec<(String, String)>> = {

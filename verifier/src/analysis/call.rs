@@ -184,11 +184,16 @@ impl<'a> Explorer<'a> {
                             ))
                         }
                     };
-                    same_on_every_path(
-                        &mut self.seen_const[i],
-                        &mut self.facts.call_size[i],
-                        (size.umin == size.umax).then_some(size.umin),
-                    );
+                    // `Facts::call_size` is the first memory argument's size (the data of
+                    // a ring output; trace_vprintk's second, its array, is not recorded).
+                    let first = !h.args[..k].iter().any(|a| matches!(a, Arg::Mem { .. }));
+                    if first {
+                        same_on_every_path(
+                            &mut self.seen_const[i],
+                            &mut self.facts.call_size[i],
+                            (size.umin == size.umax).then_some(size.umin),
+                        );
+                    }
                     if size.umax > MAX_STACK as u64 * 128 {
                         return Err(self.diag(
                             Rule::HelperArg,
@@ -217,12 +222,34 @@ impl<'a> Explorer<'a> {
                         return Err(bad(self, "a size"));
                     }
                 }
+                Arg::WordsSize { max_words } => match &v {
+                    Reg::Scalar(x)
+                        if x.as_const()
+                            .is_some_and(|c| c % 8 == 0 && c <= 8 * u64::from(max_words)) => {}
+                    _ => {
+                        return Err(bad(
+                            self,
+                            &format!(
+                                "a known constant multiple of 8, at most {}",
+                                8 * u64::from(max_words)
+                            ),
+                        ))
+                    }
+                },
                 Arg::FixedMem { size, access } => {
                     self.helper_mem(&mut st, i, r, size.into(), size.into(), access, h.name)?
                 }
                 Arg::Ctx => {
                     if !matches!(v, Reg::Ptr(Region::Ctx, ref o) if o.as_const() == Some(0)) {
                         return Err(bad(self, "the context pointer"));
+                    }
+                }
+                // The lowering never reads it: the context or any number (NULL).
+                Arg::CtxOrScalar => {
+                    if !matches!(v, Reg::Scalar(_))
+                        && !matches!(v, Reg::Ptr(Region::Ctx, ref o) if o.as_const() == Some(0))
+                    {
+                        return Err(bad(self, "the context pointer or a number (NULL)"));
                     }
                 }
                 Arg::RingbufRecord => match v {

@@ -1,5 +1,5 @@
-//! `trace_printk` and `puts` on the host: the printk ring read back ([`Loader::printk`])
-//! and its formats applied ([`format_printk`]).
+//! `trace_printk`, `trace_vprintk` and `puts` on the host: the printk ring read back
+//! ([`Loader::printk`]), its records decoded and their formats applied ([`format_printk`]).
 
 use super::drain::{collect, RingState};
 use super::{word, Loader, LoaderError};
@@ -10,9 +10,9 @@ use bpf2ptx_runtime::desc;
 use bpf2ptx_runtime::printk::{self, Word};
 
 impl Loader<'_> {
-    /// The lines `trace_printk` and `puts` wrote, formatted on the host: each record holds
-    /// the address of its format (or string) in a read-only global-data map and its
-    /// arguments.
+    /// The lines `trace_printk`, `trace_vprintk` and `puts` wrote, formatted on the host:
+    /// each record holds the address of its format (or string) in a read-only global-data
+    /// map and its arguments.
     pub fn printk(&self) -> Result<Vec<String>, LoaderError> {
         let (gpu, module, obj) = (self.gpu, self.module, self.obj);
         // Only modules whose programs print have the printk ring; asking the driver for a
@@ -58,29 +58,53 @@ impl Loader<'_> {
             format!("<string at 0x{addr:x}>")
         };
         let mut lines = Vec::new();
-        let record = printk::RECORD_BYTES as usize;
-        for r in st.records.iter().filter(|r| r.data.len() >= record) {
-            let w = |k: Word| word(&r.data, k as usize);
-            let line = if w(Word::Kind) == printk::KIND_PUTS {
-                string_at(w(Word::Format), 4096)
-            } else {
-                format_printk(
-                    &string_at(w(Word::Format), w(Word::FormatSize)),
-                    [w(Word::Arg0), w(Word::Arg1), w(Word::Arg2)],
-                )
-            };
-            lines.push(line.trim_end_matches('\n').to_string());
+        for r in &st.records {
+            if let Some(line) = decode(&r.data, &string_at) {
+                lines.push(line.trim_end_matches('\n').to_string());
+            }
         }
         Ok(lines)
     }
 }
 
-/// A small printf for `trace_printk` formats: `%d %i %u %x %X %o %p %c %%` with `l`, `ll`,
-/// `h` and `hh` lengths, flags, width; at most three arguments, as in Linux.
-pub fn format_printk(fmt: &str, args: [u64; 3]) -> String {
+/// One printk record's line (`data`: the record's bytes, [`printk::Word`]), its format or
+/// string found by `string_at(address, max bytes)`; None for a record too short for its
+/// kind.
+pub(super) fn decode(data: &[u8], string_at: &dyn Fn(u64, u64) -> String) -> Option<String> {
+    let w = |k: usize| word(data, k);
+    let fixed = data.len() >= printk::RECORD_BYTES as usize;
+    let header = data.len() >= printk::vargs_record_bytes(0) as usize;
+    match (header, w(Word::Kind as usize)) {
+        (true, printk::KIND_TRACE_VPRINTK) => {
+            let n = w(printk::VARGS_COUNT as usize) as usize;
+            if n > printk::MAX_ARGS || data.len() < printk::vargs_record_bytes(n) as usize {
+                return None;
+            }
+            let args: Vec<u64> = (0..n).map(|k| w(printk::VARGS_HEADER_WORDS + k)).collect();
+            let fmt = string_at(w(Word::Format as usize), w(Word::FormatSize as usize));
+            Some(format_printk(&fmt, &args))
+        }
+        _ if !fixed => None,
+        (_, printk::KIND_PUTS) => Some(string_at(w(Word::Format as usize), 4096)),
+        _ => Some(format_printk(
+            &string_at(w(Word::Format as usize), w(Word::FormatSize as usize)),
+            &[
+                w(Word::Arg0 as usize),
+                w(Word::Arg1 as usize),
+                w(Word::Arg2 as usize),
+            ],
+        )),
+    }
+}
+
+/// A small printf for `trace_printk` and `trace_vprintk` formats: `%d %i %u %x %X %o %p %c
+/// %%` with `l`, `ll`, `h` and `hh` lengths, flags, width; the arguments in order (three
+/// for `trace_printk`, up to [`printk::MAX_ARGS`] for `trace_vprintk`, as in Linux), 0 for
+/// a conversion past the last.
+pub fn format_printk(fmt: &str, args: &[u64]) -> String {
     let mut out = String::new();
     let mut it = fmt.chars().peekable();
-    let mut next = args.into_iter();
+    let mut next = args.iter().copied();
     while let Some(c) = it.next() {
         if c != '%' {
             out.push(c);

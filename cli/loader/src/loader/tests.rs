@@ -353,16 +353,72 @@ fn host_flags_name_runtime_maps_only() {
 #[test]
 fn printk_formats() {
     assert_eq!(
-        format_printk("sm %d lane %u\n", [3, 31, 0]),
+        format_printk("sm %d lane %u\n", &[3, 31, 0]),
         "sm 3 lane 31\n"
     );
     assert_eq!(
-        format_printk("%x %llx %5d|%%", [255, u64::MAX, 42]),
+        format_printk("%x %llx %5d|%%", &[255, u64::MAX, 42]),
         "ff ffffffffffffffff    42|%"
     );
-    assert_eq!(format_printk("[%-4d]", [7, 0, 0]), "[7   ]");
+    assert_eq!(format_printk("[%-4d]", &[7, 0, 0]), "[7   ]");
     assert_eq!(
-        format_printk("%d %lld", [u64::from(u32::MAX), u64::MAX, 0]),
+        format_printk("%d %lld", &[u64::from(u32::MAX), u64::MAX, 0]),
         "-1 -1"
+    );
+}
+
+/// `trace_vprintk` records (kind 2): the count and up to 12 arguments decode and format
+/// like trace_printk's three; a count past the record or past 12 drops the record.
+#[test]
+fn vprintk_records_decode() {
+    use bpf2ptx_runtime::printk;
+    let fmt = "a=%d b=%u c=%x d=%lld e=%d f=%d g=%d h=%d i=%d j=%d k=%d l=%u\n";
+    let string_at = |addr: u64, max: u64| {
+        assert_eq!((addr, max), (0x1000, fmt.len() as u64 + 1));
+        fmt.to_string()
+    };
+    let record = |kind: u64, n: u64, args: &[u64]| {
+        let mut words = vec![kind, 0x1000, fmt.len() as u64 + 1, n];
+        words.extend_from_slice(args);
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    let args: Vec<u64> = (1..=12).collect();
+    let mut all = args.clone();
+    all[0] = u64::MAX;
+    assert_eq!(
+        super::printk::decode(&record(printk::KIND_TRACE_VPRINTK, 12, &all), &string_at).as_deref(),
+        Some("a=-1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12\n")
+    );
+    // Four arguments (bpf_printk's smallest vprintk): the rest format as 0.
+    assert_eq!(
+        super::printk::decode(
+            &record(printk::KIND_TRACE_VPRINTK, 4, &args[..4]),
+            &string_at
+        )
+        .as_deref(),
+        Some("a=1 b=2 c=3 d=4 e=0 f=0 g=0 h=0 i=0 j=0 k=0 l=0\n")
+    );
+    assert_eq!(
+        record(printk::KIND_TRACE_VPRINTK, 4, &args[..4]).len() as u64,
+        printk::vargs_record_bytes(4)
+    );
+    // A count the record does not hold, or above 12: no line.
+    let short = record(printk::KIND_TRACE_VPRINTK, 5, &args[..4]);
+    assert_eq!(super::printk::decode(&short, &string_at), None);
+    let many: Vec<u64> = (0..13).collect();
+    let over = record(printk::KIND_TRACE_VPRINTK, 13, &many);
+    assert_eq!(super::printk::decode(&over, &string_at), None);
+    // trace_printk's record: three arguments, whatever follows.
+    assert_eq!(
+        super::printk::decode(&record(printk::KIND_TRACE_PRINTK, 7, &[8, 9]), &string_at)
+            .as_deref(),
+        Some("a=7 b=8 c=9 d=0 e=0 f=0 g=0 h=0 i=0 j=0 k=0 l=0\n")
+    );
+    assert_eq!(
+        format_printk("%d %d %d %d %d", &[1, 2, 3, 4, 5]),
+        "1 2 3 4 5"
     );
 }

@@ -405,10 +405,14 @@ impl<'a> FuncWriter<'a> {
                     }
                     self.call_runtime(runtime, regs, returns);
                 }
-                Some(Lowering::Printk { puts }) => {
+                Some(Lowering::Printk { puts, vargs }) => {
                     self.need.insert("ringbuf".into());
                     self.need.insert("printk".into());
-                    self.printk(puts);
+                    if vargs {
+                        self.vprintk();
+                    } else {
+                        self.printk(puts);
+                    }
                 }
                 Some(Lowering::Inline) => self.helper(ins.imm),
                 None => {

@@ -1,6 +1,6 @@
 //! Ring output: `ringbuf_output`/`perf_event_output` inlined with the runtime's reservation
-//! protocol for a ring and a size the verifier pinned, and `trace_printk`/`puts`, whose
-//! records go to the module's printk ring for the host to format.
+//! protocol for a ring and a size the verifier pinned, and `trace_printk`/`trace_vprintk`/
+//! `puts`, whose records go to the module's printk ring for the host to format.
 
 use super::frame::Fp;
 use super::func::FuncWriter;
@@ -281,13 +281,111 @@ impl FuncWriter<'_> {
     /// printk ring (kind, address, size, three arguments) that the host formats; a full
     /// ring drops the line. r0 = 0.
     pub(super) fn printk(&mut self, puts: bool) {
+        let done = self.printk_reserve(&PRINTK_RECORD.to_string());
+        // The record (printk::Word): kind, format (r1), then the format size and the
+        // three arguments (r2-r5) of trace_printk, or zeros for puts.
+        use printk::Word;
+        let kind = if puts {
+            printk::KIND_PUTS
+        } else {
+            printk::KIND_TRACE_PRINTK
+        };
+        self.l(format!(
+            "st.u64 {}, {kind};",
+            printk_at(Word::Kind.offset())
+        ));
+        self.l(format!("st.u64 {}, %r1;", printk_at(Word::Format.offset())));
+        for (w, reg) in [
+            (Word::FormatSize, "%r2"),
+            (Word::Arg0, "%r3"),
+            (Word::Arg1, "%r4"),
+            (Word::Arg2, "%r5"),
+        ] {
+            self.l(format!(
+                "st.u64 {}, {};",
+                printk_at(w.offset()),
+                if puts { "0" } else { reg }
+            ));
+        }
+        self.printk_submit(&done);
+    }
+
+    /// `trace_vprintk(fmt, size, data, data_len)`: a record of
+    /// `printk::vargs_record_bytes(n)` bytes in the printk ring (kind, address, size, the
+    /// count n = data_len / 8, then the n words of `data`) that the host formats; a full
+    /// ring drops the line. r0 = 0. The verifier proved data_len a constant multiple of 8
+    /// of at most `8 * printk::MAX_ARGS` and `data_len` bytes at r3 readable; the length
+    /// is clamped to that here as well, so the copy never reads past what was proved.
+    pub(super) fn vprintk(&mut self) {
+        use printk::Word;
+        let max = 8 * printk::MAX_ARGS as u64;
+        let header = printk::vargs_record_bytes(0);
+        self.l(format!("min.u64 %t2, %r4, {max};"));
+        self.l("and.b64 %t2, %t2, -8;");
+        self.l(format!("add.u64 %t3, %t2, {header};"));
+        let done = self.printk_reserve("%t3");
+        self.l(format!(
+            "st.u64 {}, {};",
+            printk_at(Word::Kind.offset()),
+            printk::KIND_TRACE_VPRINTK
+        ));
+        self.l(format!("st.u64 {}, %r1;", printk_at(Word::Format.offset())));
+        self.l(format!(
+            "st.u64 {}, %r2;",
+            printk_at(Word::FormatSize.offset())
+        ));
+        self.l("shr.u64 %t3, %t2, 3;");
+        self.l(format!(
+            "st.u64 {}, %t3;",
+            printk_at(printk::VARGS_COUNT.offset())
+        ));
+        // The copy of %t2 bytes from r3 to the record's arguments (8-aligned): by words
+        // when r3 is 8-aligned (clang's u64 array on the stack), else byte by byte.
+        let [bytes, end] = [self.fresh_label(), self.fresh_label()];
+        let words = self.fresh_label();
+        self.l("{");
+        self.l(".reg .b64 %vd<4>;");
+        self.l(".reg .b32 %vw;");
+        self.l(".reg .pred %vq;");
+        self.l(format!("add.u64 %vd0, %t1, {header};"));
+        self.l("mov.u64 %vd1, %r3;");
+        self.l("mov.u64 %vd2, %t2;");
+        self.l("and.b64 %vd3, %vd1, 7;");
+        self.l("setp.ne.u64 %vq, %vd3, 0;");
+        self.l(format!("@%vq bra {bytes};"));
+        let _ = writeln!(self.out, "{words}:");
+        self.l("setp.eq.u64 %vq, %vd2, 0;");
+        self.l(format!("@%vq bra {end};"));
+        self.l("ld.u64 %vd3, [%vd1];");
+        self.l("st.u64 [%vd0], %vd3;");
+        self.l("add.u64 %vd0, %vd0, 8;");
+        self.l("add.u64 %vd1, %vd1, 8;");
+        self.l("add.u64 %vd2, %vd2, -8;");
+        self.l(format!("bra {words};"));
+        let _ = writeln!(self.out, "{bytes}:");
+        self.l("setp.eq.u64 %vq, %vd2, 0;");
+        self.l(format!("@%vq bra {end};"));
+        self.l("ld.u8 %vw, [%vd1];");
+        self.l("st.u8 [%vd0], %vw;");
+        self.l("add.u64 %vd0, %vd0, 1;");
+        self.l("add.u64 %vd1, %vd1, 1;");
+        self.l("add.u64 %vd2, %vd2, -1;");
+        self.l(format!("bra {bytes};"));
+        let _ = writeln!(self.out, "{end}:");
+        self.l("}");
+        self.printk_submit(&done);
+    }
+
+    /// Reserves a printk record of `size` bytes (an immediate or a register) into %t1 and
+    /// branches to the returned label when the ring is full.
+    fn printk_reserve(&mut self, size: &str) -> String {
         self.l("{");
         self.l(".param .b64 bpf_pd;");
         self.l(format!("mov.u64 %t0, {PRINTK_DESC};"));
         self.l("cvta.global.u64 %t0, %t0;");
         self.l("st.param.b64 [bpf_pd], %t0;");
         self.l(".param .b64 bpf_ps;");
-        self.l(format!("st.param.b64 [bpf_ps], {PRINTK_RECORD};"));
+        self.l(format!("st.param.b64 [bpf_ps], {size};"));
         self.l(".param .b64 bpf_pf;");
         self.l("st.param.b64 [bpf_pf], 0;");
         self.l(".param .b64 bpf_pr;");
@@ -297,32 +395,12 @@ impl FuncWriter<'_> {
         let done = self.fresh_label();
         self.l("setp.eq.u64 %p1, %t1, 0;");
         self.l(format!("@%p1 bra {done};"));
-        // The record (printk::Word): kind, format (r1), then the format size and the
-        // three arguments (r2-r5) of trace_printk, or zeros for puts.
-        use printk::Word;
-        let kind = if puts {
-            printk::KIND_PUTS
-        } else {
-            printk::KIND_TRACE_PRINTK
-        };
-        let at = |w: Word| match w.offset() {
-            0 => "[%t1]".to_string(),
-            o => format!("[%t1+{o}]"),
-        };
-        self.l(format!("st.u64 {}, {kind};", at(Word::Kind)));
-        self.l(format!("st.u64 {}, %r1;", at(Word::Format)));
-        for (w, reg) in [
-            (Word::FormatSize, "%r2"),
-            (Word::Arg0, "%r3"),
-            (Word::Arg1, "%r4"),
-            (Word::Arg2, "%r5"),
-        ] {
-            self.l(format!(
-                "st.u64 {}, {};",
-                at(w),
-                if puts { "0" } else { reg }
-            ));
-        }
+        done
+    }
+
+    /// Submits the printk record at %t1; `done` (from [`Self::printk_reserve`]) follows,
+    /// then r0 = 0.
+    fn printk_submit(&mut self, done: &str) {
         self.l("{");
         self.l(".param .b64 bpf_pa;");
         self.l("st.param.b64 [bpf_pa], %t1;");
@@ -332,5 +410,13 @@ impl FuncWriter<'_> {
         self.l("}");
         let _ = writeln!(self.out, "{done}:");
         self.l("mov.u64 %r0, 0;");
+    }
+}
+
+/// The operand of the printk record's word at byte offset `o` (the record is at %t1).
+fn printk_at(o: u64) -> String {
+    match o {
+        0 => "[%t1]".to_string(),
+        o => format!("[%t1+{o}]"),
     }
 }

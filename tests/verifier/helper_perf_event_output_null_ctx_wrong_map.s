@@ -1,0 +1,13 @@
+# helper-arg: with a NULL context, perf_event_output's map is still checked: a hash map is not a ring.
+.map h hash 4 8 16
+r2 = 0
+*(u64 *)(r10 - 8) = r2
+r1 = 0
+r2 = map_idx(0) ll
+r3 = 0
+r4 = r10
+r4 += -8
+r5 = 8
+call 25                  ; error: helper-arg hash(1)
+r0 = 0
+exit
