@@ -183,11 +183,19 @@ impl FuncWriter<'_> {
         frame: u32,
     ) -> Option<(u32, u64, i64)> {
         let ins = self.prog.insns.get(i)?;
-        let data = match (ins.kind(), ins.imm) {
-            (Kind::Call(CallKind::Helper), 130) => 2,
-            (Kind::Call(CallKind::Helper), 25) => 4,
-            _ => return None,
-        };
+        if ins.kind() != Kind::Call(CallKind::Helper)
+            || !(bpf2ptx_runtime::is_helper(ins.imm, "ringbuf_output")
+                || bpf2ptx_runtime::is_helper(ins.imm, "perf_event_output"))
+        {
+            return None;
+        }
+        // The data's register: the prototype's memory argument (r2 of ringbuf_output, r4
+        // of perf_event_output).
+        let data = bpf2ptx_runtime::helper(ins.imm)?
+            .args
+            .iter()
+            .position(|a| matches!(a, bpf2ptx_runtime::Arg::Mem { .. }))?
+            + 1;
         let h = self.facts;
         let m = h.call_map.get(i).copied().flatten()?;
         let size = h.call_size.get(i).copied().flatten()?;
