@@ -59,9 +59,8 @@ impl Loader<'_> {
         };
         let mut lines = Vec::new();
         for r in &st.records {
-            if let Some(line) = decode(&r.data, &string_at) {
-                lines.push(line.trim_end_matches('\n').to_string());
-            }
+            let line = decode(&r.data, &string_at);
+            lines.push(line.trim_end_matches('\n').to_string());
         }
         Ok(lines)
     }
@@ -70,7 +69,7 @@ impl Loader<'_> {
 /// One printk record's line (`data`: the record's bytes, [`printk::Word`]), its format or
 /// string found by `string_at(address, max bytes)`; None for a record too short for its
 /// kind.
-pub(super) fn decode(data: &[u8], string_at: &dyn Fn(u64, u64) -> String) -> Option<String> {
+pub(super) fn decode(data: &[u8], string_at: &dyn Fn(u64, u64) -> String) -> String {
     let w = |k: usize| word(data, k);
     let fixed = data.len() >= printk::RECORD_BYTES as usize;
     let header = data.len() >= printk::vargs_record_bytes(0) as usize;
@@ -78,23 +77,34 @@ pub(super) fn decode(data: &[u8], string_at: &dyn Fn(u64, u64) -> String) -> Opt
         (true, printk::KIND_TRACE_VPRINTK) => {
             let n = w(printk::VARGS_COUNT as usize) as usize;
             if n > printk::MAX_ARGS || data.len() < printk::vargs_record_bytes(n) as usize {
-                return None;
+                return malformed(data);
             }
             let args: Vec<u64> = (0..n).map(|k| w(printk::VARGS_HEADER_WORDS + k)).collect();
             let fmt = string_at(w(Word::Format as usize), w(Word::FormatSize as usize));
-            Some(format_printk(&fmt, &args))
+            format_printk(&fmt, &args)
         }
-        _ if !fixed => None,
-        (_, printk::KIND_PUTS) => Some(string_at(w(Word::Format as usize), 4096)),
-        _ => Some(format_printk(
+        _ if !fixed => malformed(data),
+        (_, printk::KIND_PUTS) => string_at(w(Word::Format as usize), 4096),
+        _ => format_printk(
             &string_at(w(Word::Format as usize), w(Word::FormatSize as usize)),
             &[
                 w(Word::Arg0 as usize),
                 w(Word::Arg1 as usize),
                 w(Word::Arg2 as usize),
             ],
-        )),
+        ),
     }
+}
+
+/// The line for a printk record that does not decode (shorter than its kind's layout, or
+/// more arguments than a record holds): shown, not dropped, so that nothing the ring
+/// delivered disappears without a trace.
+fn malformed(data: &[u8]) -> String {
+    format!(
+        "<printk record of {} bytes that does not decode (kind {})>",
+        data.len(),
+        word(data, Word::Kind as usize)
+    )
 }
 
 /// A small printf for `trace_printk` and `trace_vprintk` formats: `%d %i %u %x %X %o %p %c

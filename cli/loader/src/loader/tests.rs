@@ -389,33 +389,43 @@ fn vprintk_records_decode() {
     let mut all = args.clone();
     all[0] = u64::MAX;
     assert_eq!(
-        super::printk::decode(&record(printk::KIND_TRACE_VPRINTK, 12, &all), &string_at).as_deref(),
-        Some("a=-1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12\n")
+        super::printk::decode(&record(printk::KIND_TRACE_VPRINTK, 12, &all), &string_at),
+        "a=-1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=10 k=11 l=12\n"
     );
     // Four arguments (bpf_printk's smallest vprintk): the rest format as 0.
     assert_eq!(
         super::printk::decode(
             &record(printk::KIND_TRACE_VPRINTK, 4, &args[..4]),
             &string_at
-        )
-        .as_deref(),
-        Some("a=1 b=2 c=3 d=4 e=0 f=0 g=0 h=0 i=0 j=0 k=0 l=0\n")
+        ),
+        "a=1 b=2 c=3 d=4 e=0 f=0 g=0 h=0 i=0 j=0 k=0 l=0\n"
     );
     assert_eq!(
         record(printk::KIND_TRACE_VPRINTK, 4, &args[..4]).len() as u64,
         printk::vargs_record_bytes(4)
     );
-    // A count the record does not hold, or above 12: no line.
+    // A count the record does not hold, or above 12: a line that says so.
     let short = record(printk::KIND_TRACE_VPRINTK, 5, &args[..4]);
-    assert_eq!(super::printk::decode(&short, &string_at), None);
+    assert_eq!(
+        super::printk::decode(&short, &string_at),
+        format!(
+            "<printk record of {} bytes that does not decode (kind 2)>",
+            short.len()
+        )
+    );
     let many: Vec<u64> = (0..13).collect();
     let over = record(printk::KIND_TRACE_VPRINTK, 13, &many);
-    assert_eq!(super::printk::decode(&over, &string_at), None);
+    assert_eq!(
+        super::printk::decode(&over, &string_at),
+        format!(
+            "<printk record of {} bytes that does not decode (kind 2)>",
+            over.len()
+        )
+    );
     // trace_printk's record: three arguments, whatever follows.
     assert_eq!(
-        super::printk::decode(&record(printk::KIND_TRACE_PRINTK, 7, &[8, 9]), &string_at)
-            .as_deref(),
-        Some("a=7 b=8 c=9 d=0 e=0 f=0 g=0 h=0 i=0 j=0 k=0 l=0\n")
+        super::printk::decode(&record(printk::KIND_TRACE_PRINTK, 7, &[8, 9]), &string_at),
+        "a=7 b=8 c=9 d=0 e=0 f=0 g=0 h=0 i=0 j=0 k=0 l=0\n"
     );
     assert_eq!(
         format_printk("%d %d %d %d %d", &[1, 2, 3, 4, 5]),
