@@ -77,9 +77,14 @@ impl FuncWriter<'_> {
         frame: u32,
     ) -> Option<(u32, i64, Size)> {
         use bpf2ptx_runtime::maps;
+        // The instruction kind first: this runs for every instruction of a function (the
+        // memo scan), and the catalogue lookups are for helper calls only.
         let ins = self.prog.insns.get(i)?;
+        if ins.kind() != Kind::Call(CallKind::Helper) {
+            return None;
+        }
         let lookup = is_helper(ins.imm, LOOKUP);
-        if ins.kind() != Kind::Call(CallKind::Helper) || !(lookup || is_helper(ins.imm, UPDATE)) {
+        if !(lookup || is_helper(ins.imm, UPDATE)) {
             return None;
         }
         let m = self.facts.call_map.get(i).copied().flatten()?;
