@@ -1,4 +1,6 @@
-//! The structural pass: the rules listed in the crate documentation.
+//! The structural pass: the rules listed in the crate documentation, over the object
+//! model's control-flow graph ([`Cfg`]: jump and call targets, successors) and each
+//! instruction's register effect ([`Insn::regs`](bpf2ptx_compiler::isa::Insn::regs)).
 
 use bpf2ptx_compiler::cfg::{BadTarget, Cfg};
 use bpf2ptx_compiler::isa::effect::{Regs, ARGS, R10};
@@ -110,11 +112,11 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
                 Some(Ok(_)) | None => {}
             }
             match cfg.callee(insns, i) {
-                Some(Ok(callee)) => {
-                    if ins.kind() == Kind::Call(CallKind::Local) {
-                        calls.push((cfg.func_of(i).unwrap_or(0), callee, i));
-                    }
+                // `ld_imm64 func` names a function without calling it: no call-graph edge.
+                Some(Ok(callee)) if ins.kind() == Kind::Call(CallKind::Local) => {
+                    calls.push((cfg.func_of(i).unwrap_or(0), callee, i));
                 }
+                Some(Ok(_)) => {}
                 Some(Err(t)) => err(
                     &mut errors,
                     Rule::CallTarget,
