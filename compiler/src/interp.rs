@@ -57,6 +57,7 @@
 //! An instruction budget ([`Options::budget`]) bounds every run, so an unverified program
 //! that loops forever ends with [`InterpError::Budget`].
 
+use crate::cfg::Cfg;
 use crate::isa::table::{
     AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width, OPCODES,
 };
@@ -298,11 +299,11 @@ impl<'o> Interp<'o> {
                 prog,
                 count: self.obj.programs.len(),
             })?;
-        let pcs = checked_pcs(program)?;
+        let cfg = checked_cfg(program)?;
         let mut m = Machine {
             obj: self.obj,
             insns: &program.insns,
-            pcs: &pcs,
+            cfg: &cfg,
             mem: Memory {
                 input: mem,
                 stacks: vec![[0; STACK_SIZE]],
@@ -321,9 +322,9 @@ impl<'o> Interp<'o> {
     }
 }
 
-/// The slot indices of the program's instructions, after checking every instruction is one
-/// the table knows with registers r0-r10, so nothing below can index out of bounds.
-fn checked_pcs(program: &Program) -> Result<Vec<usize>, InterpError> {
+/// The program's control-flow graph, after checking every instruction is one the table
+/// knows with registers r0-r10, so nothing below can index out of bounds.
+fn checked_cfg(program: &Program) -> Result<Cfg, InterpError> {
     let mut pc = 0;
     for insn in &program.insns {
         if usize::from(insn.op) >= OPCODES.len() {
@@ -340,7 +341,7 @@ fn checked_pcs(program: &Program) -> Result<Vec<usize>, InterpError> {
         }
         pc += insn.slots();
     }
-    Ok(program.pcs())
+    Ok(Cfg::new(program))
 }
 
 /// `r10` of call frame `depth`: the end of its stack region's bytes.
@@ -389,7 +390,10 @@ struct Frame {
 struct Machine<'a> {
     obj: &'a Object,
     insns: &'a [Insn],
-    pcs: &'a [usize],
+    /// Where jumps and calls go: [`Cfg::target`], the whole program (the interpreter
+    /// also runs programs no verifier checked, and reports a target that is no
+    /// instruction as [`InterpError::BadTarget`]).
+    cfg: &'a Cfg,
     mem: Memory<'a>,
     regs: [u64; 11],
     frames: Vec<Frame>,
@@ -402,7 +406,7 @@ impl Machine<'_> {
     fn execute(&mut self) -> Result<u64, InterpError> {
         let mut i = 0usize;
         loop {
-            let (Some(&insn), Some(&pc)) = (self.insns.get(i), self.pcs.get(i)) else {
+            let (Some(&insn), Some(&pc)) = (self.insns.get(i), self.cfg.pcs().get(i)) else {
                 // Only reachable with an empty program: every other step checks its target.
                 return Err(InterpError::FellOff { pc: 0 });
             };
@@ -427,15 +431,21 @@ impl Machine<'_> {
         }
     }
 
-    /// The instruction index at `pc + 1 + rel` slots (jumps and calls count from the next
-    /// slot; they are all one slot long).
-    fn target(&self, pc: usize, rel: i64) -> Result<usize, InterpError> {
-        let target = (pc as i64).saturating_add(1).saturating_add(rel);
-        usize::try_from(target)
-            .ok()
-            .and_then(|t| self.pcs.binary_search(&t).ok())
-            .filter(|&j| j < self.insns.len())
-            .ok_or(InterpError::BadTarget { pc, target })
+    /// The instruction `rel` slots after the one following instruction `i` (jumps and
+    /// calls count from the next slot; they are all one slot long).
+    fn target(&self, i: usize, rel: i64) -> Result<usize, InterpError> {
+        self.cfg
+            .target(i, rel)
+            .map_err(|target| InterpError::BadTarget {
+                pc: self.cfg.pc(i),
+                target,
+            })
+    }
+
+    /// Where jump or branch `i` goes when it is taken.
+    fn jump(&self, i: usize, insn: Insn) -> Result<Step, InterpError> {
+        let rel = insn.jump_rel().expect("a jump or branch");
+        self.target(i, rel).map(Step::Jump)
     }
 
     fn unsupported(&self, pc: usize, insn: Insn, what: impl Into<String>) -> InterpError {
@@ -524,15 +534,14 @@ impl Machine<'_> {
                     Src::X => self.regs[s],
                 };
                 if compare(cond, w, self.regs[d], b) {
-                    return self.target(pc, insn.off.into()).map(Step::Jump);
+                    return self.jump(i, insn);
                 }
             }
-            Kind::Ja => return self.target(pc, insn.off.into()).map(Step::Jump),
-            Kind::Gotol => return self.target(pc, insn.imm).map(Step::Jump),
+            Kind::Ja | Kind::Gotol => return self.jump(i, insn),
             Kind::Call(CallKind::Helper) => self.regs[0] = self.helper(pc, insn.imm)?,
             Kind::Callx => self.regs[0] = self.helper(pc, self.regs[d] as i64)?,
             Kind::Call(CallKind::Local) => {
-                let target = self.target(pc, insn.imm)?;
+                let target = self.target(i, insn.func_rel().expect("a local call"))?;
                 let frames = self.frames.len() + 2;
                 if frames > MAX_FRAMES {
                     return Err(InterpError::CallDepth {

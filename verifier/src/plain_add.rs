@@ -16,8 +16,8 @@
 //! paths show: on every path the memory is a map value threads share (not a per-thread
 //! array's) and both accesses are aligned (`Explorer::finish_plain_adds`).
 
-use crate::analysis::{func_bounds, successors};
-use crate::structure::{uses_defs, Regs, ARGS};
+use bpf2ptx_compiler::cfg::Cfg;
+use bpf2ptx_compiler::isa::effect::Regs;
 use bpf2ptx_compiler::isa::table::{AluOp, CallKind, Kind, Pseudo, Size, Src, Width};
 use bpf2ptx_compiler::program::Program;
 use serde::Serialize;
@@ -82,33 +82,29 @@ fn bit(r: u8) -> Regs {
 /// of a helper's prototype (which are all the backend passes it), r1-r5 for any other.
 fn reads(prog: &Program, i: usize) -> Regs {
     let ins = &prog.insns[i];
-    let (uses, _, _) = uses_defs(ins);
-    match ins.kind() {
-        Kind::Call(CallKind::Helper) => match bpf2ptx_runtime::helper(ins.imm) {
-            Some(h) => (1..=h.args.len()).fold(uses, |m, k| m | bit(k as u8)),
-            None => uses | ARGS,
-        },
-        Kind::Call(_) | Kind::Callx => uses | ARGS,
-        _ => uses,
+    let e = ins.regs();
+    if ins.kind() == Kind::Call(CallKind::Helper) {
+        if let Some(h) = bpf2ptx_runtime::helper(ins.imm) {
+            return (1..=h.args.len()).fold(e.reads, |m, k| m | bit(k as u8));
+        }
     }
+    e.reads | e.args
 }
 
 /// The registers an instruction writes or leaves undefined.
 fn writes(prog: &Program, i: usize) -> Regs {
-    let (_, defs, kills) = uses_defs(&prog.insns[i]);
-    defs | kills
+    let e = prog.insns[i].regs();
+    e.writes | e.clobbers
 }
 
 /// Per instruction: the registers whose value on entry may be read on some path before it
 /// is written (a call reads its arguments and defines r0-r5, `exit` reads r0; each
 /// function on its own, since a callee cannot see its caller's registers).
-pub(crate) fn live_in(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<Regs> {
+pub(crate) fn live_in(prog: &Program, cfg: &Cfg) -> Vec<Regs> {
     let mut live = vec![0; prog.insns.len()];
-    for f in func_bounds(prog) {
-        let (a, b) = f;
-        let succs: Vec<Vec<usize>> = (a..b)
-            .map(|i| successors(prog, pcs, idx_of_pc, i, f))
-            .collect();
+    for f in cfg.funcs() {
+        let (a, b) = (f.start, f.end);
+        let succs: Vec<_> = (a..b).map(|i| cfg.successors(&prog.insns, i)).collect();
         // Round robin to the fixed point: sets only grow, so it ends.
         let mut changed = true;
         while changed {
@@ -165,26 +161,26 @@ fn next_reader(
 }
 
 /// Every triple of the program, by the code alone.
-pub(crate) fn triples(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<Triple> {
+pub(crate) fn triples(prog: &Program, cfg: &Cfg) -> Vec<Triple> {
     let n = prog.insns.len();
-    let live = live_in(prog, pcs, idx_of_pc);
+    let live = live_in(prog, cfg);
     // Where another path can come in: function starts and a jump's successors.
     let mut joins = vec![false; n];
-    let bounds = func_bounds(prog);
-    for &f in &bounds {
-        if f.0 < n {
-            joins[f.0] = true;
+    for f in cfg.funcs() {
+        if f.start < n {
+            joins[f.start] = true;
         }
-        for i in f.0..f.1 {
-            if matches!(prog.insns[i].kind(), Kind::Ja | Kind::Gotol | Kind::Jmp(..)) {
-                for t in successors(prog, pcs, idx_of_pc, i, f) {
+        for i in f.clone() {
+            if prog.insns[i].jump_rel().is_some() {
+                for t in cfg.successors(&prog.insns, i) {
                     joins[t] = true;
                 }
             }
         }
     }
     let mut out = Vec::new();
-    for &(a, b) in &bounds {
+    for f in cfg.funcs() {
+        let (a, b) = (f.start, f.end);
         for i in a..b {
             if let Some(t) = triple_at(prog, &joins, &live, i, b) {
                 out.push(t);

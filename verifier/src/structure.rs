@@ -1,7 +1,10 @@
-//! The structural pass: the rules listed in the crate documentation.
+//! The structural pass: the rules listed in the crate documentation, over the object
+//! model's control-flow graph ([`Cfg`]: jump and call targets, successors) and each
+//! instruction's register effect ([`Insn::regs`](bpf2ptx_compiler::isa::Insn::regs)).
 
-use bpf2ptx_compiler::isa::table::{AluOp, AtomicOp, CallKind, Kind, Pseudo, Src};
-use bpf2ptx_compiler::isa::Insn;
+use bpf2ptx_compiler::cfg::{BadTarget, Cfg};
+use bpf2ptx_compiler::isa::effect::{Regs, ARGS, R10};
+use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::Program;
 use serde::Serialize;
 use std::fmt;
@@ -67,74 +70,14 @@ impl fmt::Display for StructError {
     }
 }
 
-/// Registers as a bit set (bit n = rN).
-pub(crate) type Regs = u16;
-const R10: Regs = 1 << 10;
-/// r1-r5: the arguments of a call, which it leaves undefined.
-pub(crate) const ARGS: Regs = 0b11_1110;
-
-/// The registers an instruction reads, writes, and leaves undefined (a call's clobbers).
-pub(crate) fn uses_defs(i: &Insn) -> (Regs, Regs, Regs) {
-    let d = 1u16 << i.dst;
-    let s = 1u16 << i.src;
-    match i.kind() {
-        Kind::Alu(AluOp::Mov, _, Src::K) => (0, d, 0),
-        Kind::Alu(AluOp::Mov, _, Src::X) => (s, d, 0),
-        Kind::Alu(_, _, Src::K) | Kind::Neg(_) | Kind::Endian(..) => (d, d, 0),
-        Kind::Alu(_, _, Src::X) => (d | s, d, 0),
-        Kind::Movsx(..) => (s, d, 0),
-        Kind::Jmp(_, _, Src::K) => (d, 0, 0),
-        Kind::Jmp(_, _, Src::X) => (d | s, 0, 0),
-        Kind::Ja | Kind::Gotol => (0, 0, 0),
-        // A call reads its arguments lazily: which of r1-r5 a helper takes is the helper
-        // prototype's business (checked by the type pass), so only the clobbers count here.
-        Kind::Call(_) => (0, 1, ARGS),
-        Kind::Callx => (d, 1, ARGS),
-        Kind::Exit => (1, 0, 0),
-        Kind::LdImm64(_) => (0, d, 0),
-        // Legacy packet loads read the context in r6 and clobber r1-r5 like a call.
-        Kind::LdAbs(_) => (1 << 6, 1, ARGS),
-        Kind::LdInd(_) => ((1 << 6) | s, 1, ARGS),
-        Kind::Ldx(..) => (s, d, 0),
-        Kind::St(_) => (d, 0, 0),
-        Kind::Stx(_) => (d | s, 0, 0),
-        Kind::Atomic(_, op, fetch) => {
-            let cmpxchg = op == AtomicOp::Cmpxchg;
-            let uses = d | s | if cmpxchg { 1 } else { 0 };
-            let defs = if cmpxchg {
-                1
-            } else if fetch {
-                s
-            } else {
-                0
-            };
-            (uses, defs, 0)
-        }
-    }
-}
-
-/// The pc-relative target of a jump, in slots, if the instruction jumps.
-fn jump_offset(i: &Insn) -> Option<i64> {
-    match i.kind() {
-        Kind::Ja | Kind::Jmp(..) => Some(i64::from(i.off)),
-        Kind::Gotol => Some(i.imm),
-        _ => None,
-    }
-}
-
 /// Checks the structural rules. `entry_regs` lists the registers the attach point
 /// initialises at the entry function besides r10 (r1 for a context pointer; r1 and r2
 /// for bpf_conformance's memory and length).
 pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> {
     let insns = &prog.insns;
-    let pcs = prog.pcs();
+    let cfg = Cfg::new(prog);
+    let pcs = cfg.pcs();
     let n = insns.len();
-    let end_pc = pcs[n];
-    // Slot → instruction index (None for the second slot of ld_imm64).
-    let mut idx_of_pc = vec![None; end_pc + 1];
-    for (i, &pc) in pcs.iter().enumerate() {
-        idx_of_pc[pc] = Some(i);
-    }
     let mut errors = Vec::new();
     let err = |errors: &mut Vec<StructError>, rule, i: usize, message: String| {
         errors.push(StructError {
@@ -144,84 +87,45 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
             message,
         });
     };
-    // Function ranges by instruction index.
-    let mut bounds: Vec<(usize, usize)> = Vec::new();
-    for (k, f) in prog.funcs.iter().enumerate() {
-        let end = prog.funcs.get(k + 1).map_or(n, |g| g.start);
-        bounds.push((f.start, end));
-    }
-    if bounds.is_empty() {
-        bounds.push((0, n));
-    }
-    let func_starts: Vec<usize> = bounds.iter().map(|b| pcs[b.0]).collect();
+    let bounds = cfg.funcs();
     // (caller, callee, call instruction) of every bpf-to-bpf call.
     let mut calls: Vec<(usize, usize, usize)> = Vec::new();
-    // Successors per instruction (within its function); None marks an error already reported.
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &(a, b) in &bounds {
-        for i in a..b {
+    for f in bounds {
+        for i in f.clone() {
             let ins = &insns[i];
-            let next = i + 1;
-            if let Some(rel) = jump_offset(ins) {
-                let t = pcs[i] as i64 + 1 + rel;
-                let (lo, hi) = (pcs[a] as i64, pcs[b] as i64);
-                if t < lo || t >= hi {
-                    err(
-                        &mut errors,
-                        Rule::JumpRange,
-                        i,
-                        format!(
-                            "jump target {t} is outside the function (insns {lo}..{})",
-                            hi - 1
-                        ),
-                    );
-                } else {
-                    match idx_of_pc[t as usize] {
-                        Some(ti) => succs[i].push(ti),
-                        None => err(
-                            &mut errors,
-                            Rule::JumpIntoLdImm64,
-                            i,
-                            format!("jump target {t} is the second slot of an ld_imm64"),
-                        ),
-                    }
-                }
-                if !matches!(ins.kind(), Kind::Ja | Kind::Gotol) && next < b {
-                    succs[i].push(next);
-                }
-            } else if !matches!(ins.kind(), Kind::Exit) && next < b {
-                succs[i].push(next);
+            match cfg.jump(insns, i) {
+                Some(Err(BadTarget::OutsideFunction { target, start, end })) => err(
+                    &mut errors,
+                    Rule::JumpRange,
+                    i,
+                    format!(
+                        "jump target {target} is outside the function (insns {start}..{})",
+                        end - 1
+                    ),
+                ),
+                Some(Err(BadTarget::SecondSlot { target })) => err(
+                    &mut errors,
+                    Rule::JumpIntoLdImm64,
+                    i,
+                    format!("jump target {target} is the second slot of an ld_imm64"),
+                ),
+                Some(Ok(_)) | None => {}
             }
-            let local = match ins.kind() {
-                Kind::Call(CallKind::Local) => Some(ins.imm),
-                Kind::LdImm64(Pseudo::Func) => Some(i64::from(ins.imm as i32)),
-                _ => None,
-            };
-            if let Some(rel) = local {
-                let t = pcs[i] as i64 + 1 + rel;
-                if let (Some(callee), Kind::Call(_)) =
-                    (func_starts.iter().position(|&s| s as i64 == t), ins.kind())
-                {
-                    calls.push((
-                        bounds
-                            .iter()
-                            .position(|&(x, y)| (x..y).contains(&i))
-                            .unwrap_or(0),
-                        callee,
-                        i,
-                    ));
+            match cfg.callee(insns, i) {
+                // `ld_imm64 func` names a function without calling it: no call-graph edge.
+                Some(Ok(callee)) if ins.kind() == Kind::Call(CallKind::Local) => {
+                    calls.push((cfg.func_of(i).unwrap_or(0), callee, i));
                 }
-                if !func_starts.iter().any(|&s| s as i64 == t) {
-                    err(
-                        &mut errors,
-                        Rule::CallTarget,
-                        i,
-                        format!("target {t} is not the start of a function"),
-                    );
-                }
+                Some(Ok(_)) => {}
+                Some(Err(t)) => err(
+                    &mut errors,
+                    Rule::CallTarget,
+                    i,
+                    format!("target {t} is not the start of a function"),
+                ),
+                None => {}
             }
-            let (_, defs, _) = uses_defs(ins);
-            if defs & R10 != 0 {
+            if ins.regs().writes & R10 != 0 {
                 err(
                     &mut errors,
                     Rule::R10Write,
@@ -230,12 +134,12 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
                 );
             }
         }
-        let last = &insns[b - 1];
-        if !matches!(last.kind(), Kind::Exit | Kind::Ja | Kind::Gotol) {
+        let last = f.end - 1;
+        if insns[last].flow().falls_through() {
             err(
                 &mut errors,
                 Rule::FallThrough,
-                b - 1,
+                last,
                 "the function's last instruction can fall through past its end".into(),
             );
         }
@@ -281,7 +185,8 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
         entry_set |= 1 << r;
     }
     let mut state: Vec<Option<Regs>> = vec![None; n];
-    for (k, &(a, b)) in bounds.iter().enumerate() {
+    for (k, f) in bounds.iter().enumerate() {
+        let (a, b) = (f.start, f.end);
         if a >= b {
             continue;
         }
@@ -289,9 +194,9 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
         let mut work = vec![a];
         while let Some(i) = work.pop() {
             let Some(s) = state[i] else { continue };
-            let (_, defs, kills) = uses_defs(&insns[i]);
-            let out = (s | defs) & !kills;
-            for &t in &succs[i] {
+            let e = insns[i].regs();
+            let out = (s | e.writes) & !e.clobbers;
+            for t in cfg.successors(insns, i) {
                 let new = state[t].map_or(out, |old| old & out);
                 if state[t] != Some(new) {
                     state[t] = Some(new);
@@ -301,7 +206,7 @@ pub fn check(prog: &Program, entry_regs: &[u8]) -> Result<(), Vec<StructError>> 
         }
         for i in a..b {
             let Some(s) = state[i] else { continue };
-            let mut uses = uses_defs(&insns[i]).0;
+            let mut uses = insns[i].regs().reads;
             if k != 0 && insns[i].kind() == Kind::Exit {
                 // A subprogram may leave r0 unset (clang does when the result is unused):
                 // the caller's r0 is then uninitialised, and reading it is the error.

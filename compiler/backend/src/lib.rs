@@ -39,5 +39,5 @@ pub mod back;
 pub mod inject;
 
 // The object model under the names the backend's modules use (`crate::isa::...`,
-// `crate::program::...`); not re-exported.
-use bpf2ptx_compiler::{isa, program};
+// `crate::program::...`, `crate::cfg::...`); not re-exported.
+use bpf2ptx_compiler::{cfg, isa, program};

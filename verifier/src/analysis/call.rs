@@ -309,7 +309,7 @@ impl<'a> Explorer<'a> {
                     }
                 };
                 let id = self.fresh_id();
-                st.refs.push((id, self.pcs[i]));
+                st.refs.push((id, self.cfg.pc(i)));
                 Reg::RecordOrNull { size, id }
             }
             Ret::NoReturn => {

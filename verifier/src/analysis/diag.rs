@@ -59,7 +59,7 @@ impl<'a> Explorer<'a> {
             .collect();
         Box::new(Diagnostic {
             rule,
-            pc: self.pcs[i],
+            pc: self.cfg.pc(i),
             insn: ins.to_string(),
             func: self
                 .prog

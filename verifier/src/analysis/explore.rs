@@ -3,45 +3,36 @@
 //! exactly), the exploration limit that bounds loops, the longest path to an exit (the
 //! cost bound) and the combined stack of every call chain.
 
-use super::cfg::relevance;
+use super::relevance::relevance;
 use super::{Explorer, Pending, Step, Stored, MAX_STACK, STATES_PER_INSN, STATES_TOTAL};
 use crate::plain_add;
 use crate::scalar::Scalar;
 use crate::state::{Frame, Reg, Region, State};
 use crate::{Entry, Facts, Rule};
-use bpf2ptx_compiler::isa::table::Kind;
+use bpf2ptx_compiler::cfg::Cfg;
+use bpf2ptx_compiler::isa::Flow;
 use bpf2ptx_compiler::program::{Object, Program};
 
 impl<'a> Explorer<'a> {
     pub(crate) fn new(obj: &'a Object, prog: &'a Program, entry: &'a Entry, limit: u64) -> Self {
-        let pcs = prog.pcs();
+        let cfg = Cfg::new(prog);
         let n = prog.insns.len();
-        let mut idx_of_pc = vec![None; pcs[n] + 1];
-        for (i, &pc) in pcs.iter().enumerate().take(n) {
-            idx_of_pc[pc] = Some(i);
-        }
+        // Prune points: where paths join (jump targets, both ways of a branch) and
+        // function starts.
         let mut prune_point = vec![false; n + 1];
         for (i, ins) in prog.insns.iter().enumerate() {
-            let rel = match ins.kind() {
-                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
-                Kind::Gotol => ins.imm,
-                _ => continue,
-            };
-            if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
-                .ok()
-                .and_then(|pc| idx_of_pc.get(pc).copied().flatten())
-            {
+            if let Some(Ok(t)) = cfg.jump(&prog.insns, i) {
                 prune_point[t] = true;
             }
-            if matches!(ins.kind(), Kind::Jmp(..)) {
+            if matches!(ins.flow(), Flow::Branch(_)) {
                 prune_point[i + 1] = true;
             }
         }
         for f in &prog.funcs {
             prune_point[f.start] = true;
         }
-        let relevant = relevance(prog, &pcs, &idx_of_pc);
-        let triples = plain_add::triples(prog, &pcs, &idx_of_pc);
+        let relevant = relevance(prog, &cfg);
+        let triples = plain_add::triples(prog, &cfg);
         let mut triple_of = vec![None; n];
         for (k, t) in triples.iter().enumerate() {
             triple_of[t.load] = Some(k);
@@ -51,8 +42,7 @@ impl<'a> Explorer<'a> {
             obj,
             prog,
             entry,
-            pcs,
-            idx_of_pc,
+            cfg,
             prune_point,
             relevant,
             store: (0..n).map(|_| Vec::new()).collect(),
@@ -171,11 +161,7 @@ impl<'a> Explorer<'a> {
                     // target is the head). Without one the program has no loop the walk
                     // went around: its paths did not merge, and saying "loop" would send
                     // the user looking for one.
-                    let backward = |i: usize| match self.prog.insns[i].kind() {
-                        Kind::Ja | Kind::Jmp(..) => self.prog.insns[i].off < 0,
-                        Kind::Gotol => self.prog.insns[i].imm < 0,
-                        _ => false,
-                    };
+                    let backward = |i: usize| self.prog.insns[i].jump_rel().is_some_and(|r| r < 0);
                     let hot_loop = (0..self.visits.len())
                         .filter(|&i| backward(i) && self.visits[i] > 0)
                         .max_by_key(|&i| self.visits[i]);
@@ -211,7 +197,7 @@ impl<'a> Explorer<'a> {
                     }
                     Ok(Step::Branch((s1, n1), (s2, n2))) => {
                         let history_len = self.history.len();
-                        let pc = self.pcs[at];
+                        let pc = self.cfg.pc(at);
                         work.push(Pending {
                             state: s2,
                             at: n2,
@@ -248,7 +234,7 @@ impl<'a> Explorer<'a> {
         }
         self.facts.unreachable = (0..self.prog.insns.len())
             .filter(|&i| self.visits[i] == 0)
-            .map(|i| self.pcs[i])
+            .map(|i| self.cfg.pc(i))
             .collect();
         self.facts.reached = self.visits.iter().map(|&v| v > 0).collect();
         self.finish_plain_adds();

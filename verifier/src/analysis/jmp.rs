@@ -55,7 +55,7 @@ impl<'a> Explorer<'a> {
     fn branch_succs(&mut self, st: State, i: usize, c: Cond, w: Width, src: Src) -> R<Step> {
         let ins = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
-        let t = self.target(i, ins.off.into());
+        let t = self.target(i);
         let a = self.read(&st, i, d)?;
         let b = match src {
             Src::K => Reg::constant(match w {

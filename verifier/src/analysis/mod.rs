@@ -14,7 +14,8 @@
 //!
 //! ```text
 //!  Explorer::new   prune points (jump targets, function starts), the registers that
-//!    │             matter from each instruction, plain counter updates      [cfg, facts]
+//!    │             matter from each instruction, plain counter updates
+//!    │             (over the object model's Cfg)                      [relevance, facts]
 //!    │ run         a work list of paths; at a prune point a state is pruned (subsumed
 //!    │             by an explored one), rejected (repeats exactly) or remembered; the
 //!    │             exploration limit bounds loops                              [explore]
@@ -29,19 +30,18 @@
 
 mod alu;
 mod call;
-mod cfg;
 mod diag;
 mod explore;
 mod facts;
 mod jmp;
 mod mem;
+mod relevance;
 mod step;
-
-pub(crate) use cfg::{func_bounds, successors};
 
 use crate::plain_add::Triple;
 use crate::state::State;
 use crate::{Diagnostic, Entry, Facts};
+use bpf2ptx_compiler::cfg::Cfg;
 use bpf2ptx_compiler::program::{Object, Program};
 
 /// Instructions the exploration may process before it gives up on a program.
@@ -118,12 +118,12 @@ pub(crate) struct Explorer<'a> {
     obj: &'a Object,
     prog: &'a Program,
     entry: &'a Entry,
-    pcs: Vec<usize>,
-    idx_of_pc: Vec<Option<usize>>,
+    /// Slots, functions and jump targets.
+    cfg: Cfg,
     prune_point: Vec<bool>,
     /// Per instruction: the registers whose value matters from there ([`relevance`]).
     ///
-    /// [`relevance`]: cfg::relevance
+    /// [`relevance`]: relevance::relevance
     relevant: Vec<u16>,
     store: Vec<Vec<Stored>>,
     /// The remembered states on the current path, oldest first: (instruction, index in

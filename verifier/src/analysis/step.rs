@@ -20,12 +20,12 @@ fn width_of(s: Size) -> Width {
 }
 
 impl<'a> Explorer<'a> {
-    pub(super) fn target(&self, i: usize, rel: i64) -> usize {
-        let pc = self.pcs[i] as i64 + 1 + rel;
-        usize::try_from(pc)
-            .ok()
-            .and_then(|p| self.idx_of_pc.get(p).copied().flatten())
-            .expect("the structural pass checked every jump target")
+    /// The instruction jump or branch `i` goes to.
+    pub(super) fn target(&self, i: usize) -> usize {
+        match self.cfg.jump(&self.prog.insns, i) {
+            Some(Ok(t)) => t,
+            _ => unreachable!("the structural pass checked every jump target"),
+        }
     }
 
     pub(super) fn fresh_id(&mut self) -> u32 {
@@ -244,8 +244,7 @@ impl<'a> Explorer<'a> {
                 st.cur_mut().regs[d as usize] = v;
                 Ok(Step::Next(st, next))
             }
-            Kind::Ja => Ok(Step::Next(st, self.target(i, ins.off.into()))),
-            Kind::Gotol => Ok(Step::Next(st, self.target(i, ins.imm))),
+            Kind::Ja | Kind::Gotol => Ok(Step::Next(st, self.target(i))),
             Kind::Jmp(c, w, src) => self.branch(st, i, c, w, src),
             Kind::Exit => self.exit(st, i),
             Kind::Call(CallKind::Helper) => self.helper(st, i, ins.imm),
@@ -276,13 +275,10 @@ impl<'a> Explorer<'a> {
                         format!("call depth exceeds {MAX_CALL_DEPTH} frames"),
                     ));
                 }
-                let t = self.target(i, ins.imm);
-                let func = self
-                    .prog
-                    .funcs
-                    .iter()
-                    .position(|f| f.start == t)
-                    .expect("structural pass checked call targets");
+                let Some(Ok(func)) = self.cfg.callee(&self.prog.insns, i) else {
+                    unreachable!("the structural pass checked call targets");
+                };
+                let t = self.cfg.funcs()[func].start;
                 let mut f = Frame::new(st.frames.len() as u8, func, next);
                 for r in 1..=5 {
                     f.regs[r] = st.cur().regs[r].clone();

@@ -1,7 +1,8 @@
 //! The frame analysis: which registers point into the BPF stack at which offset, how many
 //! bytes of frame each function needs, which accesses fold to constant slots, and whether
 //! the frame's address is ever taken (when not, the frame lives in registers). A dataflow
-//! pass over the instructions, run before any lowering.
+//! pass over each function's control-flow graph (the object model's [`Cfg`]), run before
+//! any lowering.
 //!
 //! It is the backend's lowering plan, not a verifier fact: which accesses fold to
 //! constant `.local` slots follows the backend's rules, and whether the frame's address
@@ -11,8 +12,9 @@
 
 use super::symbols::func_symbol;
 use super::MAX_STACK;
+use crate::cfg::Cfg;
 use crate::isa::insn::Insn;
-use crate::isa::table::{AluOp, AtomicOp, Kind, Size, Src, Width};
+use crate::isa::table::{AluOp, Kind, Size, Src, Width};
 use crate::program::Program;
 
 /// How the backend lays out one function's BPF stack.
@@ -30,16 +32,16 @@ pub struct FrameLayout {
 /// The stack layout of every function of a program, as
 /// [`write_string`](super::write_string) emits it.
 pub fn frame_layouts(prog: &Program) -> Vec<FrameLayout> {
-    let pcs = prog.pcs();
+    let cfg = Cfg::new(prog);
     (0..prog.funcs.len().max(1))
         .map(|k| {
-            let frame = analyse_frame(prog, k, &pcs);
+            let frame = analyse_frame(prog, k, &cfg);
             FrameLayout {
                 symbol: func_symbol(prog, k),
                 bytes: frame.size,
                 // Without the verifier's facts: no lookup is known to be inlined.
                 in_registers: frame.size > 0
-                    && !needs_frame_address(prog, k, &frame, &|_, _| false),
+                    && !needs_frame_address(prog, k, &cfg, &frame, &|_, _| false),
             }
         })
         .collect()
@@ -72,46 +74,10 @@ pub(super) struct Frame {
     pub(super) size: u32,
 }
 
-/// Instruction index range `[a, b)` of function `k`.
-pub(super) fn func_range(prog: &Program, k: usize) -> (usize, usize) {
-    let a = prog.funcs.get(k).map_or(0, |f| f.start);
-    let b = prog.funcs.get(k + 1).map_or(prog.insns.len(), |f| f.start);
-    (a, b)
-}
-
-fn successors(
-    insns: &[Insn],
-    pcs: &[usize],
-    idx_of_pc: &dyn Fn(usize) -> Option<usize>,
-    i: usize,
-    end: usize,
-) -> Vec<usize> {
-    let ins = &insns[i];
-    let mut v = Vec::new();
-    let rel = match ins.kind() {
-        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
-        Kind::Gotol => Some(ins.imm),
-        _ => None,
-    };
-    if let Some(rel) = rel {
-        if let Some(t) = usize::try_from(pcs[i] as i64 + 1 + rel)
-            .ok()
-            .and_then(idx_of_pc)
-        {
-            v.push(t);
-        }
-    }
-    if !matches!(ins.kind(), Kind::Ja | Kind::Gotol | Kind::Exit) && i + 1 < end {
-        v.push(i + 1);
-    }
-    v
-}
-
-pub(super) fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
-    let (a, b) = func_range(prog, k);
+/// The frame of function `k`.
+pub(super) fn analyse_frame(prog: &Program, k: usize, cfg: &Cfg) -> Frame {
+    let (a, b) = (cfg.funcs()[k].start, cfg.funcs()[k].end);
     let insns = &prog.insns;
-    // `pcs` is sorted, so a binary search finds an instruction by its slot.
-    let idx_of_pc = |pc: usize| pcs[a..b].binary_search(&pc).ok().map(|i| i + a);
     let mut before: Vec<Option<[Fp; 11]>> = vec![None; insns.len()];
     let mut init = [Fp::No; 11];
     init[10] = Fp::At(0);
@@ -120,7 +86,7 @@ pub(super) fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
     while let Some(i) = work.pop() {
         let Some(s) = before[i] else { continue };
         let out = transfer(&insns[i], s);
-        for t in successors(insns, pcs, &idx_of_pc, i, b) {
+        for t in cfg.successors(insns, i) {
             let new = match before[t] {
                 None => out,
                 Some(old) => std::array::from_fn(|r| old[r].join(out[r])),
@@ -142,17 +108,14 @@ pub(super) fn analyse_frame(prog: &Program, k: usize, pcs: &[usize]) -> Frame {
             Fp::Any => *unbounded = true,
             Fp::No => {}
         };
-        match ins.kind() {
-            Kind::Ldx(..) => base(ins.src, ins.off.into(), &mut unbounded),
-            Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..) => {
-                base(ins.dst, ins.off.into(), &mut unbounded)
-            }
-            Kind::Call(_) | Kind::Callx => {
-                for r in 1..=5 {
-                    base(r, 0, &mut unbounded);
-                }
-            }
-            _ => {}
+        if let Some(access) = ins.access() {
+            base(access.base, access.off.into(), &mut unbounded);
+        }
+        // A call's arguments may point into the frame; the callee may use them at any
+        // offset it proves in bounds, so only the pointer itself is known.
+        let args = ins.regs().args;
+        for r in (1..=5).filter(|r| args & (1 << r) != 0) {
+            base(r, 0, &mut unbounded);
         }
         // A frame pointer stored to memory could come back from anywhere.
         if matches!(ins.kind(), Kind::Stx(_) | Kind::Atomic(..)) && s[ins.src as usize] != Fp::No {
@@ -192,11 +155,11 @@ pub(super) fn folded(fp: &[Fp; 11], base: u8, off: i16, size: Size, frame: u32) 
 pub(super) fn needs_frame_address(
     prog: &Program,
     k: usize,
+    cfg: &Cfg,
     frame: &Frame,
     inlined_lookup: &dyn Fn(usize, &[Fp; 11]) -> bool,
 ) -> bool {
-    let (a, b) = func_range(prog, k);
-    (a..b).any(|i| {
+    cfg.funcs()[k].clone().any(|i| {
         let Some(s) = frame.before[i] else {
             return false;
         };
@@ -228,7 +191,7 @@ pub(super) fn needs_frame_address(
             }
             Kind::Exit => is_fp(0),
             Kind::LdInd(_) => is_fp(ins.src),
-            _ => false,
+            Kind::Ja | Kind::Gotol | Kind::LdImm64(_) | Kind::LdAbs(_) => false,
         }
     })
 }
@@ -262,20 +225,29 @@ fn transfer(ins: &Insn, mut s: [Fp; 11]) -> [Fp; 11] {
         Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) => {
             s[d] = if s[d] == Fp::No { Fp::No } else { Fp::Any }
         }
-        Kind::Ldx(..) | Kind::LdImm64(_) => s[d] = Fp::No,
-        Kind::Call(_) | Kind::Callx | Kind::LdAbs(_) | Kind::LdInd(_) => {
-            for r in s.iter_mut().take(6) {
-                *r = Fp::No;
+        // Anything else: a register it writes or leaves undefined holds no frame pointer
+        // (a load's value, a call's result, an atomic's fetched value).
+        Kind::Jmp(..)
+        | Kind::Ja
+        | Kind::Gotol
+        | Kind::Call(_)
+        | Kind::Callx
+        | Kind::Exit
+        | Kind::LdImm64(_)
+        | Kind::LdAbs(_)
+        | Kind::LdInd(_)
+        | Kind::Ldx(..)
+        | Kind::St(_)
+        | Kind::Stx(_)
+        | Kind::Atomic(..) => {
+            let e = ins.regs();
+            let gone = e.writes | e.clobbers;
+            for (r, fp) in s.iter_mut().enumerate() {
+                if gone & (1 << r) != 0 {
+                    *fp = Fp::No;
+                }
             }
         }
-        Kind::Atomic(_, op, fetch) => {
-            if op == AtomicOp::Cmpxchg {
-                s[0] = Fp::No;
-            } else if fetch {
-                s[ins.src as usize] = Fp::No;
-            }
-        }
-        _ => {}
     }
     s
 }

@@ -5,11 +5,12 @@
 
 use super::calls::{inline_helpers, lowering, LOOKUP, UPDATE};
 use super::entry::{entry_granularity, reads_active_mask, Granularity};
-use super::frame::{analyse_frame, func_range, needs_frame_address, Fp};
+use super::frame::{analyse_frame, needs_frame_address, Fp};
 use super::module::{map_storage, INLINE_END};
 use super::symbols::{map_desc_symbol, map_symbol};
 use super::{atomic_scope, is_sharded, Error, Options, FUNC_TAG};
 use crate::back::PlainAdd;
+use crate::cfg::Cfg;
 use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::{is_helper, Lowering};
@@ -132,40 +133,26 @@ impl<'a> FuncWriter<'a> {
         }
     }
 
-    /// The index of the function that starts at pc `t`, for instruction `i` (a call or a
-    /// function address); else the `why` error naming the instruction.
-    fn func_at(&self, t: i64, i: usize, pcs: &[usize], why: &'static str) -> Result<usize, Error> {
-        self.prog
-            .funcs
-            .iter()
-            .position(|f| pcs[f.start] as i64 == t)
-            .ok_or_else(|| self.unsupported(i, pcs, why))
+    /// The index of the function instruction `i` (a call or a function address) names;
+    /// else the `why` error naming the instruction.
+    fn callee(&self, cfg: &Cfg, i: usize, why: &'static str) -> Result<usize, Error> {
+        match cfg.callee(&self.prog.insns, i) {
+            Some(Ok(k)) => Ok(k),
+            Some(Err(_)) | None => Err(self.unsupported(i, cfg.pcs(), why)),
+        }
     }
 
     pub(super) fn lower(&mut self) -> Result<(), Error> {
         let prog = self.prog;
-        let pcs = prog.pcs();
-        let (a, b) = func_range(prog, self.k);
-        let frame = analyse_frame(prog, self.k, &pcs);
+        let cfg = Cfg::new(prog);
+        let (a, b) = (cfg.funcs()[self.k].start, cfg.funcs()[self.k].end);
+        let frame = analyse_frame(prog, self.k, &cfg);
         // Jump targets need labels.
-        // `pcs` is sorted, so a binary search finds an instruction by its slot.
-        let idx_of_pc = |pc: usize| pcs[a..b].binary_search(&pc).ok().map(|i| i + a);
-        let mut targets = BTreeSet::new();
-        for (ins, &pc) in prog.insns[a..b].iter().zip(&pcs[a..b]) {
-            let rel = match ins.kind() {
-                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
-                Kind::Gotol => ins.imm,
-                _ => continue,
-            };
-            if let Some(t) = usize::try_from(pc as i64 + 1 + rel)
-                .ok()
-                .and_then(idx_of_pc)
-            {
-                targets.insert(t);
-            }
-        }
+        let targets: BTreeSet<usize> = (a..b)
+            .filter_map(|i| cfg.jump(&prog.insns, i)?.ok())
+            .collect();
         let materialise = frame.size > 0
-            && needs_frame_address(prog, self.k, &frame, &|i, fp| {
+            && needs_frame_address(prog, self.k, &cfg, &frame, &|i, fp| {
                 self.lookup_map(i, fp, frame.size).is_some()
                     || self.ring_output_args(i, fp, frame.size).is_some()
                     || (is_helper(prog.insns[i].imm, LOOKUP)
@@ -217,12 +204,12 @@ impl<'a> FuncWriter<'a> {
         }
         for i in a..b {
             if targets.contains(&i) {
-                let _ = writeln!(self.out, "$L{}:", pcs[i]);
+                let _ = writeln!(self.out, "$L{}:", cfg.pc(i));
                 // Another path joins here: nothing is known about r0.
                 self.nonnull_r0 = false;
             }
             let fp = frame.before[i].unwrap_or([Fp::Any; 11]);
-            self.insn(i, &pcs, &fp, frame.size)?;
+            self.insn(i, &cfg, &fp, frame.size)?;
         }
         Ok(())
     }
@@ -248,11 +235,14 @@ impl<'a> FuncWriter<'a> {
         self.facts.aligned.get(self.cur).copied().unwrap_or(false)
     }
 
-    fn insn(&mut self, i: usize, pcs: &[usize], fp: &[Fp; 11], frame: u32) -> Result<(), Error> {
+    fn insn(&mut self, i: usize, cfg: &Cfg, fp: &[Fp; 11], frame: u32) -> Result<(), Error> {
         self.cur = i;
         let ins = self.prog.insns[i];
         let (d, s) = (ins.dst, ins.src);
-        let label = |rel: i64| format!("$L{}", pcs[i] as i64 + 1 + rel);
+        let pcs = cfg.pcs();
+        // The label of the jump's target (a jump's target is an instruction of its
+        // function: the verifier's structural pass checked it).
+        let target = || format!("$L{}", cfg.slot_after(i, ins.jump_rel().expect("a jump")));
         let constant = self.facts.const_value.get(i).copied().flatten();
         let always = self.facts.branch_always.get(i).copied().flatten();
         if self.facts.reached.get(i).is_some_and(|r| !r) {
@@ -264,7 +254,7 @@ impl<'a> FuncWriter<'a> {
             match ins.kind() {
                 Kind::Jmp(Cond::Eq, Width::W64, Src::K) => return Ok(()),
                 Kind::Jmp(Cond::Ne, Width::W64, Src::K) => {
-                    self.l(format!("bra {};", label(ins.off.into())));
+                    self.l(format!("bra {};", target()));
                     return Ok(());
                 }
                 _ => {}
@@ -297,7 +287,7 @@ impl<'a> FuncWriter<'a> {
                 self.l(format!("mov.u64 %r{d}, {};", Self::imm64(v as i64)));
             }
             Kind::Jmp(..) if always == Some(true) => {
-                self.l(format!("bra {};", label(ins.off.into())));
+                self.l(format!("bra {};", target()));
             }
             Kind::Jmp(..) if always == Some(false) => {}
             Kind::Alu(op, Width::W64, src) => {
@@ -352,7 +342,7 @@ impl<'a> FuncWriter<'a> {
             }
             Kind::Jmp(c, w, src) => {
                 let (cmp, signed) = cmp_name(c);
-                let t = label(ins.off.into());
+                let t = target();
                 // The operands at the jump's width (32-bit ones as the low halves), and
                 // where JSET's `and` goes.
                 let (bits, lhs, rhs, tmp) = match w {
@@ -384,8 +374,7 @@ impl<'a> FuncWriter<'a> {
                 }
                 self.l(format!("@%p0 bra {t};"));
             }
-            Kind::Ja => self.l(format!("bra {};", label(ins.off.into()))),
-            Kind::Gotol => self.l(format!("bra {};", label(ins.imm))),
+            Kind::Ja | Kind::Gotol => self.l(format!("bra {};", target())),
             Kind::Call(CallKind::Helper)
                 if is_helper(ins.imm, LOOKUP) && self.inline_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper)
@@ -425,8 +414,7 @@ impl<'a> FuncWriter<'a> {
                 }
             },
             Kind::Call(CallKind::Local) => {
-                let t = pcs[i] as i64 + 1 + ins.imm;
-                let k = self.func_at(t, i, pcs, "call target is not a function start")?;
+                let k = self.callee(cfg, i, "call target is not a function start")?;
                 self.call_local(k);
             }
             Kind::Call(CallKind::Kfunc) => {
@@ -467,8 +455,7 @@ impl<'a> FuncWriter<'a> {
             }
             Kind::LdImm64(Pseudo::Imm64) => self.l(format!("mov.u64 %r{d}, {};", ins.imm)),
             Kind::LdImm64(Pseudo::Func) => {
-                let t = pcs[i] as i64 + 1 + i64::from(ins.imm as i32);
-                let k = self.func_at(t, i, pcs, "function address is not a function start")?;
+                let k = self.callee(cfg, i, "function address is not a function start")?;
                 self.l(format!("mov.u64 %r{d}, {};", FUNC_TAG + k as u64));
             }
             Kind::LdImm64(Pseudo::MapIdxValue) => {

@@ -4,7 +4,6 @@
 //! site. It assembles what the function writers produce; how instructions lower is elsewhere.
 
 use super::entry::{entry_granularity, entry_kernel, Granularity};
-use super::frame::func_range;
 use super::func::FuncWriter;
 use super::mem::{runtime_body, runtime_decl};
 use super::rings::{PRINTK_DESC, PRINTK_RING};
@@ -13,7 +12,7 @@ use super::symbols::{
     map_desc_symbol, map_symbol,
 };
 use super::{atomic_scope, is_sharded, Error, Options, SHARDS, TARGETS};
-use crate::isa::table::Kind;
+use crate::cfg::Cfg;
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::{desc, MapKind};
 use bpf2ptx_verifier::{Regions, Verified};
@@ -357,15 +356,12 @@ pub fn inline_body(v: &Verified<'_>, opts: &Options, pi: usize) -> Result<Inline
     // Context bytes are read from memory by any context access the body does not serve
     // from registers: one in a subprogram, or at an offset not known on every path.
     let prog = &obj.programs[pi];
-    let (a, b) = func_range(prog, 0);
+    let entry = Cfg::new(prog).funcs()[0].clone();
     let facts = v.facts(pi);
     let ctx_in_memory = (0..prog.insns.len()).any(|i| {
         let ctx = facts.regions.get(i).is_none_or(|r| r.touches(Regions::CTX));
-        let served = (a..b).contains(&i) && facts.ctx_offset.get(i).copied().flatten().is_some();
-        ctx && matches!(
-            prog.insns[i].kind(),
-            Kind::Ldx(..) | Kind::St(_) | Kind::Stx(_) | Kind::Atomic(..)
-        ) && !served
+        let served = entry.contains(&i) && facts.ctx_offset.get(i).copied().flatten().is_some();
+        ctx && prog.insns[i].access().is_some() && !served
     });
     Ok(InlineBody {
         text: f.out,

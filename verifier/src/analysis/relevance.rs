@@ -1,66 +1,17 @@
-//! Control flow without states: each function's bounds, an instruction's successors, and
-//! the registers whose value matters from each instruction ([`relevance`]), which pruning
-//! uses to ignore the others.
+//! The registers whose value matters from each instruction ([`relevance`]), which
+//! pruning uses to ignore the others. Control flow (functions, successors) is the one
+//! CFG of the object model ([`Cfg`]).
 
+use bpf2ptx_compiler::cfg::Cfg;
+use bpf2ptx_compiler::isa::effect::{ARGS, R0};
 use bpf2ptx_compiler::isa::table::{AluOp, AtomicOp, CallKind, Kind, Src};
 use bpf2ptx_compiler::program::Program;
 use bpf2ptx_runtime::Arg;
 
 /// r0-r5: what a call defines or clobbers.
-const R0_5: u16 = 0b11_1111;
+const R0_5: u16 = R0 | ARGS;
 /// r1-r5: a call's arguments.
-const R1_5: u16 = 0b11_1110;
-
-/// Each function's instructions, `[start, end)` by index (the whole program when it
-/// lists no functions).
-pub(crate) fn func_bounds(prog: &Program) -> Vec<(usize, usize)> {
-    let n = prog.insns.len();
-    let mut bounds: Vec<(usize, usize)> = prog
-        .funcs
-        .iter()
-        .enumerate()
-        .map(|(k, f)| (f.start, prog.funcs.get(k + 1).map_or(n, |g| g.start)))
-        .collect();
-    if bounds.is_empty() {
-        bounds.push((0, n));
-    }
-    bounds
-}
-
-/// The instructions control may reach right after instruction `i` of the function `[a, b)`:
-/// jump targets and the next instruction (a call returns there). A target outside the
-/// function is left out (the structural pass rejects it).
-pub(crate) fn successors(
-    prog: &Program,
-    pcs: &[usize],
-    idx_of_pc: &[Option<usize>],
-    i: usize,
-    (a, b): (usize, usize),
-) -> Vec<usize> {
-    let ins = &prog.insns[i];
-    let rel = match ins.kind() {
-        Kind::Exit => return Vec::new(),
-        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
-        Kind::Gotol => Some(ins.imm),
-        _ => None,
-    };
-    let mut out = Vec::new();
-    if let Some(rel) = rel {
-        let t = usize::try_from(pcs[i] as i64 + 1 + rel)
-            .ok()
-            .and_then(|pc| idx_of_pc.get(pc).copied().flatten());
-        if let Some(t) = t.filter(|&t| t >= a && t < b) {
-            out.push(t);
-        }
-        if matches!(ins.kind(), Kind::Ja | Kind::Gotol) {
-            return out;
-        }
-    }
-    if i + 1 < b {
-        out.push(i + 1);
-    }
-    out
-}
+const R1_5: u16 = ARGS;
 
 /// Per instruction: the registers whose numeric value, on entry to it, can still
 /// influence a safety decision on some path from it: a branch condition, a memory
@@ -73,17 +24,17 @@ pub(crate) fn successors(
 /// which registers may).
 ///
 /// [`State::subsumes_with`]: crate::state::State::subsumes_with
-pub(super) fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]) -> Vec<u16> {
+pub(super) fn relevance(prog: &Program, cfg: &Cfg) -> Vec<u16> {
     let n = prog.insns.len();
     let bit = |r: u8| 1u16 << r;
-    let bounds = func_bounds(prog);
     // Whether anything calls the entry function (then its exits return r0 to a caller).
     let entry_called = prog.insns.iter().enumerate().any(|(i, ins)| {
-        ins.kind() == Kind::Call(CallKind::Local) && pcs[i] as i64 + 1 + ins.imm == 0
+        ins.kind() == Kind::Call(CallKind::Local) && cfg.slot_after(i, ins.imm) == 0
     });
-    let succs = |i: usize, f: (usize, usize)| successors(prog, pcs, idx_of_pc, i, f);
+    let succs = |i: usize| cfg.successors(&prog.insns, i);
     let mut relevant = vec![0u16; n];
-    for (k, &(a, b)) in bounds.iter().enumerate() {
+    for (k, f) in cfg.funcs().iter().enumerate() {
+        let (a, b) = (f.start, f.end);
         if a >= b {
             continue;
         }
@@ -107,9 +58,18 @@ pub(super) fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize
                 Kind::Atomic(_, op, true) => {
                     ms & !(if op == AtomicOp::Cmpxchg { bit(0) } else { s })
                 }
-                _ => ms,
+                Kind::Alu(_, _, Src::K)
+                | Kind::Neg(_)
+                | Kind::Endian(..)
+                | Kind::Jmp(..)
+                | Kind::Ja
+                | Kind::Gotol
+                | Kind::Exit
+                | Kind::St(_)
+                | Kind::Stx(_)
+                | Kind::Atomic(_, _, false) => ms,
             };
-            for t in succs(i, (a, b)) {
+            for t in succs(i) {
                 let new = stackish[t].map_or(out, |old| old | out);
                 if stackish[t] != Some(new) {
                     stackish[t] = Some(new);
@@ -121,7 +81,7 @@ pub(super) fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize
         let exit_uses = if k == 0 && !entry_called { 0 } else { bit(0) };
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for i in a..b {
-            for t in succs(i, (a, b)) {
+            for t in succs(i) {
                 preds[t].push(i);
             }
         }
@@ -130,9 +90,7 @@ pub(super) fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize
         while let Some(i) = work.pop() {
             queued[i] = false;
             let ins = &prog.insns[i];
-            let out = succs(i, (a, b))
-                .iter()
-                .fold(0u16, |acc, &t| acc | relevant[t]);
+            let out = succs(i).iter().fold(0u16, |acc, &t| acc | relevant[t]);
             let (d, s) = (bit(ins.dst), bit(ins.src));
             let flows = out & d != 0;
             let inn = match ins.kind() {
