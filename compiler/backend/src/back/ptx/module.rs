@@ -117,6 +117,7 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
     let mut needs_62 = false;
     let scope = atomic_scope(obj, opts);
     for prog in &obj.programs {
+        let cfg = Cfg::new(prog);
         for k in 0..prog.funcs.len().max(1) {
             let pi = obj
                 .programs
@@ -126,7 +127,7 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
             let mut f = FuncWriter::configured(v, opts, pi, k);
             let head = func_head(prog, k, f.lanes);
             let _ = writeln!(decls, "{head};");
-            f.lower()?;
+            f.lower(&cfg)?;
             need.extend(f.need.iter().cloned());
             needs_62 |= f.ptx_62;
             let _ = writeln!(bodies, "{head}\n{{\n{}}}\n", f.out);
@@ -308,7 +309,7 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
             // The program's body inlined into its kernel: no call, no ABI parameters.
             let mut f = FuncWriter::configured(v, opts, pi, 0);
             f.inline = true;
-            f.lower()?;
+            f.lower(&Cfg::new(prog))?;
             out.push_str(&entry_kernel(prog, entry_granularity(prog, opts), &f.out));
         }
     }
@@ -352,11 +353,12 @@ pub fn inline_body(v: &Verified<'_>, opts: &Options, pi: usize) -> Result<Inline
     let mut f = FuncWriter::configured(v, opts, pi, 0);
     f.inline = true;
     f.ctx_regs = true;
-    f.lower()?;
+    let cfg = Cfg::new(&obj.programs[pi]);
+    f.lower(&cfg)?;
     // Context bytes are read from memory by any context access the body does not serve
     // from registers: one in a subprogram, or at an offset not known on every path.
     let prog = &obj.programs[pi];
-    let entry = Cfg::new(prog).funcs()[0].clone();
+    let entry = cfg.funcs()[0].clone();
     let facts = v.facts(pi);
     let ctx_in_memory = (0..prog.insns.len()).any(|i| {
         let ctx = facts.regions.get(i).is_none_or(|r| r.touches(Regions::CTX));
