@@ -91,27 +91,38 @@ pub enum CompileError {
     /// A kconfig extern gets no value, or one that does not fit it, or the config file
     /// is malformed.
     #[error(transparent)]
-    Kconfig(#[from] bpf2ptx_compiler::front::kconfig::KconfigError),
+    Kconfig(Box<bpf2ptx_compiler::front::kconfig::KconfigError>),
     /// A GPU program uses something of the object that has no GPU meaning: a map of
-    /// maps, or a `__ksym` kernel variable (named in `what`).
-    #[error("{file}: program {program} (section {section}): insn {pc}: `{insn}`{line}: {what}")]
-    NotOnGpu {
-        /// The input file.
-        file: String,
-        /// The program.
-        program: String,
-        /// Its section.
-        section: String,
-        /// Slot index of the instruction that uses it.
-        pc: usize,
-        /// The instruction.
-        insn: String,
-        /// ` (FILE:LINE: TEXT)` where the object has line info, else empty.
-        line: String,
-        /// What it uses and why that cannot run (`map `m` is a map of maps (array_of_maps):
-        /// map-in-map is not supported on the GPU`).
-        what: String,
-    },
+    /// maps, or a `__ksym` kernel variable.
+    #[error(transparent)]
+    NotOnGpu(Box<NotOnGpu>),
+}
+
+impl From<bpf2ptx_compiler::front::kconfig::KconfigError> for CompileError {
+    fn from(e: bpf2ptx_compiler::front::kconfig::KconfigError) -> Self {
+        CompileError::Kconfig(Box::new(e))
+    }
+}
+
+/// Where a GPU program uses what has no GPU meaning ([`check_gpu_support`]).
+#[derive(Debug, Error)]
+#[error("{file}: program {program} (section {section}): insn {pc}: `{insn}`{line}: {what}")]
+pub struct NotOnGpu {
+    /// The input file.
+    pub file: String,
+    /// The program.
+    pub program: String,
+    /// Its section.
+    pub section: String,
+    /// Slot index of the instruction that uses it.
+    pub pc: usize,
+    /// The instruction.
+    pub insn: String,
+    /// ` (FILE:LINE: TEXT)` where the object has line info, else empty.
+    pub line: String,
+    /// What it uses and why that cannot run (`map `m` is a map of maps (array_of_maps):
+    /// map-in-map is not supported on the GPU`).
+    pub what: String,
 }
 
 impl CompileError {
@@ -290,7 +301,7 @@ pub fn check_gpu_support(obj: &Object) -> Result<(), CompileError> {
                         format!(" ({file}:{}: {})", l.line, l.text.trim())
                     }
                 });
-            return Err(CompileError::NotOnGpu {
+            return Err(CompileError::NotOnGpu(Box::new(NotOnGpu {
                 file: obj.file.clone(),
                 program: p.name.clone(),
                 section: p.section.clone(),
@@ -301,7 +312,7 @@ pub fn check_gpu_support(obj: &Object) -> Result<(), CompileError> {
                     .map_or_else(String::new, |i| i.to_string()),
                 line,
                 what,
-            });
+            })));
         }
     }
     Ok(())

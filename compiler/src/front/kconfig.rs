@@ -51,7 +51,7 @@ pub enum KconfigError {
         name: String,
     },
     /// A value does not fit the extern's type.
-    #[error("{file}: kconfig extern `{name}` ({ty}): {origin} value `{value}` {why}")]
+    #[error("{file}: kconfig extern `{name}` ({ty}): {given} {why}")]
     Value {
         /// The object file.
         file: String,
@@ -59,10 +59,9 @@ pub enum KconfigError {
         name: String,
         /// Its type, as C spells it.
         ty: String,
-        /// Where the value comes from (`CONFIG:LINE`, or `default`).
-        origin: String,
-        /// The value as written.
-        value: String,
+        /// Where the value comes from and the value as written (`CONFIG:LINE value
+        /// `y``, or `default value `0``).
+        given: String,
         /// Why it does not fit.
         why: String,
     },
@@ -239,12 +238,14 @@ pub fn apply(
             file: obj.file.clone(),
             name: e.name.clone(),
             ty: tyname.clone(),
-            origin: origin.clone(),
-            value: match &value {
-                KconfigValue::Tristate(c) => c.to_string(),
-                KconfigValue::Number(n) => n.to_string(),
-                KconfigValue::String(s) => format!("\"{s}\""),
-            },
+            given: format!(
+                "{origin} value `{}`",
+                match &value {
+                    KconfigValue::Tristate(c) => c.to_string(),
+                    KconfigValue::Number(n) => n.to_string(),
+                    KconfigValue::String(s) => format!("\"{s}\""),
+                }
+            ),
             why,
         };
         let bytes = encode(ty, size, &value).map_err(fail)?;

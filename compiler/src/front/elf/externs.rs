@@ -78,17 +78,16 @@ pub(super) fn collect(
         // The extern VAR or FUNC of that name.
         let found = btf.types().iter().enumerate().find_map(|(i, t)| {
             let id = i as u32 + 1;
-            let ext = match t.kind {
+            let ext = matches!(
+                t.kind,
                 BtfKind::Var {
                     linkage: BtfLinkage::Extern,
                     ..
-                }
-                | BtfKind::Func {
+                } | BtfKind::Func {
                     linkage: BtfLinkage::Extern,
                     ..
-                } => true,
-                _ => false,
-            };
+                }
+            );
             (ext && btf.string_at(t.name_off) == Some(name.as_str())).then_some((id, t))
         });
         let Some((btf_id, t)) = found else { continue };
