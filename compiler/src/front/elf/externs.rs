@@ -18,6 +18,10 @@ use std::collections::HashMap;
 /// `BTF_INT_SIGNED`, `BTF_INT_CHAR`, `BTF_INT_BOOL`.
 const INT_SIGNED: u8 = 1;
 const INT_BOOL: u8 = 4;
+/// The most bytes of kconfig externs (one, or all of them in `.kconfig`) bpf2ptx lays
+/// out; Linux config strings are short, and the map is allocated when values are
+/// written.
+const MAX_KCONFIG_SIZE: u32 = 65536;
 
 /// The externs of an object and how relocations find them.
 pub(super) struct Externs {
@@ -104,6 +108,11 @@ pub(super) fn collect(
                 let (ty, size) = kconfig_type(btf, *type_id).ok_or_else(|| {
                     bad("its type is not one a kconfig value fills (bool, enum libbpf_tristate, char, an integer of 1, 2, 4 or 8 bytes, or a char array)".into())
                 })?;
+                if size > MAX_KCONFIG_SIZE {
+                    return Err(bad(format!(
+                        "a kconfig value of {size} bytes; at most {MAX_KCONFIG_SIZE}"
+                    )));
+                }
                 ExternKind::Kconfig {
                     ty,
                     offset: 0,
@@ -153,6 +162,14 @@ pub(super) fn collect(
         }
         off = at.saturating_add(sz);
         out.kconfig_size = Some(off);
+    }
+    if off > MAX_KCONFIG_SIZE {
+        return Err(err(
+            file,
+            ".BTF",
+            None,
+            format!("the kconfig externs take {off} bytes of .kconfig; at most {MAX_KCONFIG_SIZE}"),
+        ));
     }
     Ok(out)
 }
