@@ -12,6 +12,11 @@ mkdir -p "$out"
 for f in "$root"/tests/corpus/obj/*.o; do
     [ "$(wc -c < "$f")" -le 65536 ] && cp "$f" "$out"/
 done
+# The odd objects: sections without function symbols, iproute2's maps, maps of maps,
+# kconfig and ksym externs (tests/corpus/odd).
+for f in "$root"/tests/corpus/odd/obj/*.o; do
+    cp "$f" "$out"/odd-"$(basename "$f")"
+done
 if [ -d "$conf/tests" ]; then
     cp "$conf"/tests/*.data "$out"/
 else

@@ -80,6 +80,49 @@ pub enum CompileError {
         /// The output path.
         path: String,
     },
+    /// The `--kconfig` file cannot be read.
+    #[error("{path}: {source}")]
+    KconfigFile {
+        /// The config file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A kconfig extern gets no value, or one that does not fit it, or the config file
+    /// is malformed.
+    #[error(transparent)]
+    Kconfig(Box<bpf2ptx_compiler::front::kconfig::KconfigError>),
+    /// A GPU program uses something of the object that has no GPU meaning: a map of
+    /// maps, or a `__ksym` kernel variable.
+    #[error(transparent)]
+    NotOnGpu(Box<NotOnGpu>),
+}
+
+impl From<bpf2ptx_compiler::front::kconfig::KconfigError> for CompileError {
+    fn from(e: bpf2ptx_compiler::front::kconfig::KconfigError) -> Self {
+        CompileError::Kconfig(Box::new(e))
+    }
+}
+
+/// Where a GPU program uses what has no GPU meaning ([`check_gpu_support`]).
+#[derive(Debug, Error)]
+#[error("{file}: program {program} (section {section}): insn {pc}: `{insn}`{line}: {what}")]
+pub struct NotOnGpu {
+    /// The input file.
+    pub file: String,
+    /// The program.
+    pub program: String,
+    /// Its section.
+    pub section: String,
+    /// Slot index of the instruction that uses it.
+    pub pc: usize,
+    /// The instruction.
+    pub insn: String,
+    /// ` (FILE:LINE: TEXT)` where the object has line info, else empty.
+    pub line: String,
+    /// What it uses and why that cannot run (`map `m` is a map of maps (array_of_maps):
+    /// map-in-map is not supported on the GPU`).
+    pub what: String,
 }
 
 impl CompileError {
@@ -171,11 +214,116 @@ pub fn check_maps(obj: &Object) -> Result<(), CompileError> {
     }
 }
 
+/// Gives the kconfig externs of `obj` their values (`bpf2ptx_compiler::front::kconfig`):
+/// from the Linux config file `config` (`--kconfig FILE`) and the defaults, with
+/// `LINUX_KERNEL_VERSION` the running kernel's (`/proc/sys/kernel/osrelease`, as libbpf
+/// takes it from `uname`) unless the file sets it. An object without kconfig externs is
+/// left as it is (and the file is not read).
+pub fn apply_kconfig(obj: &mut Object, config: Option<&Path>) -> Result<(), CompileError> {
+    use bpf2ptx_compiler::front::kconfig;
+    use bpf2ptx_compiler::program::ExternKind;
+    if !obj
+        .externs
+        .iter()
+        .any(|e| matches!(e.kind, ExternKind::Kconfig { .. }))
+    {
+        return Ok(());
+    }
+    let parsed = match config {
+        None => None,
+        Some(p) => {
+            let text = std::fs::read(p).map_err(|source| CompileError::KconfigFile {
+                path: p.display().to_string(),
+                source,
+            })?;
+            Some(kconfig::parse(
+                &p.display().to_string(),
+                &String::from_utf8_lossy(&text),
+            )?)
+        }
+    };
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .and_then(|r| kconfig::kernel_version(r.trim()));
+    kconfig::apply(obj, parsed.as_ref(), running)?;
+    Ok(())
+}
+
+/// Refuses a GPU program that uses what has no GPU meaning, at the first instruction
+/// that uses it: a map of maps ("map-in-map is not supported on the GPU"; the object
+/// still loads, dumps and verifies), the address of a `__ksym` kernel variable, or a
+/// kconfig extern whose values [`apply_kconfig`] has not written.
+pub fn check_gpu_support(obj: &Object) -> Result<(), CompileError> {
+    use bpf2ptx_compiler::program::{ExternKind, RelocTarget};
+    for p in &obj.programs {
+        let pcs = p.pcs();
+        for r in &p.relocs {
+            let what = match &r.target {
+                RelocTarget::Map { map } | RelocTarget::MapValue { map, .. } => {
+                    let Some(m) = obj.maps.get(*map) else {
+                        continue;
+                    };
+                    if m.is(MapKind::is_map_in_map) {
+                        format!(
+                            "map `{}` is a map of maps ({}): map-in-map is not supported on the GPU",
+                            m.name,
+                            bpf2ptx_compiler::program::map_type_name(m.map_type).unwrap_or("?")
+                        )
+                    } else if m.section == ".kconfig" && m.init.is_none() {
+                        format!(
+                            "kconfig extern `{}` has no value yet (the command line gives                              kconfig values: --kconfig FILE)",
+                            r.symbol
+                        )
+                    } else {
+                        continue;
+                    }
+                }
+                RelocTarget::Extern { ext } => match obj.externs.get(*ext).map(|e| &e.kind) {
+                    Some(ExternKind::KsymVar { .. }) => format!(
+                        "`{}` is a kernel variable (__ksym), which has no address on the GPU",
+                        r.symbol
+                    ),
+                    // kfuncs are the verifier's and the backend's to accept or refuse.
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let line = p
+                .lines
+                .iter()
+                .rev()
+                .find(|(i, _)| *i <= r.insn)
+                .map_or_else(String::new, |(_, l)| {
+                    let file = l.file.rsplit('/').next().unwrap_or(&l.file);
+                    if l.text.is_empty() {
+                        format!(" ({file}:{})", l.line)
+                    } else {
+                        format!(" ({file}:{}: {})", l.line, l.text.trim())
+                    }
+                });
+            return Err(CompileError::NotOnGpu(Box::new(NotOnGpu {
+                file: obj.file.clone(),
+                program: p.name.clone(),
+                section: p.section.clone(),
+                pc: pcs.get(r.insn).copied().unwrap_or(r.insn),
+                insn: p
+                    .insns
+                    .get(r.insn)
+                    .map_or_else(String::new, |i| i.to_string()),
+                line,
+                what,
+            })));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the verifier over every program of an object, each under its [`entry`]; the
-/// first rejected program is an error, and so is a map [`check_maps`] refuses. The result
-/// is what the backend lowers.
+/// first rejected program is an error, and so is a map [`check_maps`] refuses and a use
+/// [`check_gpu_support`] refuses. The result is what the backend lowers.
 pub fn verify(obj: &Object) -> Result<Verified<'_>, CompileError> {
     check_maps(obj)?;
+    check_gpu_support(obj)?;
     Verified::new(obj, |k| entry(obj, k)).map_err(|r| CompileError::Rejected {
         file: obj.file.clone(),
         program: r.name,

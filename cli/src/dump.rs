@@ -4,7 +4,7 @@
 //! disagree.
 
 use bpf2ptx_compiler::isa::insn::RawInsn;
-use bpf2ptx_compiler::program::{map_type_name, Object, Program, RelocTarget};
+use bpf2ptx_compiler::program::{map_type_name, ExternKind, Object, Program, RelocTarget};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -18,6 +18,8 @@ pub struct Dump<'a> {
     sections: &'a [bpf2ptx_compiler::program::Section],
     maps: Vec<MapView<'a>>,
     programs: Vec<ProgView<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    externs: &'a [bpf2ptx_compiler::program::Extern],
     #[serde(skip_serializing_if = "Option::is_none")]
     test: Option<&'a bpf2ptx_compiler::program::TestCase>,
 }
@@ -74,6 +76,7 @@ impl<'a> Dump<'a> {
             sections: &obj.sections,
             maps,
             programs,
+            externs: &obj.externs,
             test: obj.test.as_ref(),
         }
     }
@@ -140,6 +143,76 @@ impl<'a> Dump<'a> {
                     mm.flags,
                     origin,
                     mm.section
+                )?;
+                if let Some(f) = mm.iproute2 {
+                    let pinning = f.pinning_name().map_or_else(
+                        || format!("{} (custom)", f.pinning),
+                        |n| format!("{n} ({})", f.pinning),
+                    );
+                    let idx = if f.inner_idx == u32::MAX {
+                        "none".to_string()
+                    } else {
+                        f.inner_idx.to_string()
+                    };
+                    writeln!(
+                        o,
+                        "      iproute2: id {} pinning {pinning} inner_id {} inner_idx {idx}",
+                        f.id, f.inner_id
+                    )?;
+                }
+                if let Some(inner) = &mm.inner {
+                    writeln!(
+                        o,
+                        "      inner map {}: {}({}) key {} value {} entries {} flags 0x{:x}",
+                        inner.name,
+                        map_type_name(inner.map_type).unwrap_or("?"),
+                        inner.map_type,
+                        inner.key_size,
+                        inner.value_size,
+                        inner.max_entries,
+                        inner.flags
+                    )?;
+                }
+                if !mm.slots.is_empty() {
+                    let slots: Vec<String> = mm
+                        .slots
+                        .iter()
+                        .map(|s| {
+                            let name = self.maps.get(s.map).map_or("?", |m| m.map.name.as_str());
+                            format!("[{}] = {name}", s.slot)
+                        })
+                        .collect();
+                    writeln!(o, "      initial entries: {}", slots.join(", "))?;
+                }
+            }
+        }
+        if !self.externs.is_empty() {
+            writeln!(o, "\nexterns:")?;
+            for (k, e) in self.externs.iter().enumerate() {
+                let what = match &e.kind {
+                    ExternKind::Kconfig {
+                        ty,
+                        offset,
+                        size,
+                        map,
+                    } => format!(
+                        "kconfig {} at {}+{offset} ({size} byte{})",
+                        ty.describe(*size),
+                        self.maps.get(*map).map_or("?", |m| m.map.name.as_str()),
+                        if *size == 1 { "" } else { "s" }
+                    ),
+                    ExternKind::KsymVar { typeless: false } => "ksym variable".to_string(),
+                    ExternKind::KsymVar { typeless: true } => {
+                        "ksym variable (typeless)".to_string()
+                    }
+                    ExternKind::Kfunc => "kfunc".to_string(),
+                };
+                writeln!(
+                    o,
+                    "  [{k}] {:<24} {what}, BTF id {}{}",
+                    e.name,
+                    e.btf_id,
+                    if e.weak { ", weak" } else { "" }
                 )?;
             }
         }
@@ -219,6 +292,11 @@ fn prog_view<'a>(obj: &'a Object, p: &'a Program) -> ProgView<'a> {
                 }
                 RelocTarget::Call { func } => format!("call {}", p.funcs[*func].name),
                 RelocTarget::FuncAddr { func } => format!("&{}", p.funcs[*func].name),
+                RelocTarget::Extern { ext } => match obj.externs.get(*ext).map(|e| &e.kind) {
+                    Some(ExternKind::Kfunc) => format!("kfunc {}", obj.externs[*ext].name),
+                    Some(_) => format!("ksym {}", obj.externs[*ext].name),
+                    None => format!("extern #{ext}"),
+                },
             };
             if r.elf_type == "pc-relative" {
                 what

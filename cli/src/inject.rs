@@ -26,6 +26,9 @@ pub struct Options {
     pub call: bool,
     /// `NAME=device|host|sharded` map options, as for `bpf2ptx FILE`.
     pub maps: Vec<String>,
+    /// The Linux config file giving kconfig externs their values (`--kconfig`;
+    /// [`compile::apply_kconfig`]).
+    pub kconfig: Option<std::path::PathBuf>,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -304,7 +307,8 @@ pub fn inject_checked(
     app_file: &str,
     opts: &Options,
 ) -> Result<Injected, InjectError> {
-    let obj = bpf2ptx_compiler::front::load_path(probes_file).map_err(CompileError::from)?;
+    let mut obj = bpf2ptx_compiler::front::load_path(probes_file).map_err(CompileError::from)?;
+    compile::apply_kconfig(&mut obj, opts.kconfig.as_deref())?;
     let (gpu, skipped) = compile::gpu_programs(&obj);
     if gpu.programs.is_empty() {
         return Err(CompileError::NoGpuPrograms { file: obj.file }.into());

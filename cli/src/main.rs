@@ -100,6 +100,11 @@ struct CompileArgs {
     /// Repeatable.
     #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
     map: Vec<String>,
+    /// A Linux config file (`CONFIG_X=y|n|m|NUMBER|"STRING"`) giving the values of the
+    /// object's kconfig externs (`extern ... __kconfig`); `LINUX_KERNEL_VERSION` defaults
+    /// to the running kernel's, `__weak` externs to 0.
+    #[arg(long, value_name = "FILE")]
+    kconfig: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -156,6 +161,10 @@ enum Command {
         /// Output format (`json`: the schema in specs/verifier.md).
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// A Linux config file giving the values of kconfig externs, as for `bpf2ptx
+        /// FILE --kconfig`.
+        #[arg(long, value_name = "FILE")]
+        kconfig: Option<PathBuf>,
     },
     /// Run a program once on the GPU (or the reference interpreter) and print r0; with a
     /// directory, run every .data file in it and print `N passed, N failed`.
@@ -247,6 +256,10 @@ struct InjectArgs {
     /// unchanged and exit 0 with a note, instead of exit 1 without writing.
     #[arg(long)]
     allow_no_match: bool,
+    /// A Linux config file giving the values of the probes' kconfig externs, as for
+    /// `bpf2ptx FILE --kconfig`.
+    #[arg(long, value_name = "FILE")]
+    kconfig: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -270,7 +283,11 @@ fn main() {
     };
     let code = match cli.command {
         Some(Command::Dump { file, format }) => dump(&file, format),
-        Some(Command::Verify { file, format }) => verify(&file, format),
+        Some(Command::Verify {
+            file,
+            format,
+            kconfig,
+        }) => verify(&file, format, kconfig.as_deref()),
         Some(Command::Inject(args)) => inject_cmd(&args),
         Some(Command::Run {
             path,
@@ -313,6 +330,7 @@ fn main() {
                 cli.compile.output.as_deref(),
                 &cli.compile.target,
                 &cli.compile.map,
+                cli.compile.kconfig.as_deref(),
             ),
             None => {
                 eprintln!("error: no input file (try `bpf2ptx --help`)");
@@ -330,6 +348,7 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
         extern_probes: a.extern_probes,
         call: a.call,
         maps: a.map.clone(),
+        kconfig: a.kconfig.clone(),
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
@@ -396,11 +415,23 @@ fn dump(file: &Path, format: Format) -> i32 {
     exit::OK
 }
 
-fn verify(file: &Path, format: Format) -> i32 {
-    let obj = match load(file) {
+fn verify(file: &Path, format: Format, kconfig: Option<&Path>) -> i32 {
+    let mut obj = match load(file) {
         Ok(o) => o,
         Err(c) => return c,
     };
+    if let Err(e) = compile::apply_kconfig(&mut obj, kconfig) {
+        if let Format::Json = format {
+            let doc =
+                serde_json::json!({ "file": obj.file, "programs": [], "error": e.to_string() });
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("serialises")
+            );
+        }
+        eprintln!("error: {e}");
+        return e.exit_code();
+    }
     let (obj, skipped) = compile::gpu_programs(&obj);
     for (name, section) in &skipped {
         eprintln!(
@@ -532,7 +563,13 @@ fn describe_attach(a: &Attach) -> String {
     )
 }
 
-fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String]) -> i32 {
+fn compile_cmd(
+    file: &Path,
+    output: Option<&Path>,
+    t: &TargetArgs,
+    map: &[String],
+    kconfig: Option<&Path>,
+) -> i32 {
     let opts = ptx::Options {
         target: t.target.clone(),
         entry: t.entry,
@@ -544,7 +581,8 @@ fn compile_cmd(file: &Path, output: Option<&Path>, t: &TargetArgs, map: &[String
         .unwrap_or_else(|| file.with_extension("ptx"));
     let result = bpf2ptx::load_path(file)
         .map_err(CompileError::from)
-        .and_then(|obj| {
+        .and_then(|mut obj| {
+            compile::apply_kconfig(&mut obj, kconfig)?;
             let (gpu, skipped) = compile::gpu_programs(&obj);
             for (name, section) in &skipped {
                 eprintln!(

@@ -40,6 +40,10 @@ pub struct Object {
     pub maps: Vec<Map>,
     /// The programs.
     pub programs: Vec<Program>,
+    /// The extern symbols an ELF object declares (`__kconfig`, `__ksym`), in symbol-table
+    /// order; relocations name them by index ([`RelocTarget::Extern`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub externs: Vec<Extern>,
     /// The expectations of a bpf_conformance test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test: Option<TestCase>,
@@ -105,8 +109,46 @@ pub enum MapOrigin {
     Btf,
     /// A `struct bpf_map_def` in the legacy `maps` section.
     Legacy,
-    /// A global data section, as a one-element array map.
+    /// A global data section, as a one-element array map (also `.kconfig`, the map
+    /// libbpf makes for `__kconfig` externs).
     GlobalData,
+}
+
+/// The fields of iproute2's `struct bpf_elf_map` after `flags` (a legacy `maps` entry
+/// longer than libbpf's 20-byte `struct bpf_map_def`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ElfMapFields {
+    /// `id`: a number other maps name this one by (`inner_id`); 0 for none.
+    pub id: u32,
+    /// `pinning`: `PIN_NONE` 0, `PIN_OBJECT_NS` 1, `PIN_GLOBAL_NS` 2, or a custom id.
+    pub pinning: u32,
+    /// `inner_id`: for a map of maps, the `id` of the map that is its inner map.
+    pub inner_id: u32,
+    /// `inner_idx`: the slot of every map of maps naming this map's `id` by `inner_id`
+    /// that this map is put in (`u32::MAX`: none).
+    pub inner_idx: u32,
+}
+
+impl ElfMapFields {
+    /// The name iproute2 gives a pinning value, where it has one.
+    pub fn pinning_name(&self) -> Option<&'static str> {
+        match self.pinning {
+            0 => Some("none"),
+            1 => Some("object_ns"),
+            2 => Some("global_ns"),
+            _ => None,
+        }
+    }
+}
+
+/// One initial entry of a map of maps: the map in slot `slot` (BTF `.values = { [k] =
+/// &m }`, or an iproute2 inner map's `inner_idx`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MapSlot {
+    /// The key (slot index).
+    pub slot: u32,
+    /// The map in it (index into [`Object::maps`]).
+    pub map: usize,
 }
 
 /// A map.
@@ -137,6 +179,17 @@ pub struct Map {
     /// Initial contents of a `.data`/`.rodata` map (`None` for `.bss` and other maps).
     #[serde(skip)]
     pub init: Option<Vec<u8>>,
+    /// iproute2's extra fields, for a `struct bpf_elf_map` in the legacy `maps` section.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iproute2: Option<ElfMapFields>,
+    /// For a map of maps (array of maps 12, hash of maps 13): the inner map's definition
+    /// (BTF `__array(values, struct {...})`, named `OUTER.inner` as libbpf names it; or
+    /// iproute2's map whose `id` is the `inner_id`, under its own name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner: Option<Box<Map>>,
+    /// For a map of maps: its initial entries, in slot order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<MapSlot>,
 }
 
 impl Map {
@@ -192,6 +245,90 @@ pub enum RelocTarget {
         /// Function index in [`Program::funcs`].
         func: usize,
     },
+    /// An extern that is not `__kconfig` (those become [`RelocTarget::MapValue`] into the
+    /// `.kconfig` map): a kfunc call (now `call kfunc`, `src` 2, `imm` the FUNC's id in
+    /// the object's BTF) or the address of a `__ksym` variable (now `ld_imm64` with `src`
+    /// 3, `imm` the VAR's id in the object's BTF).
+    Extern {
+        /// Index into [`Object::externs`].
+        ext: usize,
+    },
+}
+
+/// An extern symbol of an ELF object, described by its `VAR` or `FUNC` in BTF and the
+/// `DATASEC` (`.kconfig`, `.ksyms`) that lists it, as libbpf classifies them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Extern {
+    /// The symbol name.
+    pub name: String,
+    /// Declared `__weak`: an unresolved weak extern is 0 (kconfig) or absent (ksym).
+    pub weak: bool,
+    /// The `VAR` or `FUNC` type id in the object's BTF.
+    pub btf_id: u32,
+    /// What it is.
+    #[serde(flatten)]
+    pub kind: ExternKind,
+}
+
+/// The kinds of [`Extern`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ExternKind {
+    /// `extern T NAME __kconfig`: a value in the `.kconfig` map, laid out as libbpf lays
+    /// it out (by alignment, then size, then name).
+    Kconfig {
+        /// How the value is typed.
+        #[serde(rename = "type")]
+        ty: KconfigType,
+        /// Byte offset in the `.kconfig` map's value.
+        offset: u32,
+        /// Size in bytes.
+        size: u32,
+        /// The `.kconfig` map (index into [`Object::maps`]).
+        map: usize,
+    },
+    /// `extern T NAME __ksym`: a kernel variable (`typeless` for `const void`).
+    KsymVar {
+        /// Declared `const void`: only its address means anything.
+        typeless: bool,
+    },
+    /// `extern RET NAME(ARGS) __ksym`: a kernel function (kfunc).
+    Kfunc,
+}
+
+/// How a kconfig extern is typed (libbpf's `kcfg_type`), which decides what values of
+/// a Linux config file it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "is")]
+pub enum KconfigType {
+    /// `bool`: `y`, `n`, 0 or 1.
+    Bool,
+    /// `enum libbpf_tristate`: `y` 1, `n` 0, `m` 2.
+    Tristate,
+    /// `char`: `y`, `n`, `m` as characters, or a number.
+    Char,
+    /// An integer of 1, 2, 4 or 8 bytes: a number.
+    Int {
+        /// Signed.
+        signed: bool,
+    },
+    /// `char NAME[N]`: a quoted string (cut to N - 1 bytes and a NUL).
+    CharArray,
+}
+
+impl KconfigType {
+    /// The C spelling, for messages and `dump`.
+    pub fn describe(self, size: u32) -> String {
+        match self {
+            KconfigType::Bool => "bool".into(),
+            KconfigType::Tristate => "tristate".into(),
+            KconfigType::Char => "char".into(),
+            KconfigType::Int { signed } => {
+                format!("{}{}", if signed { "s" } else { "u" }, size * 8)
+            }
+            KconfigType::CharArray => format!("char[{size}]"),
+        }
+    }
 }
 
 /// A relocation applied while loading, kept to explain references.

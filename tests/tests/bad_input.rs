@@ -16,6 +16,8 @@ use std::process::Command;
 enum Base {
     /// A committed object in `tests/corpus/obj`.
     Obj(&'static str),
+    /// A committed object of the odd-object corpus, `tests/corpus/odd/obj`.
+    Odd(&'static str),
     /// A bpf_conformance `.data` file.
     Conformance(&'static str),
     /// Literal bytes.
@@ -271,6 +273,113 @@ const CASES: &[Case] = &[
         },
         expect: &["section .text+0x", "not the start of a function"],
     },
+    // iproute2's struct bpf_elf_map (36 bytes; map_inner at 0, map_outer at 36): the
+    // fields after flags are id 5, pinning 6, inner_id 7, inner_idx 8.
+    Case {
+        name: "iproute2_inner_id_names_no_map.o",
+        base: Base::Odd("iproute2_map_in_map.o"),
+        patch: |b| {
+            let s = section(b, "maps");
+            assert_eq!(get_u32(b, s.offset + 36 + 28), 42, "map_outer's inner_id");
+            put_u32(b, s.offset + 36 + 28, 43);
+        },
+        expect: &["section maps", "`map_outer`", "inner_id 43 names no map"],
+    },
+    Case {
+        name: "iproute2_map_in_map_without_inner.o",
+        base: Base::Odd("iproute2_map_in_map.o"),
+        patch: |b| {
+            let s = section(b, "maps");
+            put_u32(b, s.offset + 36 + 28, 0);
+        },
+        expect: &[
+            "section maps",
+            "`map_outer` is a map of maps (array_of_maps) without an inner map",
+            "inner_id",
+        ],
+    },
+    Case {
+        name: "iproute2_inner_id_on_plain_map.o",
+        base: Base::Odd("iproute2_map_in_map.o"),
+        patch: |b| {
+            let s = section(b, "maps");
+            put_u32(b, s.offset + 36, 2); // map_outer: type array
+        },
+        expect: &[
+            "`map_outer`",
+            "inner_id 42 on a map that is not a map of maps",
+        ],
+    },
+    Case {
+        name: "iproute2_inner_idx_past_entries.o",
+        base: Base::Odd("iproute2_map_in_map.o"),
+        patch: |b| {
+            let s = section(b, "maps");
+            put_u32(b, s.offset + 32, 5); // map_inner's inner_idx
+        },
+        expect: &["`map_outer`", "slot 5 (inner_idx), past its 1 entries"],
+    },
+    Case {
+        // outer_arr's `.values = { [0] = &inner_a, ... }` relocation moved before `values`.
+        name: "map_slot_outside_values.o",
+        base: Base::Odd("btf_map_in_map.o"),
+        patch: |b| {
+            let r = rel_entry(b, ".maps", 0);
+            put_u64(b, r, 0x40);
+        },
+        expect: &[
+            "section .rel.maps+0x40",
+            "`inner_a`",
+            "not an entry of its `values`",
+        ],
+    },
+    Case {
+        // ... and against a program instead of a map.
+        name: "map_slot_not_a_map.o",
+        base: Base::Odd("btf_map_in_map.o"),
+        patch: |b| {
+            let r = rel_entry(b, ".maps", 0);
+            put_u32(b, r + 12, 17); // symbol #17: lookup_outer
+        },
+        expect: &[
+            "section .rel.maps+0x58",
+            "`lookup_outer`",
+            "not a map of .maps",
+        ],
+    },
+    Case {
+        // The call to the kfunc bpf_iter_num_new relocated as an ld_imm64 would be.
+        name: "kfunc_reloc_wrong_type.o",
+        base: Base::Odd("ksym.o"),
+        patch: |b| {
+            let r = rel_entry(b, "gpu/entry/vecadd", 0);
+            put_u32(b, r + 8, 1);
+        },
+        expect: &[
+            "section gpu/entry/vecadd+0x48",
+            "relocation type 1",
+            "`bpf_iter_num_new`, a kfunc",
+        ],
+    },
+    Case {
+        // A pc-relative call in a section without function symbols that lands past it.
+        name: "nosym_call_out_of_section.o",
+        base: Base::Odd("nosym.o"),
+        patch: |b| {
+            let s = section(b, "gpu/entry/vecadd");
+            let at = s.offset + 11 * 8;
+            assert_eq!(
+                &b[at..at + 2],
+                &[0x85, 0x10],
+                "nosym.o insn 11 is `call pc+1`"
+            );
+            put_u32(b, at + 4, 40);
+        },
+        expect: &[
+            "section gpu/entry/vecadd+0x58",
+            "not the start of a function",
+        ],
+    },
     Case {
         name: "unknown_section.data",
         base: Base::Conformance("add.data"),
@@ -326,6 +435,8 @@ fn bad_inputs_exit_2_with_located_message() {
         let mut bytes = match case.base {
             Base::Obj(f) => std::fs::read(repo_root().join("tests/corpus/obj").join(f))
                 .unwrap_or_else(|e| panic!("reading corpus object {f}: {e}")),
+            Base::Odd(f) => std::fs::read(repo_root().join("tests/corpus/odd/obj").join(f))
+                .unwrap_or_else(|e| panic!("reading odd corpus object {f}: {e}")),
             Base::Conformance(f) => match conformance_dir() {
                 Some(d) => std::fs::read(d.join("tests").join(f))
                     .unwrap_or_else(|e| panic!("reading conformance file {f}: {e}")),

@@ -1,5 +1,5 @@
 //! The loader fuzz target's body (`fuzz/fuzz_targets/load.rs`) over systematic mutations
-//! of the corpus objects, a sample of the bpf_conformance files and the committed
+//! of the corpus objects (`tests/corpus/obj` and the odd objects of `tests/corpus/odd/obj`), a sample of the bpf_conformance files and the committed
 //! reproducers in `tests/bad-input/`, so `cargo test` catches the shallow panics a fuzzer
 //! would: every truncation length at a stride, single-byte changes at a stride over the
 //! ELF header, the section header table, `.symtab`, the relocation sections, `.BTF` and
@@ -269,8 +269,13 @@ fn loader_survives_mutations() {
     let mut summary = Vec::new();
 
     // Corpus objects.
-    let objs = files_with_ext(&repo_root().join("tests/corpus/obj"), "o");
+    // The corpus and the odd-object corpus (sections without function symbols,
+    // iproute2's maps, maps of maps, kconfig and ksym externs).
+    let mut objs = files_with_ext(&repo_root().join("tests/corpus/obj"), "o");
     assert!(!objs.is_empty(), "no corpus objects");
+    let odd = files_with_ext(&repo_root().join("tests/corpus/odd/obj"), "o");
+    assert!(odd.len() >= 6, "odd corpus has {} objects", odd.len());
+    objs.extend(odd);
     for path in &objs {
         let bytes = std::fs::read(path).expect("read corpus object");
         let name = file_name(path);

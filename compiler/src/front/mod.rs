@@ -9,6 +9,7 @@ pub mod btf_ext;
 pub mod data_file;
 pub mod dwarf;
 pub mod elf;
+pub mod kconfig;
 
 use crate::isa::{self, insn, AsmError, DecodeError, Insn};
 use crate::program::{Func, LineRef, Map, MapOrigin, Object, Program, SourceKind, TestCase};
@@ -200,6 +201,7 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             sections: vec![],
             maps: vec![],
             programs: vec![prog],
+            externs: vec![],
             test: Some(test),
         });
     }
@@ -224,6 +226,7 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         sections: vec![],
         maps,
         programs: vec![prog],
+        externs: vec![],
         test: None,
     })
 }
@@ -313,6 +316,9 @@ fn map_directives(file: &str, text: &str) -> Result<(Vec<Map>, String), LoadErro
             btf_key_type: None,
             btf_value_type: None,
             init,
+            iproute2: None,
+            inner: None,
+            slots: vec![],
         });
     }
     Ok((maps, code))

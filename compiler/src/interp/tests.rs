@@ -314,6 +314,9 @@ fn global_data_is_addressable_and_persists() {
         btf_key_type: None,
         btf_value_type: None,
         init: Some(vec![0, 0, 0, 0, 41, 0, 0, 0]),
+        iproute2: None,
+        inner: None,
+        slots: vec![],
     });
     let mut it = Interp::new(&obj, Options::default());
     assert_eq!(it.run(0, &mut []), Ok(41));

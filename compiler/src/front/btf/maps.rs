@@ -29,6 +29,11 @@ pub struct BtfMapDef {
     pub map_extra: u64,
     /// `pinning` (`LIBBPF_PIN_NONE` 0 / `LIBBPF_PIN_BY_NAME` 1).
     pub pinning: u32,
+    /// For a map of maps (`__array(values, struct {...})`): the inner map's definition.
+    pub inner: Option<Box<BtfMapDef>>,
+    /// For a map of maps: the byte offset of the `values` member in the map's struct,
+    /// where the relocations of its initial entries (`.values = { [k] = &m }`) point.
+    pub values_offset: Option<u32>,
 }
 
 impl Btf {
@@ -38,9 +43,16 @@ impl Btf {
     /// Integer attributes are `int (*name)[N]` (pointer to an array of N elements:
     /// the value is N), or an enum with one value for `__ulong(name, V)`; `key` and
     /// `value` are `T *name` and give both the size and the BTF id of `T`.
-    /// `values` (map-in-map, prog-array initial values) is
+    /// `values` (`__array(values, struct {...})`, a zero-length array of pointers to the
+    /// inner map's struct) makes a map of maps, as libbpf reads it: the inner definition
+    /// is decoded too (it may not itself be a map of maps), and the value size is 4. A
+    /// `values` of any other map type (a program array's initial programs) is
     /// [`BtfError::Unsupported`]; an unknown member is [`BtfError::UnknownMapMember`].
     pub fn map_def(&self, var_type_id: u32) -> Result<BtfMapDef, BtfError> {
+        self.map_def_at(var_type_id, false)
+    }
+
+    fn map_def_at(&self, var_type_id: u32, inner: bool) -> Result<BtfMapDef, BtfError> {
         let var = self.get(var_type_id)?;
         let (map, def_type) = match var.kind {
             BtfKind::Var { type_id, .. } => {
@@ -107,12 +119,50 @@ impl Btf {
                     def.value_type_id = Some(target);
                 }
                 "values" => {
-                    return Err(BtfError::Unsupported {
+                    let unsupported = |feature| BtfError::Unsupported {
                         section: BTF_SECTION,
                         offset,
-                        map,
-                        feature: "map-in-map (a `values` member)",
-                    })
+                        map: map.clone(),
+                        feature,
+                    };
+                    if inner {
+                        return Err(unsupported(
+                            "an inner map of maps (a `values` member inside `values`)",
+                        ));
+                    }
+                    let bad = |expected| BtfError::BadMapMember {
+                        section: BTF_SECTION,
+                        offset,
+                        map: map.clone(),
+                        member: member.to_string(),
+                        expected,
+                    };
+                    const ARRAY: &str =
+                        "a zero-length array of pointers to a map struct (`__array(values, struct {...})`)";
+                    let elem = match self.type_by_id(m.type_id).map(|t| &t.kind) {
+                        Some(BtfKind::Array {
+                            elem_type_id,
+                            nelems: 0,
+                            ..
+                        }) => *elem_type_id,
+                        _ => return Err(bad(ARRAY)),
+                    };
+                    let ptr = self.skip_modifiers(elem)?;
+                    let target = match self.type_by_id(ptr).map(|t| &t.kind) {
+                        Some(BtfKind::Ptr { type_id }) => self.skip_modifiers(*type_id)?,
+                        _ => return Err(bad(ARRAY)),
+                    };
+                    match self.type_by_id(target).map(|t| &t.kind) {
+                        Some(BtfKind::Struct { .. }) => {}
+                        Some(BtfKind::FuncProto(_)) => {
+                            return Err(unsupported(
+                                "initial programs of a program array (`values` of functions)",
+                            ))
+                        }
+                        _ => return Err(bad(ARRAY)),
+                    }
+                    def.inner = Some(Box::new(self.map_def_at(target, true)?));
+                    def.values_offset = Some(m.bit_offset / 8);
                 }
                 _ => {
                     return Err(BtfError::UnknownMapMember {
@@ -129,8 +179,20 @@ impl Btf {
         def.map_type = map_type.ok_or(BtfError::MissingMapType {
             section: BTF_SECTION,
             offset,
-            map,
+            map: map.clone(),
         })?;
+        if def.inner.is_some() {
+            // libbpf: the value of a map of maps is an inner map's fd, 4 bytes.
+            if !matches!(def.map_type, 12 | 13) {
+                return Err(BtfError::Unsupported {
+                    section: BTF_SECTION,
+                    offset,
+                    map,
+                    feature: "a `values` member on a map that is not a map of maps (12, 13)",
+                });
+            }
+            def.value_size = agree(def.value_size, Some(4), &map, "value", offset)?;
+        }
         Ok(def)
     }
 

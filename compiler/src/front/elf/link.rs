@@ -151,6 +151,24 @@ pub(super) fn link(
                         },
                     });
                 }
+                Some(SecReloc::Extern {
+                    ext,
+                    btf_id,
+                    symbol,
+                }) => {
+                    let (kind, elf_type) = match ins.kind() {
+                        Kind::Call(_) => (Kind::Call(CallKind::Kfunc), "R_BPF_64_32"),
+                        _ => (Kind::LdImm64(Pseudo::BtfId), "R_BPF_64_64"),
+                    };
+                    ins = Insn::new(kind, ins.dst, 0, 0, i64::from(*btf_id as i32))
+                        .expect("row exists");
+                    prog.relocs.push(Reloc {
+                        insn: new_i,
+                        symbol: symbol.clone(),
+                        elf_type: elf_type.into(),
+                        target: RelocTarget::Extern { ext: *ext },
+                    });
+                }
                 _ => {}
             }
             prog.insns.push(ins);

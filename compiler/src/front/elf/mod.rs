@@ -47,10 +47,11 @@
 use super::{btf, LoadError};
 use crate::isa::insn::{self, Insn, SLOT};
 use crate::isa::table::{CallKind, Kind, Pseudo};
-use crate::program::{Object, Section, SectionKind, SourceKind};
+use crate::program::{Extern, ExternKind, Object, Section, SectionKind, SourceKind};
 use goblin::elf::{section_header as sh, sym, Elf};
 use std::collections::HashMap;
 
+mod externs;
 mod header;
 mod lines;
 mod link;
@@ -95,6 +96,13 @@ enum SecReloc {
         pc: usize,
         symbol: String,
         call: bool,
+    },
+    /// A kfunc call or the address of a `__ksym` variable: extern `ext`, whose `VAR` or
+    /// `FUNC` has id `btf_id` in the object's BTF.
+    Extern {
+        ext: usize,
+        btf_id: u32,
+        symbol: String,
     },
 }
 
@@ -289,7 +297,11 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         }
     };
 
-    // Maps: legacy, BTF-defined, global data.
+    // Externs (`__kconfig`, `__ksym`), before the maps: kconfig externs make a map.
+    let mut externs = externs::collect(file, btf.as_ref(), &syms, &sym_name, 0)?;
+
+    // Maps: legacy, BTF-defined, global data, .kconfig.
+    let maps_relocs = maps_sec.map(&relocs_of).unwrap_or_default();
     let (maps, index) = maps::read_maps(
         file,
         &elf,
@@ -301,8 +313,18 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         &sec_name,
         &sec_data,
         &sym_name,
+        &maps_relocs,
+        externs.kconfig_size,
     )?;
     let (map_by_sym, data_map) = (index.by_sym, index.by_data_sec);
+    if externs.kconfig_size.is_some() {
+        let kcfg = maps.len() - 1;
+        for e in &mut externs.list {
+            if let ExternKind::Kconfig { map, .. } = &mut e.kind {
+                *map = kcfg;
+            }
+        }
+    }
 
     // Decode code sections and resolve their relocations.
     let mut code: HashMap<usize, CodeSec> = HashMap::new();
@@ -351,8 +373,17 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             let s = get_sym(&name, r.r_offset, r.r_sym)?;
             let symbol = sym_name(s);
             let target = s.st_shndx;
+            if target == 0 && externs::is_extern(s) {
+                let reloc = extern_reloc(&externs.list, &externs.by_name, &symbol, r.r_type, ins)
+                    .map_err(at)?;
+                code.get_mut(&ci)
+                    .expect("decoded")
+                    .relocs
+                    .insert(idx, reloc);
+                continue;
+            }
             if target == 0 || s.st_shndx >= elf.section_headers.len() {
-                return Err(at(format!("relocation against `{symbol}`, which is not defined in this object (extern symbols are not supported)")));
+                return Err(at(format!("relocation against `{symbol}`, which is not defined in this object (and is no extern that BTF lists in .kconfig or .ksyms)")));
             }
             let reloc = match (r.r_type, ins.kind()) {
                 (R_BPF_64_64, Kind::LdImm64(Pseudo::Imm64)) => {
@@ -418,7 +449,8 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     }
     for (&di, &ri) in &rel_of {
         let k = sections.iter().find(|s| s.index == di).map(|s| s.kind);
-        if matches!(k, Some(SectionKind::Data | SectionKind::Maps)) && !relocs_of(di).is_empty() {
+        // `.maps` relocations are map-of-maps entries, read with the maps.
+        if matches!(k, Some(SectionKind::Data)) && !relocs_of(di).is_empty() {
             return Err(err(
                 file,
                 &sec_name(ri),
@@ -428,8 +460,12 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         }
     }
 
-    // Functions.
+    // Functions. A section without function symbols (older clang, hand-written
+    // assembly) is one function from its start, plus one per local call or function
+    // address that lands inside it; outside `.text` the first is a program named after
+    // the section, as PREVAIL and iproute2 read such sections.
     let mut funcs: Vec<FuncDef> = Vec::new();
+    let mut unnamed_secs: Vec<usize> = Vec::new();
     for &ci in &code_secs {
         let sec = &code[&ci];
         let end_pc = *sec.pcs.last().expect("pcs has an end");
@@ -438,13 +474,12 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             .filter(|s| s.st_shndx == ci && s.st_type() == sym::STT_FUNC)
             .collect();
         here.sort_by_key(|s| s.st_value);
-        if here.is_empty() && end_pc > 0 {
-            return Err(err(
-                file,
-                &sec.name,
-                None,
-                "code section has no function symbol",
-            ));
+        if here.is_empty() {
+            if end_pc > 0 {
+                funcs.extend(unnamed_funcs(ci, sec, &code));
+                unnamed_secs.push(ci);
+            }
+            continue;
         }
         for (k, s) in here.iter().enumerate() {
             let name = sym_name(s);
@@ -497,7 +532,7 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     let mut programs = Vec::new();
     for (fi, f) in funcs.iter().enumerate() {
         let is_text = sec_name(f.sec) == ".text";
-        if is_text {
+        if is_text || (!f.global && unnamed_secs.contains(&f.sec)) {
             continue;
         }
         if !f.global {
@@ -520,6 +555,112 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
         sections,
         maps,
         programs,
+        externs: externs.list,
         test: None,
     })
+}
+
+/// What a relocation against extern `symbol` becomes: a kconfig extern's `ld_imm64` an
+/// address in `.kconfig` (at its offset plus the addend clang left in `imm`), a ksym
+/// variable's `ld_imm64` and a kfunc's call [`SecReloc::Extern`]. The error says why not.
+fn extern_reloc(
+    externs: &[Extern],
+    by_name: &HashMap<String, usize>,
+    symbol: &str,
+    r_type: u32,
+    ins: Insn,
+) -> Result<SecReloc, String> {
+    let Some(&ext) = by_name.get(symbol) else {
+        return Err(format!("relocation against `{symbol}`, which is not defined in this object (and is no extern that BTF lists in .kconfig or .ksyms)"));
+    };
+    let e = &externs[ext];
+    let what = match e.kind {
+        ExternKind::Kconfig { .. } => "a kconfig extern",
+        ExternKind::KsymVar { .. } => "a ksym variable",
+        ExternKind::Kfunc => "a kfunc",
+    };
+    match (&e.kind, r_type, ins.kind()) {
+        (
+            ExternKind::Kconfig {
+                offset, size, map, ..
+            },
+            R_BPF_64_64,
+            Kind::LdImm64(Pseudo::Imm64),
+        ) => {
+            let addend = ins.imm as u32;
+            if addend >= *size {
+                return Err(format!(
+                    "reference to `{symbol}`+{addend} is outside the extern ({size} bytes)"
+                ));
+            }
+            Ok(SecReloc::MapValue {
+                map: *map,
+                offset: offset + addend,
+                symbol: symbol.to_string(),
+            })
+        }
+        (ExternKind::KsymVar { .. }, R_BPF_64_64, Kind::LdImm64(Pseudo::Imm64))
+        | (ExternKind::Kfunc, R_BPF_64_32, Kind::Call(CallKind::Local)) => Ok(SecReloc::Extern {
+            ext,
+            btf_id: e.btf_id,
+            symbol: symbol.to_string(),
+        }),
+        _ => Err(format!(
+            "relocation type {r_type} on `{ins}` does not fit `{symbol}`, {what}"
+        )),
+    }
+}
+
+/// The functions of a code section without function symbols: one at its start, and one
+/// at every target of a local call or function address in the object that lands inside
+/// it (pc-relative in the section itself, or through a relocation). Outside `.text`
+/// the first is a global function named after the section (the program, as PREVAIL and
+/// iproute2 name it); the rest are local, named `SECTION+0xOFFSET`.
+fn unnamed_funcs(ci: usize, sec: &CodeSec, code: &HashMap<usize, CodeSec>) -> Vec<FuncDef> {
+    let end_pc = *sec.pcs.last().expect("pcs has an end");
+    let mut starts = vec![0usize];
+    for (i, ins) in sec.insns.iter().enumerate() {
+        if sec.relocs.contains_key(&i) {
+            continue;
+        }
+        let rel = match ins.kind() {
+            Kind::Call(CallKind::Local) => ins.imm,
+            Kind::LdImm64(Pseudo::Func) => i64::from(ins.imm as i32),
+            _ => continue,
+        };
+        let t = sec.pcs[i] as i64 + 1 + rel;
+        if let Ok(t) = usize::try_from(t) {
+            starts.push(t);
+        }
+    }
+    for c in code.values() {
+        for r in c.relocs.values() {
+            if let SecReloc::Code { sec: s, pc, .. } = r {
+                if *s == ci {
+                    starts.push(*pc);
+                }
+            }
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    // A target outside the section or inside an instruction is left out here; linking
+    // reports it where it is used ("not the start of a function").
+    starts.retain(|&p| p < end_pc && sec.idx_of_pc.contains_key(&p));
+    let text = sec.name == ".text";
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &start)| FuncDef {
+            name: if k == 0 && !text {
+                sec.name.clone()
+            } else {
+                format!("{}+0x{:x}", sec.name, start * SLOT)
+            },
+            sec: ci,
+            start,
+            end: starts.get(k + 1).copied().unwrap_or(end_pc),
+            global: k == 0 && !text,
+        })
+        .collect()
 }
