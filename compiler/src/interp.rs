@@ -62,6 +62,7 @@ use crate::isa::table::{
 };
 use crate::isa::Insn;
 use crate::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::{Kfunc, BPF_MAX_LOOPS};
 use thiserror::Error;
 
 /// Distance between the bases of two regions of the address space (`1 << 44`).
@@ -185,6 +186,14 @@ pub enum InterpError {
         /// The helper id (`imm`, or the register's value for `callx`).
         helper: i64,
     },
+    /// `bpf_loop`'s r2 is not a function address.
+    #[error("insn {pc}: bpf_loop's callback (r2 = {value:#x}) is not a function address")]
+    BadCallback {
+        /// Slot index of the call.
+        pc: usize,
+        /// The value of r2.
+        value: u64,
+    },
     /// A jump or call targets a slot that does not start an instruction of the program.
     #[error("insn {pc}: target slot {target} is not the start of an instruction")]
     BadTarget {
@@ -232,6 +241,7 @@ impl InterpError {
             | InterpError::CallDepth { pc, .. }
             | InterpError::UnknownHelper { pc, .. }
             | InterpError::BadTarget { pc, .. }
+            | InterpError::BadCallback { pc, .. }
             | InterpError::FellOff { pc }
             | InterpError::NoSuchMap { pc, .. }
             | InterpError::Unsupported { pc, .. } => Some(pc),
@@ -312,6 +322,8 @@ impl<'o> Interp<'o> {
             frames: Vec::new(),
             executed: 0,
             budget: self.opts.budget,
+            may_goto: BPF_MAX_LOOPS,
+            program,
             observe,
         };
         m.regs[1] = MEM_BASE;
@@ -383,7 +395,29 @@ struct Frame {
     ret: usize,
     /// The caller's r6-r10.
     saved: [u64; 5],
+    /// The caller's `may_goto` budget (each function invocation has its own).
+    may_goto: u64,
+    /// Set when the frame is a `bpf_loop` callback's: the loop to continue at its `exit`.
+    looping: Option<LoopCall>,
 }
+
+/// A `bpf_loop` in progress: the callback runs for `index` = 0, 1, ... < `count`.
+#[derive(Clone, Copy)]
+struct LoopCall {
+    /// Instruction index of the callback's first instruction.
+    callback: usize,
+    /// The index of the call running now.
+    index: u64,
+    /// `nr_loops`.
+    count: u64,
+    /// The callback's r2.
+    ctx: u64,
+}
+
+/// Base of the (inaccessible) region that function addresses (`ld_imm64` with `src` 4)
+/// point into: the value is this plus the function's first instruction index, so
+/// `bpf_loop` can tell a callback from any other number.
+const FUNC_BASE: u64 = 15 << REGION_SHIFT;
 
 /// The state of one run.
 struct Machine<'a> {
@@ -395,6 +429,10 @@ struct Machine<'a> {
     frames: Vec<Frame>,
     executed: u64,
     budget: u64,
+    /// The running function invocation's `may_goto` budget ([`BPF_MAX_LOOPS`] at entry).
+    may_goto: u64,
+    /// The program (for the names of its kfunc calls).
+    program: &'a Program,
     observe: &'a mut dyn FnMut(usize, &[u64; 11], usize),
 }
 
@@ -529,6 +567,9 @@ impl Machine<'_> {
             }
             Kind::Ja => return self.target(pc, insn.off.into()).map(Step::Jump),
             Kind::Gotol => return self.target(pc, insn.imm).map(Step::Jump),
+            Kind::Call(CallKind::Helper) if bpf2ptx_runtime::is_helper(insn.imm, "loop") => {
+                return self.bpf_loop(pc, i);
+            }
             Kind::Call(CallKind::Helper) => self.regs[0] = self.helper(pc, insn.imm)?,
             Kind::Callx => self.regs[0] = self.helper(pc, self.regs[d] as i64)?,
             Kind::Call(CallKind::Local) => {
@@ -541,25 +582,45 @@ impl Machine<'_> {
                         limit: MAX_FRAMES,
                     });
                 }
-                let mut saved = [0; 5];
-                saved.copy_from_slice(&self.regs[6..11]);
-                self.frames.push(Frame { ret: i + 1, saved });
-                self.mem.stacks.push([0; STACK_SIZE]);
-                self.regs[10] = frame_pointer(self.frames.len());
+                self.push_frame(i + 1, None);
                 return Ok(Step::Jump(target));
             }
-            Kind::Call(CallKind::Kfunc) => {
-                return Err(self.unsupported(
-                    pc,
-                    insn,
-                    "calls a kernel function, which the interpreter does not model",
-                ));
+            Kind::Call(CallKind::Kfunc) => match self.program.kfunc(i) {
+                Some(k) => self.kfunc(pc, k)?,
+                None => {
+                    return Err(self.unsupported(
+                        pc,
+                        insn,
+                        "calls a kernel function the runtime does not have",
+                    ))
+                }
+            },
+            Kind::MayGoto => {
+                // Linux: jump once the budget is spent, otherwise spend one unit.
+                if self.may_goto == 0 {
+                    return self.target(pc, insn.off.into()).map(Step::Jump);
+                }
+                self.may_goto -= 1;
             }
             Kind::Exit => {
                 let Some(frame) = self.frames.pop() else {
                     return Ok(Step::Exit(self.regs[0]));
                 };
                 self.mem.stacks.pop();
+                self.may_goto = frame.may_goto;
+                if let Some(mut lc) = frame.looping {
+                    // The callback returned: 0 continues, anything else stops (the
+                    // verifier allows 0 and 1 only).
+                    lc.index += 1;
+                    if self.regs[0] == 0 && lc.index < lc.count {
+                        self.regs[6..11].copy_from_slice(&frame.saved);
+                        self.push_frame(frame.ret, Some(lc));
+                        self.regs[1] = lc.index;
+                        self.regs[2] = lc.ctx;
+                        return Ok(Step::Jump(lc.callback));
+                    }
+                    self.regs[0] = lc.index;
+                }
                 self.regs[6..11].copy_from_slice(&frame.saved);
                 return Ok(Step::Jump(frame.ret));
             }
@@ -591,6 +652,110 @@ impl Machine<'_> {
             Kind::Atomic(size, op, fetch) => self.atomic(pc, insn, size, op, fetch)?,
         }
         Ok(Step::Next)
+    }
+
+    /// A new frame for a call that returns to instruction `ret`: the caller's r6-r10 and
+    /// `may_goto` budget saved, a zeroed stack, a fresh budget.
+    fn push_frame(&mut self, ret: usize, looping: Option<LoopCall>) {
+        let mut saved = [0; 5];
+        saved.copy_from_slice(&self.regs[6..11]);
+        self.frames.push(Frame {
+            ret,
+            saved,
+            may_goto: self.may_goto,
+            looping,
+        });
+        self.may_goto = BPF_MAX_LOOPS;
+        self.mem.stacks.push([0; STACK_SIZE]);
+        self.regs[10] = frame_pointer(self.frames.len());
+    }
+
+    /// `bpf_loop(nr_loops, callback, ctx, flags)` (helper 181) as Linux runs it: `-EINVAL`
+    /// for flags other than 0, `-E2BIG` for more than [`BPF_MAX_LOOPS`] loops, 0 for none;
+    /// otherwise the callback's first call, continued at its `exit`.
+    fn bpf_loop(&mut self, pc: usize, i: usize) -> Result<Step, InterpError> {
+        let (count, func, ctx, flags) = (
+            self.regs[1] & 0xffff_ffff,
+            self.regs[2],
+            self.regs[3],
+            self.regs[4],
+        );
+        let callback = func
+            .checked_sub(FUNC_BASE)
+            .filter(|&t| t < self.insns.len() as u64)
+            .ok_or(InterpError::BadCallback { pc, value: func })? as usize;
+        let early = if flags != 0 {
+            Some(bpf2ptx_runtime::EINVAL as u64)
+        } else if count > BPF_MAX_LOOPS {
+            Some(bpf2ptx_runtime::E2BIG as u64)
+        } else if count == 0 {
+            Some(0)
+        } else {
+            None
+        };
+        if let Some(r0) = early {
+            self.regs[0] = r0;
+            return Ok(Step::Next);
+        }
+        let frames = self.frames.len() + 2;
+        if frames > MAX_FRAMES {
+            return Err(InterpError::CallDepth {
+                pc,
+                frames,
+                limit: MAX_FRAMES,
+            });
+        }
+        self.push_frame(
+            i + 1,
+            Some(LoopCall {
+                callback,
+                index: 0,
+                count,
+                ctx,
+            }),
+        );
+        self.regs[1] = 0;
+        self.regs[2] = ctx;
+        Ok(Step::Jump(callback))
+    }
+
+    /// The numeric iterator kfuncs, as Linux's `kernel/bpf/bpf_iter.c` defines them on the
+    /// 8-byte `struct bpf_iter_num` at r1: `{ s32 cur; s32 end; }`.
+    fn kfunc(&mut self, pc: usize, k: Kfunc) -> Result<(), InterpError> {
+        let it = self.regs[1];
+        let set = |m: &mut Self, cur: i32, end: i32| {
+            let v = u64::from(cur as u32) | (u64::from(end as u32) << 32);
+            m.store(pc, Access::Store, it, Size::DW, v)
+        };
+        match k {
+            Kfunc::IterNumNew => {
+                let (start, end) = (self.regs[2] as i32, self.regs[3] as i32);
+                let r0 = if start > end {
+                    set(self, 0, 0)?;
+                    bpf2ptx_runtime::EINVAL
+                } else if (i64::from(end) - i64::from(start)) as u64 > BPF_MAX_LOOPS {
+                    set(self, 0, 0)?;
+                    bpf2ptx_runtime::E2BIG
+                } else {
+                    set(self, start.wrapping_sub(1), end)?;
+                    0
+                };
+                self.regs[0] = r0 as u64;
+            }
+            Kfunc::IterNumNext => {
+                let v = self.load(pc, Access::Load, it, Size::DW)?;
+                let (cur, end) = (v as u32 as i32, (v >> 32) as u32 as i32);
+                if i64::from(cur) + 1 >= i64::from(end) {
+                    set(self, 0, 0)?;
+                    self.regs[0] = 0;
+                } else {
+                    set(self, cur + 1, end)?;
+                    self.regs[0] = it;
+                }
+            }
+            Kfunc::IterNumDestroy => set(self, 0, 0)?,
+        }
+        Ok(())
     }
 
     fn ld_imm64(&self, pc: usize, insn: Insn, pseudo: Pseudo) -> Result<u64, InterpError> {
@@ -631,7 +796,8 @@ impl Machine<'_> {
             }
             Pseudo::BtfId => "refers to a kernel variable, which the interpreter does not model",
             Pseudo::Func => {
-                "takes a function's address for a callback, which needs a helper the interpreter does not have"
+                let rel = i64::from(insn.imm as i32);
+                return self.target(pc, rel).map(|t| FUNC_BASE + t as u64);
             }
         };
         Err(self.unsupported(pc, insn, what))
