@@ -219,6 +219,7 @@ fn prog_view<'a>(obj: &'a Object, p: &'a Program) -> ProgView<'a> {
                 }
                 RelocTarget::Call { func } => format!("call {}", p.funcs[*func].name),
                 RelocTarget::FuncAddr { func } => format!("&{}", p.funcs[*func].name),
+                RelocTarget::Kfunc { btf_id } => format!("kfunc {} (btf id {btf_id})", r.symbol),
             };
             if r.elf_type == "pc-relative" {
                 what

@@ -176,7 +176,10 @@ pub(crate) fn triples(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize>]
             joins[f.0] = true;
         }
         for i in f.0..f.1 {
-            if matches!(prog.insns[i].kind(), Kind::Ja | Kind::Gotol | Kind::Jmp(..)) {
+            if matches!(
+                prog.insns[i].kind(),
+                Kind::Ja | Kind::Gotol | Kind::Jmp(..) | Kind::MayGoto
+            ) {
                 for t in successors(prog, pcs, idx_of_pc, i, f) {
                     joins[t] = true;
                 }

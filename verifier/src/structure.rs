@@ -85,7 +85,7 @@ pub(crate) fn uses_defs(i: &Insn) -> (Regs, Regs, Regs) {
         Kind::Movsx(..) => (s, d, 0),
         Kind::Jmp(_, _, Src::K) => (d, 0, 0),
         Kind::Jmp(_, _, Src::X) => (d | s, 0, 0),
-        Kind::Ja | Kind::Gotol => (0, 0, 0),
+        Kind::Ja | Kind::Gotol | Kind::MayGoto => (0, 0, 0),
         // A call reads its arguments lazily: which of r1-r5 a helper takes is the helper
         // prototype's business (checked by the type pass), so only the clobbers count here.
         Kind::Call(_) => (0, 1, ARGS),
@@ -116,7 +116,8 @@ pub(crate) fn uses_defs(i: &Insn) -> (Regs, Regs, Regs) {
 /// The pc-relative target of a jump, in slots, if the instruction jumps.
 fn jump_offset(i: &Insn) -> Option<i64> {
     match i.kind() {
-        Kind::Ja | Kind::Jmp(..) => Some(i64::from(i.off)),
+        // loops15: may_goto (0xe5) jumps by `off` or falls through, like a conditional jump.
+        Kind::Ja | Kind::Jmp(..) | Kind::MayGoto => Some(i64::from(i.off)),
         Kind::Gotol => Some(i.imm),
         _ => None,
     }

@@ -40,7 +40,8 @@ pub(crate) fn successors(
     let ins = &prog.insns[i];
     let rel = match ins.kind() {
         Kind::Exit => return Vec::new(),
-        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+        // loops15: may_goto (0xe5) jumps by `off` or falls through, like a conditional jump.
+        Kind::Ja | Kind::Jmp(..) | Kind::MayGoto => Some(i64::from(ins.off)),
         Kind::Gotol => Some(ins.imm),
         _ => None,
     };
@@ -147,7 +148,7 @@ pub(super) fn relevance(prog: &Program, pcs: &[usize], idx_of_pc: &[Option<usize
                 Kind::Alu(_, _, Src::K) | Kind::Neg(_) | Kind::Endian(..) => out,
                 Kind::Jmp(_, _, Src::K) => out | d,
                 Kind::Jmp(_, _, Src::X) => out | d | s,
-                Kind::Ja | Kind::Gotol => out,
+                Kind::Ja | Kind::Gotol | Kind::MayGoto => out,
                 Kind::Call(CallKind::Helper) => {
                     let args = match bpf2ptx_runtime::helper(ins.imm) {
                         Some(h) => h

@@ -4,7 +4,7 @@
 //! cost bound) and the combined stack of every call chain.
 
 use super::cfg::relevance;
-use super::{Explorer, Pending, Step, Stored, MAX_STACK, STATES_PER_INSN, STATES_TOTAL};
+use super::{loops, Explorer, Pending, Step, Stored, MAX_STACK, STATES_PER_INSN, STATES_TOTAL};
 use crate::plain_add;
 use crate::scalar::Scalar;
 use crate::state::{Frame, Reg, Region, State};
@@ -23,7 +23,8 @@ impl<'a> Explorer<'a> {
         let mut prune_point = vec![false; n + 1];
         for (i, ins) in prog.insns.iter().enumerate() {
             let rel = match ins.kind() {
-                Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
+                // loops15: may_goto (0xe5) jumps by `off` or falls through, like a conditional jump.
+                Kind::Ja | Kind::Jmp(..) | Kind::MayGoto => i64::from(ins.off),
                 Kind::Gotol => ins.imm,
                 _ => continue,
             };
@@ -33,7 +34,7 @@ impl<'a> Explorer<'a> {
             {
                 prune_point[t] = true;
             }
-            if matches!(ins.kind(), Kind::Jmp(..)) {
+            if matches!(ins.kind(), Kind::Jmp(..) | Kind::MayGoto) {
                 prune_point[i + 1] = true;
             }
         }
@@ -82,7 +83,35 @@ impl<'a> Explorer<'a> {
             triples,
             triple_of,
             triple_maps: std::collections::BTreeSet::new(),
+            loops: Vec::new(),
+            loop_stack: Vec::new(),
+            cycles: std::collections::HashMap::new(),
+            budget_head: vec![false; n],
+            loop_budget: 0,
         }
+    }
+
+    /// Puts a loop budget of `n` iterations per function invocation on the loops headed
+    /// by `heads` (`--loop-budget`).
+    pub(crate) fn set_budget(&mut self, heads: &[usize], n: u64) {
+        for &h in heads {
+            self.budget_head[h] = true;
+        }
+        self.loop_budget = n;
+    }
+
+    /// The target of the backward jump at slot `pc` (the head of the loop a `loop-bound`
+    /// diagnostic blames).
+    pub(crate) fn backward_target(&self, pc: usize) -> Option<usize> {
+        let i = self.idx_of_pc.get(pc).copied().flatten()?;
+        let ins = self.prog.insns[i];
+        let rel = match ins.kind() {
+            Kind::Ja | Kind::Jmp(..) => i64::from(ins.off),
+            Kind::Gotol => ins.imm,
+            _ => return None,
+        };
+        let t = usize::try_from(pc as i64 + 1 + rel).ok()?;
+        self.idx_of_pc.get(t).copied().flatten()
     }
 
     fn initial_state(&self) -> State {
@@ -109,6 +138,8 @@ impl<'a> Explorer<'a> {
             path_len: 0,
             history_len: 0,
             decision: None,
+            loop_stack: Vec::new(),
+            release: None,
         }];
         while let Some(p) = work.pop() {
             while self.path.len() > p.path_len {
@@ -116,8 +147,36 @@ impl<'a> Explorer<'a> {
             }
             self.history.truncate(p.history_len);
             self.history.extend(p.decision);
+            self.loop_stack.clone_from(&p.loop_stack);
+            if let Some(l) = p.release {
+                self.release(l, &p, &mut work);
+                continue;
+            }
             let (mut st, mut at, mut steps) = (p.state, p.at, p.steps);
             loop {
+                // A path that leaves a loop waits until every iteration is explored.
+                if let Some(&(l, _)) = self.loop_stack.last() {
+                    if self.left_loop(l, &st, at) {
+                        self.end_iteration(steps);
+                        self.finish_path(steps);
+                        self.loops[l].deferred.push(loops::Deferred::Resume(st, at));
+                        break;
+                    }
+                }
+                // A loop head bounded by construction: converge, widen, or open it.
+                if let Some(form) = self.head_form(at) {
+                    match self.head_visit(st, at, form, steps, &mut work) {
+                        Ok(Some(s)) => st = s,
+                        Ok(None) => {
+                            self.finish_path(steps);
+                            break;
+                        }
+                        Err(e) => {
+                            self.report(e);
+                            break;
+                        }
+                    }
+                }
                 if self.prune_point[at] {
                     // Registers that matter: in the current frame from here, in each
                     // caller from where it resumes.
@@ -134,15 +193,25 @@ impl<'a> Explorer<'a> {
                     };
                     if let Some(k) = pruned {
                         let total = steps + self.store[at][k].remaining;
+                        self.end_iteration(total);
                         self.finish_path(total);
                         break;
                     }
                     let fp = st.fingerprint();
-                    if self.live[at].contains_key(&fp)
-                        && self.store[at]
+                    let repeat = if self.live[at].contains_key(&fp) {
+                        self.store[at]
                             .iter()
-                            .any(|s| !s.done && s.fp == fp && s.state == st)
-                    {
+                            .position(|s| !s.done && s.fp == fp && s.state == st)
+                    } else {
+                        None
+                    };
+                    if let Some(k) = repeat.filter(|&k| self.repeat_converges(at, k, &st, steps)) {
+                        self.end_iteration(steps);
+                        self.finish_path(steps);
+                        let _ = k;
+                        break;
+                    }
+                    if repeat.is_some() {
                         let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop makes no progress the verifier can see".into());
                         self.report(e);
                         break;
@@ -172,7 +241,7 @@ impl<'a> Explorer<'a> {
                     // went around: its paths did not merge, and saying "loop" would send
                     // the user looking for one.
                     let backward = |i: usize| match self.prog.insns[i].kind() {
-                        Kind::Ja | Kind::Jmp(..) => self.prog.insns[i].off < 0,
+                        Kind::Ja | Kind::Jmp(..) | Kind::MayGoto => self.prog.insns[i].off < 0,
                         Kind::Gotol => self.prog.insns[i].imm < 0,
                         _ => false,
                     };
@@ -219,12 +288,42 @@ impl<'a> Explorer<'a> {
                             path_len: self.path.len(),
                             history_len,
                             decision: Some((pc, n2 != at + 1)),
+                            loop_stack: self.loop_stack.clone(),
+                            release: None,
                         });
                         self.history.push((pc, n1 != at + 1));
                         st = s1;
                         at = n1;
                     }
+                    Ok(Step::Loop {
+                        body: (s1, n1),
+                        exit: (s2, n2),
+                    }) => {
+                        // The head just opened or widened its instance (top of the stack),
+                        // unless it heads no loop (then it is a plain branch).
+                        let inst = self.loop_stack.last().map(|&(l, _)| l).filter(|&l| {
+                            self.loops[l].head == at && self.loops[l].depth == s2.frames.len()
+                        });
+                        match inst {
+                            Some(l) => {
+                                self.loops[l].deferred.push(loops::Deferred::Resume(s2, n2));
+                            }
+                            None => work.push(Pending {
+                                state: s2,
+                                at: n2,
+                                steps,
+                                path_len: self.path.len(),
+                                history_len: self.history.len(),
+                                decision: None,
+                                loop_stack: self.loop_stack.clone(),
+                                release: None,
+                            }),
+                        }
+                        st = s1;
+                        at = n1;
+                    }
                     Ok(Step::End) => {
+                        self.end_iteration(steps);
                         self.finish_path(steps);
                         break;
                     }

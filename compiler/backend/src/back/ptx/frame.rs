@@ -89,7 +89,8 @@ fn successors(
     let ins = &insns[i];
     let mut v = Vec::new();
     let rel = match ins.kind() {
-        Kind::Ja | Kind::Jmp(..) => Some(i64::from(ins.off)),
+        // loops15: may_goto (0xe5) jumps by `off` or falls through, like a conditional jump.
+        Kind::Ja | Kind::Jmp(..) | Kind::MayGoto => Some(i64::from(ins.off)),
         Kind::Gotol => Some(ins.imm),
         _ => None,
     };

@@ -47,6 +47,7 @@ mod calls;
 mod entry;
 mod frame;
 mod func;
+mod loops;
 mod maps;
 mod mem;
 mod module;
