@@ -26,6 +26,8 @@ pub struct Options {
     pub call: bool,
     /// `NAME=device|host|sharded` map options, as for `bpf2ptx FILE`.
     pub maps: Vec<String>,
+    /// `--loop-budget N` (specs/verifier.md, "Loops").
+    pub loop_budget: Option<u64>,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -325,6 +327,7 @@ pub fn inject_checked(
     let popts = ptx::Options {
         target,
         granularity: opts.granularity,
+        loop_budget: opts.loop_budget,
         ..maps
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never

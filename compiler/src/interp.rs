@@ -94,12 +94,28 @@ pub struct Options {
     /// The most instructions one run may execute before it fails with
     /// [`InterpError::Budget`].
     pub budget: u64,
+    /// `--loop-budget`: the loops the verifier put a budget on, and the budget.
+    pub loop_budget: Option<LoopBudget>,
+}
+
+/// The loop budget of a program verified with `--loop-budget` (the verifier's
+/// `Facts::budget_heads` and `Facts::loop_budget`): each time the entry function reaches
+/// one of `heads` it spends one of `n` units; with none left the run ends with r0 = 0 and
+/// the event is counted ([`Interp::budget_exhausted`]), as the GPU counts it in the
+/// program's `bpf2ptx_loopcnt_` counter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopBudget {
+    /// Units per run.
+    pub n: u64,
+    /// Instruction indices of the budgeted loops' heads (in the entry function).
+    pub heads: Vec<usize>,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             budget: DEFAULT_BUDGET,
+            loop_budget: None,
         }
     }
 }
@@ -262,6 +278,8 @@ pub struct Interp<'o> {
     opts: Options,
     /// The value of each global-data map (`None` for other maps).
     globals: Vec<Option<Vec<u8>>>,
+    /// Runs that ended because the loop budget was spent ([`LoopBudget`]).
+    exhausted: u64,
 }
 
 impl<'o> Interp<'o> {
@@ -278,7 +296,18 @@ impl<'o> Interp<'o> {
                 })
             })
             .collect();
-        Interp { obj, opts, globals }
+        Interp {
+            obj,
+            opts,
+            globals,
+            exhausted: 0,
+        }
+    }
+
+    /// How many runs so far ended because their loop budget ran out ([`LoopBudget`]):
+    /// what the GPU's `bpf2ptx_loopcnt_<program>` counter holds after as many runs.
+    pub fn budget_exhausted(&self) -> u64 {
+        self.exhausted
     }
 
     /// The current value of global-data map `map` (`None` for other maps).
@@ -324,12 +353,19 @@ impl<'o> Interp<'o> {
             budget: self.opts.budget,
             may_goto: BPF_MAX_LOOPS,
             program,
+            loop_budget: self.opts.loop_budget.as_ref(),
+            budget_left: self.opts.loop_budget.as_ref().map_or(0, |b| b.n),
+            exhausted: false,
             observe,
         };
         m.regs[1] = MEM_BASE;
         m.regs[2] = m.mem.input.len() as u64;
         m.regs[10] = frame_pointer(0);
-        m.execute()
+        let r = m.execute();
+        if m.exhausted {
+            self.exhausted += 1;
+        }
+        r
     }
 }
 
@@ -433,6 +469,12 @@ struct Machine<'a> {
     may_goto: u64,
     /// The program (for the names of its kfunc calls).
     program: &'a Program,
+    /// The loop budget, if the program was verified with one.
+    loop_budget: Option<&'a LoopBudget>,
+    /// Its units left in this run.
+    budget_left: u64,
+    /// The run ended because the budget ran out.
+    exhausted: bool,
     observe: &'a mut dyn FnMut(usize, &[u64; 11], usize),
 }
 
@@ -451,6 +493,17 @@ impl Machine<'_> {
                 });
             }
             self.executed += 1;
+            if self.frames.is_empty()
+                && self
+                    .loop_budget
+                    .is_some_and(|b| b.heads.binary_search(&i).is_ok())
+            {
+                if self.budget_left == 0 {
+                    self.exhausted = true;
+                    return Ok(0);
+                }
+                self.budget_left -= 1;
+            }
             let next = match self.step(insn, i, pc)? {
                 // An `Insn` is one entry whatever its slot count.
                 Step::Next => i + 1,

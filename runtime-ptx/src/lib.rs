@@ -192,6 +192,10 @@ pub enum Arg {
     RingbufRecord,
     /// A pointer to a NUL-terminated string in read-only data.
     ConstStr,
+    /// `bpf_loop`'s `nr_loops`: a number (its low 32 bits count), which bounds the
+    /// callback's index and the loop's cost, so the verifier must never merge paths that
+    /// pass different counts.
+    LoopCount,
     /// `bpf_loop`'s callback: a function address (`ld_imm64` with `src` 4, a
     /// `BPF_PSEUDO_FUNC`) naming a subprogram of the program, the same one on every path.
     Callback,
@@ -617,7 +621,7 @@ pub static HELPERS: &[Helper] = &[
     Helper {
         id: 181,
         name: "loop",
-        args: &[Anything, Callback, CallbackCtx, ZeroFlags],
+        args: &[LoopCount, Callback, CallbackCtx, ZeroFlags],
         ret: Ret::Integer,
         gpu: "calls the callback (index, ctx) for index 0, 1, ... < nr_loops (u32) until it returns 1; \
               returns the number of calls, or -E2BIG (-7) when nr_loops > 2^23 (BPF_MAX_LOOPS), as Linux",

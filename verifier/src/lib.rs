@@ -626,7 +626,11 @@ pub fn verify_with(
             _ => None,
         };
         match blamed {
-            Some(h) if !heads.contains(&h) => heads.push(h),
+            // Only in the entry function: running out ends the program, which a
+            // subprogram cannot do by itself.
+            Some(h) if !heads.contains(&h) && p.funcs.get(1).is_none_or(|f| h < f.start) => {
+                heads.push(h)
+            }
             _ => return Err(errs),
         }
     }

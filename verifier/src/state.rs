@@ -499,7 +499,8 @@ fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut IdMap) -> bool {
                 ..
             },
         ) => ids.same(*ia, *ib) && la <= lb && hb <= ha && tb <= ta,
-        (Slot::Iter { .. }, _) | (Slot::Bytes(_) | Slot::Narrow { .. } | Slot::Spill(_), Slot::Iter { .. }) => false,
+        (Slot::Iter { .. }, _)
+        | (Slot::Bytes(_) | Slot::Narrow { .. } | Slot::Spill(_), Slot::Iter { .. }) => false,
         (Slot::Spill(ra), Slot::Spill(rb)) => reg_subsumes(ra, rb, ids),
         (Slot::Spill(Reg::Uninit), _) => true,
         (

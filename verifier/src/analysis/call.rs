@@ -270,7 +270,7 @@ impl<'a> Explorer<'a> {
                 Arg::ConstStr => self.const_str(&st, i, r, &v, h.name)?,
                 // bpf_loop's own arguments: checked by `bpf_loop` (the loop's head), which
                 // handles the call before this generic path.
-                Arg::Callback | Arg::CallbackCtx | Arg::ZeroFlags => {
+                Arg::LoopCount | Arg::Callback | Arg::CallbackCtx | Arg::ZeroFlags => {
                     unreachable!("bpf_loop calls are handled by Explorer::bpf_loop")
                 }
             }

@@ -210,13 +210,7 @@ impl Explorer<'_> {
     /// same instance), the repeat is convergence like the head's, not an infinite loop;
     /// the remembered state's longest remaining path (known when the loop is released)
     /// then counts towards the loop's longest iteration.
-    pub(super) fn repeat_converges(
-        &mut self,
-        at: usize,
-        k: usize,
-        st: &State,
-        steps: u64,
-    ) -> bool {
+    pub(super) fn repeat_converges(&mut self, at: usize, k: usize, st: &State, steps: u64) -> bool {
         let Some(&(l, head_steps)) = self.loop_stack.last() else {
             return false;
         };
@@ -305,10 +299,13 @@ impl Explorer<'_> {
                 None => self.relevant[at],
             })
             .collect();
-        if self.loops[l].state.subsumes_with(&st, &masks) {
+        if self.loops[l].state.subsumes_with(&st, &masks)
+            && same_iterators(&self.loops[l].state, &st)
+        {
             return Ok(None);
         }
-        let w = widen(&self.loops[l].state, &st).filter(|w| w.subsumes(&st));
+        let w =
+            widen(&self.loops[l].state, &st).filter(|w| w.subsumes(&st) && same_iterators(w, &st));
         let Some(w) = w else {
             return Err(self.diag(
                 Rule::LoopBound,
@@ -348,12 +345,13 @@ impl Explorer<'_> {
                 Reg::Scalar(x) => u64::from(x.u32max).min(BPF_MAX_LOOPS),
                 _ => BPF_MAX_LOOPS,
             },
-            LoopForm::Iterator => self
-                .iter_slot(st, 1)
-                .map_or(BPF_MAX_LOOPS, |(_, _, slot)| match slot {
-                    Slot::Iter { trips, .. } => trips,
-                    _ => BPF_MAX_LOOPS,
-                }),
+            LoopForm::Iterator => {
+                self.iter_slot(st, 1)
+                    .map_or(BPF_MAX_LOOPS, |(_, _, slot)| match slot {
+                        Slot::Iter { trips, .. } => trips,
+                        _ => BPF_MAX_LOOPS,
+                    })
+            }
             LoopForm::MayGoto => BPF_MAX_LOOPS,
             LoopForm::Budget => {
                 let _ = at;
@@ -648,6 +646,21 @@ impl Explorer<'_> {
     }
 }
 
+/// Whether every iterator slot of `h` holds the very same iterator (id) in `s`. Subsumption
+/// matches ids as a bijection, which would let an iteration that destroys its iterator and
+/// makes a new one (resetting the count) converge: a loop that never ends.
+fn same_iterators(h: &State, s: &State) -> bool {
+    h.frames.iter().zip(&s.frames).all(|(f, g)| {
+        f.stack
+            .iter()
+            .enumerate()
+            .all(|(k, a)| match (a, g.slot(k)) {
+                (Slot::Iter { id: x, .. }, Slot::Iter { id: y, .. }) => x == y,
+                _ => true,
+            })
+    })
+}
+
 /// `h ∇ s`: a state that subsumes both, keeping what `h` already subsumes of `s` and
 /// forgetting the rest (see the module's documentation). `None` when the two have
 /// different frames or held references, which no widening can join.
@@ -670,9 +683,7 @@ pub(super) fn widen(h: &State, s: &State) -> Option<State> {
             changed = true;
             fw.regs[r] = match (a, b) {
                 (Reg::Scalar(_), Reg::Scalar(_)) => Reg::Scalar(Scalar::unknown()),
-                (Reg::Ptr(ra, _), Reg::Ptr(rb, _)) if ra == rb => {
-                    Reg::Ptr(*ra, Scalar::unknown())
-                }
+                (Reg::Ptr(ra, _), Reg::Ptr(rb, _)) if ra == rb => Reg::Ptr(*ra, Scalar::unknown()),
                 _ => Reg::Uninit,
             };
         }
@@ -682,7 +693,9 @@ pub(super) fn widen(h: &State, s: &State) -> Option<State> {
         let n = fw.stack.len().max(fs.stack.len());
         for k in 0..n {
             let (a, b) = (fw.slot(k).clone(), fs.slot(k).clone());
-            if State::slot_subsumes_alone(&a, &b) {
+            let same_iter =
+                !matches!((&a, &b), (Slot::Iter { id: x, .. }, Slot::Iter { id: y, .. }) if x != y);
+            if same_iter && State::slot_subsumes_alone(&a, &b) {
                 continue;
             }
             let ma = a.init_mask().unwrap_or(0);

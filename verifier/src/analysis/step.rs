@@ -253,13 +253,15 @@ impl<'a> Explorer<'a> {
                             .expect("the structural pass checked function addresses");
                         Reg::Func(k)
                     }
-                    Pseudo::MapFd | Pseudo::MapValue | Pseudo::BtfId => return Err(self.diag(
-                        Rule::Unsupported,
-                        i,
-                        &st,
-                        &[],
-                        "this ld_imm64 form (map fd or BTF id) is not supported".into(),
-                    )),
+                    Pseudo::MapFd | Pseudo::MapValue | Pseudo::BtfId => {
+                        return Err(self.diag(
+                            Rule::Unsupported,
+                            i,
+                            &st,
+                            &[],
+                            "this ld_imm64 form (map fd or BTF id) is not supported".into(),
+                        ))
+                    }
                 };
                 st.cur_mut().regs[d as usize] = v;
                 Ok(Step::Next(st, next))

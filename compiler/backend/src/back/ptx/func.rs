@@ -462,13 +462,11 @@ impl<'a> FuncWriter<'a> {
             }
             Kind::Call(CallKind::Kfunc) => match self.prog.kfunc(i) {
                 Some(k) => self.iter_kfunc(pcs[i], k),
-                None => {
-                    return Err(self.unsupported(
-                        i,
-                        pcs,
-                        "kernel functions (kfuncs) other than the runtime's do not exist on the GPU",
-                    ))
-                }
+                None => return Err(self.unsupported(
+                    i,
+                    pcs,
+                    "kernel functions (kfuncs) other than the runtime's do not exist on the GPU",
+                )),
             },
             Kind::Callx => {
                 // The register holds a helper id (bpf_conformance's convention) or a
