@@ -761,7 +761,7 @@ pub(crate) mod tests {
                     );
                     assert!(!regs.is_empty(), "{}", h.name);
                 }
-                Lowering::Inline | Lowering::Printk { .. } => {}
+                Lowering::Inline | Lowering::Printk { .. } | Lowering::Loop => {}
             }
         }
     }

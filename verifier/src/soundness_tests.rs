@@ -234,6 +234,7 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
         // exploration explodes is rejected either way).
         let limits = VerifyOptions {
             complexity_limit: 20_000,
+            ..VerifyOptions::default()
         };
         let Ok(facts) = verify_with(&obj, 0, &Entry::conformance(MEM), &limits) else {
             continue;
@@ -250,6 +251,7 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
                 .collect();
             let opts = Options {
                 budget: facts.cost_bound,
+                ..Options::default()
             };
             runs += 1;
             // The facts the backend trusts, checked against every step of the real run.
@@ -371,6 +373,7 @@ fn random_instruction_soup_never_panics() {
         };
         let limits = VerifyOptions {
             complexity_limit: 5_000,
+            ..VerifyOptions::default()
         };
         for entry in [Entry::probe(), Entry::conformance(16)] {
             let _ = verify_with(&obj, 0, &entry, &limits);
