@@ -1,9 +1,10 @@
 # numeric iterator (bpf_for), accepted: sums 0..n-1 with n from memory. next is the
 # loop's head; the cost bound is the 9 instructions before it, 2^23 x 7 (next, the check,
-# the load, the add, the goto, and the two that set r1 again) and the 6 after the last
-# next (the check, the destroy and its set-up, the result, exit): 9 + 58720256 + 6.
+# the load, the add, the goto, and the two that set r1 again), the last next (NULL) and
+# the 6 after it (the check, the destroy and its set-up, the result, exit):
+# 9 + 58720256 + 1 + 6.
 # entry: mem 8
-# cost: 58720271
+# cost: 58720272
 r6 = *(u32 *)(r1 + 0)
 r1 = r10
 r1 += -8

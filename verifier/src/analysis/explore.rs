@@ -91,6 +91,14 @@ impl<'a> Explorer<'a> {
         }
     }
 
+    /// The innermost loop bounded by construction the current path is in, as (head, frames
+    /// at the head): where the longest path below a state remembered now ends.
+    pub(super) fn loop_key(&self) -> Option<(usize, usize)> {
+        self.loop_stack
+            .last()
+            .map(|&(l, _)| (self.loops[l].head, self.loops[l].depth))
+    }
+
     /// Puts a loop budget of `n` iterations per function invocation on the loops headed
     /// by `heads` (`--loop-budget`).
     pub(crate) fn set_budget(&mut self, heads: &[usize], n: u64) {
@@ -221,6 +229,7 @@ impl<'a> Explorer<'a> {
                     {
                         self.stored += 1;
                         *self.live[at].entry(fp).or_insert(0) += 1;
+                        let loop_key = self.loop_key();
                         self.store[at].push(Stored {
                             state: st.clone(),
                             fp,
@@ -229,6 +238,7 @@ impl<'a> Explorer<'a> {
                             hits: 0,
                             misses: 0,
                             evicted: false,
+                            loop_key,
                         });
                         self.path.push((at, self.store[at].len() - 1, steps, 0));
                     }
@@ -359,9 +369,17 @@ impl<'a> Explorer<'a> {
     /// missing (a loop whose states never repeat) stops costing a scan of all of them at
     /// every visit.
     fn prune_against(&mut self, at: usize, st: &State, masks: &[u16]) -> Option<usize> {
+        let key = self.loop_key();
         let mut j = 0;
         while let Some(&k) = self.done_list[at].get(j) {
             let s = &mut self.store[at][k];
+            // Lengths below a state count to the end of an iteration of the loop it was
+            // stored in (or to the program's end outside loops): only a path in the same
+            // place may take them as its own.
+            if s.loop_key != key {
+                j += 1;
+                continue;
+            }
             if s.state.subsumes_with(st, masks) {
                 s.hits += 1;
                 return Some(k);

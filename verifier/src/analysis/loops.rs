@@ -49,9 +49,10 @@
 //! head again, or to where a path leaves the loop). Paths that leave the loop (the exit,
 //! and every path that breaks out of the body) are set aside and explored only when every
 //! iteration has been ([`Pending::release`] sits below them in the work list), continuing
-//! from `steps at the first head visit + trips × body`. So the cost bound counts
-//! `trips × body` for each loop instance on a path, whatever the iteration a path leaves
-//! in (a break in iteration k costs at most k bodies plus a partial one).
+//! from `steps at the first head visit + trips × body + 1` (the head runs once more, to
+//! leave). So the cost bound counts `trips × body + 1` for each loop instance on a path,
+//! whatever the iteration a path leaves in (a break in iteration k costs at most k bodies
+//! plus a partial one).
 
 use super::{Explorer, Pending, Step, MAX_CALL_DEPTH, R};
 use crate::scalar::Scalar;
@@ -361,8 +362,9 @@ impl Explorer<'_> {
     }
 
     /// Every iteration of loop `l` is explored: its longest iteration is final, so the
-    /// paths that left it continue, `trips × body` instructions after its first head
-    /// visit.
+    /// paths that left it continue, `trips × body + 1` instructions after its first head
+    /// visit (the `+ 1`: the head runs once more than the body, to leave: the `may_goto`
+    /// that jumps, the `next` that returns NULL).
     pub(super) fn release(&mut self, l: usize, p: &Pending, work: &mut Vec<Pending>) {
         // Every state remembered in the loop is done now: a repeat's iteration went on as
         // long as the remembered state's longest path.
@@ -374,7 +376,8 @@ impl Explorer<'_> {
         let inst = &mut self.loops[l];
         let steps = inst
             .first_steps
-            .saturating_add(inst.trips.saturating_mul(inst.body));
+            .saturating_add(inst.trips.saturating_mul(inst.body))
+            .saturating_add(1);
         self.facts.loops.push(LoopCost {
             pc: self.pcs[inst.head],
             form: inst.form,
@@ -558,6 +561,11 @@ impl Explorer<'_> {
         let func = st.frames[f].func;
         self.depth[func] = self.depth[func].max(8 * (slot as i64 + 1));
         let live = matches!(cur, Slot::Iter { .. });
+        if live && k != Kfunc::IterNumNew {
+            // The iterator moves (or ends): a value pointer from an earlier next would
+            // read the new value, or zeroes, not one in the range it was given.
+            forget_values(&mut st);
+        }
         let clear = |st: &mut State| {
             let c = st.cur_mut();
             for r in 1..=5 {
@@ -643,6 +651,24 @@ impl Explorer<'_> {
             body: (st.clone(), i + 1),
             exit: (st, t),
         })
+    }
+}
+
+/// Turns every pointer to an iterator's value (`next`'s result), in registers and spilled,
+/// in every frame, into an unusable one.
+fn forget_values(st: &mut State) {
+    let is_value = |r: &Reg| matches!(r, Reg::Ptr(Region::IterValue { .. }, _));
+    for f in &mut st.frames {
+        for r in f.regs.iter_mut() {
+            if is_value(r) {
+                *r = Reg::Uninit;
+            }
+        }
+        for s in f.stack.iter_mut() {
+            if matches!(s, Slot::Spill(r) if is_value(r)) {
+                *s = Slot::Bytes(0);
+            }
+        }
     }
 }
 

@@ -78,6 +78,10 @@ struct Stored {
     /// Dropped: a fully explored state that missed more than [`EVICT_MISSES`] allows.
     /// Its slot stays (the path refers to stored states by index), its state is freed.
     evicted: bool,
+    /// The innermost loop bounded by construction the path was in when the state was
+    /// stored ([`Explorer::loop_key`]): `remaining` counts to the end of its iteration.
+    /// Only paths in the same loop are pruned against it.
+    loop_key: Option<(usize, usize)>,
 }
 
 impl Stored {
