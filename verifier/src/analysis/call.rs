@@ -88,6 +88,20 @@ impl<'a> Explorer<'a> {
                 format!("helper {id} is not in the device runtime"),
             ));
         };
+        // bpf_loop is a loop's head (`Explorer::bpf_loop`), reached only by `call 181`:
+        // through callx its callback could not be pinned.
+        if h.lowering == bpf2ptx_runtime::Lowering::Loop {
+            return Err(self.diag(
+                Rule::HelperArg,
+                i,
+                &st,
+                &[],
+                format!(
+                    "{}: bpf_loop must be called directly (call {id}), not through callx",
+                    h.name
+                ),
+            ));
+        }
         let mut map_arg: Option<u32> = None;
         let mut record: Option<(u32, u32)> = None;
         for (k, arg) in h.args.iter().enumerate() {
