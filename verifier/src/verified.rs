@@ -38,7 +38,7 @@ pub struct Rejected {
 }
 
 impl<'p> Verified<'p> {
-    /// Verifies every program `k` of `obj` under `entry(k)` ([`verify`]), in order; the
+    /// Verifies every program `k` of `obj` under `entry(k)` ([`crate::verify`]), in order; the
     /// first program rejected is the error (the later ones are not verified).
     pub fn new(obj: &'p Object, entry: impl FnMut(usize) -> Entry) -> Result<Self, Rejected> {
         Verified::new_with(obj, entry, &Options::default())
