@@ -189,11 +189,15 @@ pub struct Verdict {
 }
 
 /// Runs the verifier over every program of an object.
-pub fn verify_all(obj: &Object) -> Vec<Verdict> {
+pub fn verify_all(obj: &Object, loop_budget: Option<u64>) -> Vec<Verdict> {
+    let opts = bpf2ptx_verifier::Options {
+        loop_budget,
+        ..Default::default()
+    };
     (0..obj.programs.len())
         .map(|k| Verdict {
             program: obj.programs[k].name.clone(),
-            result: bpf2ptx_verifier::verify(obj, k, &entry(obj, k)),
+            result: bpf2ptx_verifier::verify_with(obj, k, &entry(obj, k), &opts),
         })
         .collect()
 }
@@ -322,9 +326,18 @@ pub fn check_gpu_support(obj: &Object) -> Result<(), CompileError> {
 /// first rejected program is an error, and so is a map [`check_maps`] refuses and a use
 /// [`check_gpu_support`] refuses. The result is what the backend lowers.
 pub fn verify(obj: &Object) -> Result<Verified<'_>, CompileError> {
+    verify_budget(obj, None)
+}
+
+/// [`verify`] with `--loop-budget` (`bpf2ptx_verifier::Options::loop_budget`).
+pub fn verify_budget(obj: &Object, loop_budget: Option<u64>) -> Result<Verified<'_>, CompileError> {
     check_maps(obj)?;
     check_gpu_support(obj)?;
-    Verified::new(obj, |k| entry(obj, k)).map_err(|r| CompileError::Rejected {
+    let opts = bpf2ptx_verifier::Options {
+        loop_budget,
+        ..Default::default()
+    };
+    Verified::new_with(obj, |k| entry(obj, k), &opts).map_err(|r| CompileError::Rejected {
         file: obj.file.clone(),
         program: r.name,
         errors: r.diagnostics.iter().map(|e| e.to_string()).collect(),
@@ -352,7 +365,7 @@ pub fn resolve<'p>(
     obj: &'p Object,
     opts: &ptx::Options,
 ) -> Result<(Verified<'p>, ptx::Options), CompileError> {
-    let verified = verify(obj)?;
+    let verified = verify_budget(obj, opts.loop_budget)?;
     let mut opts = opts.clone();
     let forced = std::mem::take(&mut opts.sharded);
     opts.sharded = (0..obj.maps.len())

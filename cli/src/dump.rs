@@ -297,6 +297,7 @@ fn prog_view<'a>(obj: &'a Object, p: &'a Program) -> ProgView<'a> {
                     Some(_) => format!("ksym {}", obj.externs[*ext].name),
                     None => format!("extern #{ext}"),
                 },
+                RelocTarget::Kfunc { .. } => format!("kfunc {}", r.symbol),
             };
             if r.elf_type == "pc-relative" {
                 what

@@ -29,6 +29,8 @@ pub struct Options {
     /// The Linux config file giving kconfig externs their values (`--kconfig`;
     /// [`compile::apply_kconfig`]).
     pub kconfig: Option<std::path::PathBuf>,
+    /// `--loop-budget N` (specs/verifier.md, "Loops").
+    pub loop_budget: Option<u64>,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -329,6 +331,7 @@ pub fn inject_checked(
     let popts = ptx::Options {
         target,
         granularity: opts.granularity,
+        loop_budget: opts.loop_budget,
         ..maps
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never

@@ -80,6 +80,12 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     compile: CompileArgs,
+    /// Put a may_goto-style budget of N iterations per run on every loop the verifier
+    /// cannot bound otherwise: such a loop ends the program when the budget is spent, and
+    /// the runtime counts it (`bpf2ptx_loopcnt_<program>`, specs/abi.md). The cost bound
+    /// is then N x the loop's body. For compiling, verify, inject and run.
+    #[arg(long, global = true, value_name = "N")]
+    loop_budget: Option<u64>,
 }
 
 #[derive(Args)]
@@ -287,8 +293,8 @@ fn main() {
             file,
             format,
             kconfig,
-        }) => verify(&file, format, kconfig.as_deref()),
-        Some(Command::Inject(args)) => inject_cmd(&args),
+        }) => verify(&file, format, kconfig.as_deref(), cli.loop_budget),
+        Some(Command::Inject(args)) => inject_cmd(&args, cli.loop_budget),
         Some(Command::Run {
             path,
             mem,
@@ -318,10 +324,11 @@ fn main() {
                         granularity: g,
                         placement: &placement,
                         live_drain: !no_drain,
+                        loop_budget: cli.loop_budget,
                     },
                 )
             } else {
-                run_cmd(&path, mem.as_deref(), cpu, &target)
+                run_cmd(&path, mem.as_deref(), cpu, &target, cli.loop_budget)
             }
         }
         None => match cli.compile.file {
@@ -331,6 +338,7 @@ fn main() {
                 &cli.compile.target,
                 &cli.compile.map,
                 cli.compile.kconfig.as_deref(),
+                cli.loop_budget,
             ),
             None => {
                 eprintln!("error: no input file (try `bpf2ptx --help`)");
@@ -341,7 +349,7 @@ fn main() {
     std::process::exit(stdout_status(code));
 }
 
-fn inject_cmd(a: &InjectArgs) -> i32 {
+fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>) -> i32 {
     use bpf2ptx::inject;
     let opts = inject::Options {
         granularity: a.granularity.into(),
@@ -349,6 +357,7 @@ fn inject_cmd(a: &InjectArgs) -> i32 {
         call: a.call,
         maps: a.map.clone(),
         kconfig: a.kconfig.clone(),
+        loop_budget,
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
@@ -415,7 +424,7 @@ fn dump(file: &Path, format: Format) -> i32 {
     exit::OK
 }
 
-fn verify(file: &Path, format: Format, kconfig: Option<&Path>) -> i32 {
+fn verify(file: &Path, format: Format, kconfig: Option<&Path>, loop_budget: Option<u64>) -> i32 {
     let mut obj = match load(file) {
         Ok(o) => o,
         Err(c) => return c,
@@ -464,7 +473,7 @@ fn verify(file: &Path, format: Format, kconfig: Option<&Path>) -> i32 {
         eprintln!("error: {e}");
         return e.exit_code();
     }
-    let verdicts = compile::verify_all(&obj);
+    let verdicts = compile::verify_all(&obj, loop_budget);
     let rejected = verdicts.iter().any(|v| v.result.is_err());
     // The attach point each program was checked for (its context comes from it).
     let attach: Vec<Option<Attach>> = obj
@@ -485,6 +494,8 @@ fn verify(file: &Path, format: Format, kconfig: Option<&Path>) -> i32 {
                             "cost_bound": f.cost_bound,
                             "stack_bytes": f.stack_bytes,
                             "unreachable": f.unreachable,
+                            "loops": loop_summary(f),
+                            "loop_budget": f.loop_budget,
                         }),
                         Err(errs) => serde_json::json!({
                             "program": v.program,
@@ -519,6 +530,20 @@ fn verify(file: &Path, format: Format, kconfig: Option<&Path>) -> i32 {
                         );
                         if !f.unreachable.is_empty() {
                             outln!("  warning: unreachable instructions at {:?}", f.unreachable);
+                        }
+                        for l in loop_summary(f) {
+                            let budget = if l.form == bpf2ptx_verifier::LoopForm::Budget {
+                                " (--loop-budget: the program ends, counted, when it is spent)"
+                            } else {
+                                ""
+                            };
+                            outln!(
+                                "  loop at insn {} ({}): at most {} iterations x {} instructions{budget}",
+                                l.pc,
+                                l.form.name(),
+                                l.trips,
+                                l.body
+                            );
                         }
                     }
                     Err(errs) => {
@@ -563,17 +588,34 @@ fn describe_attach(a: &Attach) -> String {
     )
 }
 
+/// Each loop head's worst instance (the largest trips x body), in code order: what the
+/// cost bound counts for the loop.
+fn loop_summary(f: &bpf2ptx_verifier::Facts) -> Vec<bpf2ptx_verifier::LoopCost> {
+    let mut out: Vec<bpf2ptx_verifier::LoopCost> = Vec::new();
+    for l in &f.loops {
+        match out.iter_mut().find(|o| o.pc == l.pc && o.form == l.form) {
+            Some(o) if o.trips.saturating_mul(o.body) < l.trips.saturating_mul(l.body) => *o = *l,
+            Some(_) => {}
+            None => out.push(*l),
+        }
+    }
+    out.sort_by_key(|l| l.pc);
+    out
+}
+
 fn compile_cmd(
     file: &Path,
     output: Option<&Path>,
     t: &TargetArgs,
     map: &[String],
     kconfig: Option<&Path>,
+    loop_budget: Option<u64>,
 ) -> i32 {
     let opts = ptx::Options {
         target: t.target.clone(),
         entry: t.entry,
         granularity: t.granularity.into(),
+        loop_budget,
         ..Default::default()
     };
     let out = output
@@ -614,10 +656,17 @@ fn compile_cmd(
     }
 }
 
-fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
+fn run_cmd(
+    path: &Path,
+    mem: Option<&Path>,
+    cpu: bool,
+    target: &str,
+    loop_budget: Option<u64>,
+) -> i32 {
     let opts_ptx = ptx::Options {
         target: target.to_string(),
         entry: true,
+        loop_budget,
         ..Default::default()
     };
     let compile_fn = |obj: &Object| -> Result<(String, String), String> {
@@ -625,8 +674,27 @@ fn run_cmd(path: &Path, mem: Option<&Path>, cpu: bool, target: &str) -> i32 {
         Ok((text, ptx::entry_symbol(&obj.programs[0])))
     };
     let interp_fn = |obj: &Object, mem: &mut [u8]| -> Result<u64, String> {
-        compile::verify(obj).map_err(|e| e.to_string())?;
-        bpf2ptx_compiler::interp::run(obj, 0, mem, &Default::default()).map_err(|e| e.to_string())
+        let verified = compile::verify_budget(obj, loop_budget).map_err(|e| e.to_string())?;
+        let facts = verified.facts(0);
+        let opts = bpf2ptx_compiler::interp::Options {
+            loop_budget: facts
+                .loop_budget
+                .map(|n| bpf2ptx_compiler::interp::LoopBudget {
+                    n,
+                    heads: facts.budget_heads.clone(),
+                }),
+            ..Default::default()
+        };
+        let mut interp = bpf2ptx_compiler::interp::Interp::new(obj, opts);
+        let r0 = interp.run(0, mem).map_err(|e| e.to_string())?;
+        if interp.budget_exhausted() > 0 {
+            eprintln!(
+                "note: {}: the loop budget ran out: the run ended there with r0 = 0 (loop_budget_exhausted: {})",
+                obj.file,
+                interp.budget_exhausted()
+            );
+        }
+        Ok(r0)
     };
     let opts = RunOptions {
         mem,
@@ -685,6 +753,7 @@ struct ProbeRun<'a> {
     granularity: ptx::Granularity,
     placement: &'a [String],
     live_drain: bool,
+    loop_budget: Option<u64>,
 }
 
 /// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
@@ -699,6 +768,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         granularity,
         placement,
         live_drain,
+        loop_budget,
     } = *run;
     let obj = match load(path) {
         Ok(o) => o,
@@ -733,6 +803,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         sharded: map_opts.sharded,
         unsharded: map_opts.unsharded,
         host: loader::host_flags(&obj, &host).unwrap_or_default(),
+        loop_budget,
     };
     let text = match compile::compile(&obj, &opts) {
         Ok(t) => t,
@@ -758,14 +829,24 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         l.set_live_drain(live_drain);
         let r = l.run_entry(&obj.programs[index].name, launch.into(), &input)?;
         let dump = if maps { Some(l.maps_json()?) } else { None };
-        Ok((r, l.printk()?, dump, l.losses()?))
+        Ok((
+            r,
+            l.printk()?,
+            dump,
+            l.losses()?,
+            l.loop_budget_exhausted()?,
+        ))
     })();
     match result {
-        Ok((r, printk, dump, losses)) => {
+        Ok((r, printk, dump, losses, budget)) => {
             // Nothing lost silently: every map operation that did not do what the
             // program asked is counted on the device and said here.
             for (name, counts) in losses {
                 eprintln!("note: map {name}: {counts}");
+            }
+            // Nor a run the loop budget ended (--loop-budget).
+            for (name, n) in budget {
+                eprintln!("note: program {name}: loop_budget_exhausted: {n}");
             }
             let (r0, ms) = (r.r0, r.report.kernel_ms);
             out!(

@@ -63,6 +63,7 @@ use crate::isa::table::{
 };
 use crate::isa::Insn;
 use crate::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::{Kfunc, BPF_MAX_LOOPS};
 use thiserror::Error;
 
 /// Distance between the bases of two regions of the address space (`1 << 44`).
@@ -94,12 +95,28 @@ pub struct Options {
     /// The most instructions one run may execute before it fails with
     /// [`InterpError::Budget`].
     pub budget: u64,
+    /// `--loop-budget`: the loops the verifier put a budget on, and the budget.
+    pub loop_budget: Option<LoopBudget>,
+}
+
+/// The loop budget of a program verified with `--loop-budget` (the verifier's
+/// `Facts::budget_heads` and `Facts::loop_budget`): each time the entry function reaches
+/// one of `heads` it spends one of `n` units; with none left the run ends with r0 = 0 and
+/// the event is counted ([`Interp::budget_exhausted`]), as the GPU counts it in the
+/// program's `bpf2ptx_loopcnt_` counter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopBudget {
+    /// Units per run.
+    pub n: u64,
+    /// Instruction indices of the budgeted loops' heads (in the entry function).
+    pub heads: Vec<usize>,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             budget: DEFAULT_BUDGET,
+            loop_budget: None,
         }
     }
 }
@@ -186,6 +203,14 @@ pub enum InterpError {
         /// The helper id (`imm`, or the register's value for `callx`).
         helper: i64,
     },
+    /// `bpf_loop`'s r2 is not a function address.
+    #[error("insn {pc}: bpf_loop's callback (r2 = {value:#x}) is not a function address")]
+    BadCallback {
+        /// Slot index of the call.
+        pc: usize,
+        /// The value of r2.
+        value: u64,
+    },
     /// A jump or call targets a slot that does not start an instruction of the program.
     #[error("insn {pc}: target slot {target} is not the start of an instruction")]
     BadTarget {
@@ -233,6 +258,7 @@ impl InterpError {
             | InterpError::CallDepth { pc, .. }
             | InterpError::UnknownHelper { pc, .. }
             | InterpError::BadTarget { pc, .. }
+            | InterpError::BadCallback { pc, .. }
             | InterpError::FellOff { pc }
             | InterpError::NoSuchMap { pc, .. }
             | InterpError::Unsupported { pc, .. } => Some(pc),
@@ -253,6 +279,8 @@ pub struct Interp<'o> {
     opts: Options,
     /// The value of each global-data map (`None` for other maps).
     globals: Vec<Option<Vec<u8>>>,
+    /// Runs that ended because the loop budget was spent ([`LoopBudget`]).
+    exhausted: u64,
 }
 
 impl<'o> Interp<'o> {
@@ -269,7 +297,18 @@ impl<'o> Interp<'o> {
                 })
             })
             .collect();
-        Interp { obj, opts, globals }
+        Interp {
+            obj,
+            opts,
+            globals,
+            exhausted: 0,
+        }
+    }
+
+    /// How many runs so far ended because their loop budget ran out ([`LoopBudget`]):
+    /// what the GPU's `bpf2ptx_loopcnt_<program>` counter holds after as many runs.
+    pub fn budget_exhausted(&self) -> u64 {
+        self.exhausted
     }
 
     /// The current value of global-data map `map` (`None` for other maps).
@@ -313,12 +352,21 @@ impl<'o> Interp<'o> {
             frames: Vec::new(),
             executed: 0,
             budget: self.opts.budget,
+            may_goto: BPF_MAX_LOOPS,
+            program,
+            loop_budget: self.opts.loop_budget.as_ref(),
+            budget_left: self.opts.loop_budget.as_ref().map_or(0, |b| b.n),
+            exhausted: false,
             observe,
         };
         m.regs[1] = MEM_BASE;
         m.regs[2] = m.mem.input.len() as u64;
         m.regs[10] = frame_pointer(0);
-        m.execute()
+        let r = m.execute();
+        if m.exhausted {
+            self.exhausted += 1;
+        }
+        r
     }
 }
 
@@ -384,7 +432,29 @@ struct Frame {
     ret: usize,
     /// The caller's r6-r10.
     saved: [u64; 5],
+    /// The caller's `may_goto` budget (each function invocation has its own).
+    may_goto: u64,
+    /// Set when the frame is a `bpf_loop` callback's: the loop to continue at its `exit`.
+    looping: Option<LoopCall>,
 }
+
+/// A `bpf_loop` in progress: the callback runs for `index` = 0, 1, ... < `count`.
+#[derive(Clone, Copy)]
+struct LoopCall {
+    /// Instruction index of the callback's first instruction.
+    callback: usize,
+    /// The index of the call running now.
+    index: u64,
+    /// `nr_loops`.
+    count: u64,
+    /// The callback's r2.
+    ctx: u64,
+}
+
+/// Base of the (inaccessible) region that function addresses (`ld_imm64` with `src` 4)
+/// point into: the value is this plus the function's first instruction index, so
+/// `bpf_loop` can tell a callback from any other number.
+const FUNC_BASE: u64 = 15 << REGION_SHIFT;
 
 /// The state of one run.
 struct Machine<'a> {
@@ -399,6 +469,16 @@ struct Machine<'a> {
     frames: Vec<Frame>,
     executed: u64,
     budget: u64,
+    /// The running function invocation's `may_goto` budget ([`BPF_MAX_LOOPS`] at entry).
+    may_goto: u64,
+    /// The program (for the names of its kfunc calls).
+    program: &'a Program,
+    /// The loop budget, if the program was verified with one.
+    loop_budget: Option<&'a LoopBudget>,
+    /// Its units left in this run.
+    budget_left: u64,
+    /// The run ended because the budget ran out.
+    exhausted: bool,
     observe: &'a mut dyn FnMut(usize, &[u64; 11], usize),
 }
 
@@ -417,6 +497,17 @@ impl Machine<'_> {
                 });
             }
             self.executed += 1;
+            if self.frames.is_empty()
+                && self
+                    .loop_budget
+                    .is_some_and(|b| b.heads.binary_search(&i).is_ok())
+            {
+                if self.budget_left == 0 {
+                    self.exhausted = true;
+                    return Ok(0);
+                }
+                self.budget_left -= 1;
+            }
             let next = match self.step(insn, i, pc)? {
                 // An `Insn` is one entry whatever its slot count.
                 Step::Next => i + 1,
@@ -538,6 +629,9 @@ impl Machine<'_> {
                 }
             }
             Kind::Ja | Kind::Gotol => return self.jump(i, insn),
+            Kind::Call(CallKind::Helper) if bpf2ptx_runtime::is_helper(insn.imm, "loop") => {
+                return self.bpf_loop(pc, i);
+            }
             Kind::Call(CallKind::Helper) => self.regs[0] = self.helper(pc, insn.imm)?,
             Kind::Callx => self.regs[0] = self.helper(pc, self.regs[d] as i64)?,
             Kind::Call(CallKind::Local) => {
@@ -550,25 +644,45 @@ impl Machine<'_> {
                         limit: MAX_FRAMES,
                     });
                 }
-                let mut saved = [0; 5];
-                saved.copy_from_slice(&self.regs[6..11]);
-                self.frames.push(Frame { ret: i + 1, saved });
-                self.mem.stacks.push([0; STACK_SIZE]);
-                self.regs[10] = frame_pointer(self.frames.len());
+                self.push_frame(i + 1, None);
                 return Ok(Step::Jump(target));
             }
-            Kind::Call(CallKind::Kfunc) => {
-                return Err(self.unsupported(
-                    pc,
-                    insn,
-                    "calls a kernel function, which the interpreter does not model",
-                ));
+            Kind::Call(CallKind::Kfunc) => match self.program.kfunc(i) {
+                Some(k) => self.kfunc(pc, k)?,
+                None => {
+                    return Err(self.unsupported(
+                        pc,
+                        insn,
+                        "calls a kernel function the runtime does not have",
+                    ))
+                }
+            },
+            Kind::MayGoto => {
+                // Linux: jump once the budget is spent, otherwise spend one unit.
+                if self.may_goto == 0 {
+                    return self.target(pc, insn.off.into()).map(Step::Jump);
+                }
+                self.may_goto -= 1;
             }
             Kind::Exit => {
                 let Some(frame) = self.frames.pop() else {
                     return Ok(Step::Exit(self.regs[0]));
                 };
                 self.mem.stacks.pop();
+                self.may_goto = frame.may_goto;
+                if let Some(mut lc) = frame.looping {
+                    // The callback returned: 0 continues, anything else stops (the
+                    // verifier allows 0 and 1 only).
+                    lc.index += 1;
+                    if self.regs[0] == 0 && lc.index < lc.count {
+                        self.regs[6..11].copy_from_slice(&frame.saved);
+                        self.push_frame(frame.ret, Some(lc));
+                        self.regs[1] = lc.index;
+                        self.regs[2] = lc.ctx;
+                        return Ok(Step::Jump(lc.callback));
+                    }
+                    self.regs[0] = lc.index;
+                }
                 self.regs[6..11].copy_from_slice(&frame.saved);
                 return Ok(Step::Jump(frame.ret));
             }
@@ -600,6 +714,110 @@ impl Machine<'_> {
             Kind::Atomic(size, op, fetch) => self.atomic(pc, insn, size, op, fetch)?,
         }
         Ok(Step::Next)
+    }
+
+    /// A new frame for a call that returns to instruction `ret`: the caller's r6-r10 and
+    /// `may_goto` budget saved, a zeroed stack, a fresh budget.
+    fn push_frame(&mut self, ret: usize, looping: Option<LoopCall>) {
+        let mut saved = [0; 5];
+        saved.copy_from_slice(&self.regs[6..11]);
+        self.frames.push(Frame {
+            ret,
+            saved,
+            may_goto: self.may_goto,
+            looping,
+        });
+        self.may_goto = BPF_MAX_LOOPS;
+        self.mem.stacks.push([0; STACK_SIZE]);
+        self.regs[10] = frame_pointer(self.frames.len());
+    }
+
+    /// `bpf_loop(nr_loops, callback, ctx, flags)` (helper 181) as Linux runs it: `-EINVAL`
+    /// for flags other than 0, `-E2BIG` for more than [`BPF_MAX_LOOPS`] loops, 0 for none;
+    /// otherwise the callback's first call, continued at its `exit`.
+    fn bpf_loop(&mut self, pc: usize, i: usize) -> Result<Step, InterpError> {
+        let (count, func, ctx, flags) = (
+            self.regs[1] & 0xffff_ffff,
+            self.regs[2],
+            self.regs[3],
+            self.regs[4],
+        );
+        let callback = func
+            .checked_sub(FUNC_BASE)
+            .filter(|&t| t < self.insns.len() as u64)
+            .ok_or(InterpError::BadCallback { pc, value: func })? as usize;
+        let early = if flags != 0 {
+            Some(bpf2ptx_runtime::EINVAL as u64)
+        } else if count > BPF_MAX_LOOPS {
+            Some(bpf2ptx_runtime::E2BIG as u64)
+        } else if count == 0 {
+            Some(0)
+        } else {
+            None
+        };
+        if let Some(r0) = early {
+            self.regs[0] = r0;
+            return Ok(Step::Next);
+        }
+        let frames = self.frames.len() + 2;
+        if frames > MAX_FRAMES {
+            return Err(InterpError::CallDepth {
+                pc,
+                frames,
+                limit: MAX_FRAMES,
+            });
+        }
+        self.push_frame(
+            i + 1,
+            Some(LoopCall {
+                callback,
+                index: 0,
+                count,
+                ctx,
+            }),
+        );
+        self.regs[1] = 0;
+        self.regs[2] = ctx;
+        Ok(Step::Jump(callback))
+    }
+
+    /// The numeric iterator kfuncs, as Linux's `kernel/bpf/bpf_iter.c` defines them on the
+    /// 8-byte `struct bpf_iter_num` at r1: `{ s32 cur; s32 end; }`.
+    fn kfunc(&mut self, pc: usize, k: Kfunc) -> Result<(), InterpError> {
+        let it = self.regs[1];
+        let set = |m: &mut Self, cur: i32, end: i32| {
+            let v = u64::from(cur as u32) | (u64::from(end as u32) << 32);
+            m.store(pc, Access::Store, it, Size::DW, v)
+        };
+        match k {
+            Kfunc::IterNumNew => {
+                let (start, end) = (self.regs[2] as i32, self.regs[3] as i32);
+                let r0 = if start > end {
+                    set(self, 0, 0)?;
+                    bpf2ptx_runtime::EINVAL
+                } else if (i64::from(end) - i64::from(start)) as u64 > BPF_MAX_LOOPS {
+                    set(self, 0, 0)?;
+                    bpf2ptx_runtime::E2BIG
+                } else {
+                    set(self, start.wrapping_sub(1), end)?;
+                    0
+                };
+                self.regs[0] = r0 as u64;
+            }
+            Kfunc::IterNumNext => {
+                let v = self.load(pc, Access::Load, it, Size::DW)?;
+                let (cur, end) = (v as u32 as i32, (v >> 32) as u32 as i32);
+                if i64::from(cur) + 1 >= i64::from(end) {
+                    set(self, 0, 0)?;
+                    self.regs[0] = 0;
+                } else {
+                    set(self, cur + 1, end)?;
+                    self.regs[0] = it;
+                }
+            }
+            Kfunc::IterNumDestroy => set(self, 0, 0)?,
+        }
+        Ok(())
     }
 
     fn ld_imm64(&self, pc: usize, insn: Insn, pseudo: Pseudo) -> Result<u64, InterpError> {
@@ -640,7 +858,9 @@ impl Machine<'_> {
             }
             Pseudo::BtfId => "refers to a kernel variable, which the interpreter does not model",
             Pseudo::Func => {
-                "takes a function's address for a callback, which needs a helper the interpreter does not have"
+                let rel = i64::from(insn.imm as i32);
+                let i = self.cfg.at(pc as i64).expect("an instruction starts at pc");
+                return self.target(i, rel).map(|t| FUNC_BASE + t as u64);
             }
         };
         Err(self.unsupported(pc, insn, what))

@@ -245,6 +245,14 @@ pub enum RelocTarget {
         /// Function index in [`Program::funcs`].
         func: usize,
     },
+    /// A kernel function the device runtime implements ([`bpf2ptx_runtime::Kfunc`]): the
+    /// call is now `src` 2 (`BPF_PSEUDO_KFUNC_CALL`) with `imm` the BTF id of its `FUNC`
+    /// in the object's BTF (the relocation's symbol is the kfunc's name, which is what
+    /// later stages go by: [`Program::kfunc`]).
+    Kfunc {
+        /// BTF id of the kfunc's `FUNC` (0 for a text input, which has no BTF).
+        btf_id: u32,
+    },
     /// An extern that is not `__kconfig` (those become [`RelocTarget::MapValue`] into the
     /// `.kconfig` map): a kfunc call (now `call kfunc`, `src` 2, `imm` the FUNC's id in
     /// the object's BTF) or the address of a `__ksym` variable (now `ld_imm64` with `src`
@@ -381,6 +389,15 @@ impl Program {
     /// The slot index of each instruction (plus one past the end).
     pub fn pcs(&self) -> Vec<usize> {
         crate::isa::insn::pcs(&self.insns)
+    }
+
+    /// The runtime kfunc that the kfunc call at instruction `i` calls, resolved by name
+    /// when the object was loaded (`None`: not a kfunc call, or one the runtime lacks).
+    pub fn kfunc(&self, i: usize) -> Option<bpf2ptx_runtime::Kfunc> {
+        self.relocs
+            .iter()
+            .find(|r| r.insn == i && matches!(r.target, RelocTarget::Kfunc { .. }))
+            .and_then(|r| bpf2ptx_runtime::Kfunc::by_name(&r.symbol))
     }
 
     /// The function that contains instruction `i`.

@@ -192,6 +192,19 @@ pub enum Arg {
     RingbufRecord,
     /// A pointer to a NUL-terminated string in read-only data.
     ConstStr,
+    /// `bpf_loop`'s `nr_loops`: a number (its low 32 bits count), which bounds the
+    /// callback's index and the loop's cost, so the verifier must never merge paths that
+    /// pass different counts.
+    LoopCount,
+    /// `bpf_loop`'s callback: a function address (`ld_imm64` with `src` 4, a
+    /// `BPF_PSEUDO_FUNC`) naming a subprogram of the program, the same one on every path.
+    Callback,
+    /// `bpf_loop`'s callback context: passed to the callback as its r2 unchanged (a
+    /// pointer into a caller's stack, or any number; never read by the loop itself).
+    CallbackCtx,
+    /// A flags argument that must be the constant 0 (Linux returns `-EINVAL` otherwise;
+    /// bpf2ptx rejects the program instead, so the GPU never needs the error path).
+    ZeroFlags,
 }
 
 /// What a helper returns in r0.
@@ -258,6 +271,9 @@ pub enum Lowering {
         /// `trace_vprintk` (177): up to [`printk::MAX_ARGS`] arguments copied from memory.
         vargs: bool,
     },
+    /// `bpf_loop`: a PTX loop in the calling function that calls the callback's `.func`
+    /// with (index, ctx) up to `nr_loops` times (specs/verifier.md, "Loops").
+    Loop,
 }
 
 use Access::{Read, Write};
@@ -603,6 +619,15 @@ pub static HELPERS: &[Helper] = &[
         lowering: Lowering::Inline,
     },
     Helper {
+        id: 181,
+        name: "loop",
+        args: &[LoopCount, Callback, CallbackCtx, ZeroFlags],
+        ret: Ret::Integer,
+        gpu: "calls the callback (index, ctx) for index 0, 1, ... < nr_loops (u32) until it returns 1; \
+              returns the number of calls, or -E2BIG (-7) when nr_loops > 2^23 (BPF_MAX_LOOPS), as Linux",
+        lowering: Lowering::Loop,
+    },
+    Helper {
         id: 600,
         name: "get_global_thread_id",
         args: &[],
@@ -627,6 +652,59 @@ pub static HELPERS: &[Helper] = &[
         lowering: Lowering::Inline,
     },
 ];
+
+/// Linux's `BPF_MAX_LOOPS` (8,388,608 = 2^23): the most iterations `bpf_loop` and a
+/// numeric iterator run, and the loop budget `may_goto` starts each function invocation
+/// with.
+pub const BPF_MAX_LOOPS: u64 = 1 << 23;
+
+/// `-E2BIG`, what `bpf_loop` and `bpf_iter_num_new` return for more than
+/// [`BPF_MAX_LOOPS`] iterations.
+pub const E2BIG: i64 = -7;
+
+/// `-EINVAL`, what `bpf_iter_num_new` returns when `start > end`.
+pub const EINVAL: i64 = -22;
+
+/// A kernel function (kfunc) the device runtime implements. A kfunc call names its target
+/// by the BTF id of the kfunc's `FUNC` in the object's BTF (`src` 2); the front end records
+/// the name it resolved (`program::RelocTarget::Kfunc`), and everything after it goes by
+/// that name, so no BTF id is fixed here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kfunc {
+    /// `int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end)`: starts a
+    /// numeric iterator over `[start, end)` in the 8-byte stack slot `it`; returns 0, or
+    /// `-EINVAL` (`start > end`) / `-E2BIG` (more than [`BPF_MAX_LOOPS`]) with an empty
+    /// iterator.
+    IterNumNew,
+    /// `int *bpf_iter_num_next(struct bpf_iter_num *it)`: a read-only pointer to the next
+    /// value, or NULL once the iterator is drained (and from then on).
+    IterNumNext,
+    /// `void bpf_iter_num_destroy(struct bpf_iter_num *it)`: ends the iterator.
+    IterNumDestroy,
+}
+
+/// Every kfunc of the runtime with its name (the BTF `FUNC` name clang writes).
+pub const KFUNCS: &[(Kfunc, &str)] = &[
+    (Kfunc::IterNumNew, "bpf_iter_num_new"),
+    (Kfunc::IterNumNext, "bpf_iter_num_next"),
+    (Kfunc::IterNumDestroy, "bpf_iter_num_destroy"),
+];
+
+impl Kfunc {
+    /// The kfunc named `name`, if the runtime has it.
+    pub fn by_name(name: &str) -> Option<Kfunc> {
+        KFUNCS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    }
+
+    /// The kfunc's name.
+    pub fn name(self) -> &'static str {
+        KFUNCS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map(|(_, n)| *n)
+            .expect("every kfunc is in KFUNCS")
+    }
+}
 
 /// The helper with id `id`, if the runtime has it.
 pub fn helper(id: i64) -> Option<&'static Helper> {
@@ -683,7 +761,7 @@ pub(crate) mod tests {
                     );
                     assert!(!regs.is_empty(), "{}", h.name);
                 }
-                Lowering::Inline | Lowering::Printk { .. } => {}
+                Lowering::Inline | Lowering::Printk { .. } | Lowering::Loop => {}
             }
         }
     }

@@ -499,3 +499,67 @@ fn probes_that_may_end_their_thread_are_known() {
     assert!(!may_end_thread(&prog("call 5")));
     assert!(!may_end_thread(&prog("r1 = 1")));
 }
+
+/// Issue 15, point 3: the GEMM probes of tests/probes/bpftime whose trip count comes from a
+/// map (bpf_loop, bpf_for, may_goto, and a plain loop under `--loop-budget`) inject into
+/// the vector add under bpftime's kernel name, each loop lowered (the callback's `.func`
+/// called in a PTX loop, the iterator inlined on its slot, `%mg`, `%lb` and the counter),
+/// and ptxas accepts the result.
+#[test]
+fn loop_probes_inject_into_the_vector_add() {
+    let app_text =
+        std::fs::read_to_string(repo_root().join("tests/inject/fatbin/vecadd.compute_90.ptx"))
+            .unwrap()
+            .replace("vecadd_param_", "_Z9vectorAddPKfS0_Pf_param_")
+            .replace(".entry vecadd(", ".entry _Z9vectorAddPKfS0_Pf(");
+    let tmp = tempfile::tempdir().unwrap();
+    let ptxas = require_ptxas();
+    for (name, budget, marks) in [
+        (
+            "gemm_bpf_loop",
+            None,
+            &["$Lbl", "call.uni (bpf_rv), cuda__gemm_bpf_loop__dot_step"][..],
+        ),
+        ("gemm_bpf_for", None, &["$Lit", "st.u32 [%r1+4], %w1;"][..]),
+        (
+            "gemm_can_loop",
+            None,
+            &["mov.u64 %mg, 8388608;", "sub.u64 %mg, %mg, 1;"][..],
+        ),
+        (
+            "gemm_budget",
+            Some(4096),
+            &["mov.u64 %lb, 4096;", "bpf2ptx_loopcnt_cuda__gemm_budget"][..],
+        ),
+    ] {
+        let file = repo_root().join(format!("tests/probes/bpftime/{name}.bpf.o"));
+        let opts = Options {
+            loop_budget: budget,
+            ..Default::default()
+        };
+        let woven = inject::inject(&file, &app_text, "vectorAdd.ptx", &opts)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .0;
+        assert!(!woven.sites.is_empty(), "{name}: no site");
+        for m in marks {
+            assert!(woven.text.contains(m), "{name}: no `{m}` in the output");
+        }
+        let Some(ptxas) = &ptxas else {
+            continue;
+        };
+        let src = tmp.path().join(format!("{name}.ptx"));
+        std::fs::write(&src, woven.text.replacen(".version 9.5", ".version 8.8", 1)).unwrap();
+        let out = Command::new(ptxas)
+            .arg("-arch=sm_90")
+            .arg(&src)
+            .arg("-o")
+            .arg(src.with_extension("cubin"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

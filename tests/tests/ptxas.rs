@@ -40,10 +40,16 @@ fn assemble(ptxas: &Path, dir: &Path, name: &str, ptx: &str) -> Result<(), Strin
 /// target), through the verifier so the facts-driven forms (ld.global, no zero test,
 /// inlined lookups and ring outputs) are assembled too. Panics when it does not lower.
 fn lower(f: &Path) -> String {
+    lower_budget(f, None)
+}
+
+/// [`lower`] with `--loop-budget`.
+fn lower_budget(f: &Path, loop_budget: Option<u64>) -> String {
     let obj = bpf2ptx::load_path(f).unwrap();
     let opts = ptx::Options {
         target: "sm_70".into(),
         entry: true,
+        loop_budget,
         ..Default::default()
     };
     bpf2ptx::compile::compile(&obj, &opts).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
@@ -89,11 +95,18 @@ fn ptxas_accepts_all_emitted_ptx() {
         "gpu_hash_perthread",
         "perf_output_null",
         "printk_vargs",
+        "gemm_bpf_loop",
+        "gemm_bpf_for",
+        "gemm_can_loop",
     ] {
         let f = repo_root().join(format!("tests/probes/bpftime/{name}.bpf.o"));
         jobs.push((format!("bpftime_{name}"), lower(&f)));
         lowered += 1;
     }
+    // The plain GEMM loop under --loop-budget (the counter and the budget register).
+    let f = repo_root().join("tests/probes/bpftime/gemm_budget.bpf.o");
+    jobs.push(("bpftime_gemm_budget".into(), lower_budget(&f, Some(4096))));
+    lowered += 1;
     // Four workers: ptxas is single-threaded and each file takes ~10 ms.
     let chunks: Vec<Vec<(String, String)>> = {
         let mut c = vec![Vec::new(); 4];

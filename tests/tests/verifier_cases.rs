@@ -10,6 +10,7 @@
 //! - `# cost: N`: the accepted program's worst-case instruction count must be N;
 //! - `# complexity: N`: explore at most N instructions (keeps cases about unbounded loops
 //!   fast in debug builds; the default is the verifier's);
+//! - `# loop-budget: N`: verify with `--loop-budget N` (specs/verifier.md, "Loops");
 //! - `.map` lines declare maps (see `bpf2ptx_compiler::front`).
 
 use bpf2ptx_tests::{files_with_ext, repo_root};
@@ -41,6 +42,9 @@ fn expectations(src: &str) -> (Vec<Expect>, Entry, Option<u64>, Options) {
         }
         if let Some(c) = line.trim().strip_prefix("# cost: ") {
             cost = Some(c.trim().parse().expect("cost"));
+        }
+        if let Some(c) = line.trim().strip_prefix("# loop-budget: ") {
+            opts.loop_budget = Some(c.trim().parse().expect("loop budget"));
         }
         if let Some(c) = line.trim().strip_prefix("# complexity: ") {
             opts.complexity_limit = c.trim().parse().expect("complexity");

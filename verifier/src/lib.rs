@@ -59,7 +59,9 @@
 //! registers whose value no later decision reads match any number
 //! ([`state::State::subsumes_with`]). specs/verifier.md describes the whole algorithm,
 //! the limits, the JSON output and the agreement with the Linux verifier.
-//! - `unsupported`: instructions with no GPU meaning (legacy packet access, kfuncs).
+//! - `unsupported`: instructions with no GPU meaning (legacy packet access, kfuncs the
+//!   runtime does not have);
+//! - `iterator`: numeric iterators made, moved and destroyed only by their kfuncs.
 #![deny(missing_docs)]
 
 pub mod analysis;
@@ -111,6 +113,10 @@ pub enum Rule {
     TooComplex,
     InfiniteLoop,
     Unsupported,
+    /// A numeric iterator used as Linux allows: `bpf_iter_num_new` on a free, aligned
+    /// 8-byte stack slot, `next` and `destroy` on a live iterator, destroyed before its
+    /// function returns, never touched by loads, stores or helpers.
+    Iterator,
 }
 
 impl Rule {
@@ -143,6 +149,7 @@ impl Rule {
             Rule::TooComplex => "too-complex",
             Rule::InfiniteLoop => "infinite-loop",
             Rule::Unsupported => "unsupported",
+            Rule::Iterator => "iterator",
         }
     }
 }
@@ -431,6 +438,61 @@ pub struct Facts {
     /// bytes with straight-line code (the size register is relevant to pruning, as every
     /// checked helper argument is, so no merged path disagrees with it).
     pub call_size: Vec<Option<u64>>,
+    /// Per instruction: the function (index in the program's function list) a `bpf_loop`
+    /// call there calls back, the same on every path (the verifier rejects a call whose
+    /// callback differs between paths).
+    pub loop_callback: Vec<Option<usize>>,
+    /// Every loop instance the exploration bounded by construction (`bpf_loop`, numeric
+    /// iterators, `may_goto`, `--loop-budget`), with its trip bound and longest iteration:
+    /// the cost bound counts `trips × body` for each.
+    pub loops: Vec<LoopCost>,
+    /// Instructions (indices) that head a loop `--loop-budget` bounds: the backend
+    /// spends one unit of the function invocation's budget there and ends the program,
+    /// counted, when none is left. Sorted.
+    pub budget_heads: Vec<usize>,
+    /// The budget of `--loop-budget` (units per function invocation) when `budget_heads`
+    /// is not empty.
+    pub loop_budget: Option<u64>,
+}
+
+/// The form of a loop the verifier bounds by construction (specs/verifier.md, "Loops").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopForm {
+    /// `bpf_loop` (helper 181) and its callback.
+    BpfLoop,
+    /// An open-coded numeric iterator (`bpf_iter_num_next` is the head).
+    Iterator,
+    /// `may_goto` (0xe5).
+    MayGoto,
+    /// A loop `--loop-budget` bounds.
+    Budget,
+}
+
+impl LoopForm {
+    /// The form's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopForm::BpfLoop => "bpf_loop",
+            LoopForm::Iterator => "iterator",
+            LoopForm::MayGoto => "may_goto",
+            LoopForm::Budget => "loop-budget",
+        }
+    }
+}
+
+/// One loop instance's share of the cost bound: at most `trips` iterations of at most
+/// `body` instructions each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LoopCost {
+    /// Slot index of the loop's head.
+    pub pc: usize,
+    /// The loop's form.
+    pub form: LoopForm,
+    /// The most iterations.
+    pub trips: u64,
+    /// The most instructions one iteration executes.
+    pub body: u64,
 }
 
 impl Facts {
@@ -449,6 +511,7 @@ impl Facts {
             lookup_in_range: vec![None; n],
             call_size: vec![None; n],
             plain_add: vec![None; n],
+            loop_callback: vec![None; n],
             ..Facts::default()
         }
     }
@@ -460,15 +523,25 @@ pub struct Options {
     /// Instructions the exploration may process before it rejects the program (a loop
     /// without a provable bound ends there).
     pub complexity_limit: u64,
+    /// `--loop-budget N`: a loop the verifier cannot bound otherwise (one it would reject
+    /// with `loop-bound`) gets a `may_goto`-style budget of `N` iterations per function
+    /// invocation; when it runs out, the program ends and the runtime counts the event
+    /// (specs/abi.md, "Counts block").
+    pub loop_budget: Option<u64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             complexity_limit: analysis::COMPLEXITY_LIMIT,
+            loop_budget: None,
         }
     }
 }
+
+/// The most loops `--loop-budget` puts a budget on in one program (each needs one more
+/// exploration to find).
+pub const MAX_BUDGET_LOOPS: usize = 16;
 
 /// Verifies program `prog` of `obj` with the given entry registers: the structural rules,
 /// then every path. Returns the facts, or every independent violation found.
@@ -525,13 +598,40 @@ pub fn verify_with(
             })
             .collect());
     }
-    let mut x = analysis::Explorer::new(obj, p, entry, opts.complexity_limit);
-    x.run();
-    if x.errors.is_empty() {
-        Ok(x.facts)
-    } else {
+    // With a loop budget, each loop the exploration blames (`loop-bound`, at its most
+    // visited backward jump) gets the budget at its head (the jump's target), and the
+    // program is explored again, up to MAX_BUDGET_LOOPS loops.
+    let mut heads: Vec<usize> = Vec::new();
+    loop {
+        let mut x = analysis::Explorer::new(obj, p, entry, opts.complexity_limit);
+        if let Some(n) = opts.loop_budget {
+            x.set_budget(&heads, n);
+        }
+        x.run();
+        if x.errors.is_empty() {
+            let mut facts = x.facts;
+            if !heads.is_empty() {
+                heads.sort_unstable();
+                facts.budget_heads = heads;
+                facts.loop_budget = opts.loop_budget;
+            }
+            return Ok(facts);
+        }
         let mut errs = std::mem::take(&mut x.errors);
         errs.sort_by_key(|e| e.pc);
-        Err(errs)
+        let blamed = match (opts.loop_budget, errs.as_slice()) {
+            (Some(_), [e]) if e.rule == Rule::LoopBound && heads.len() < MAX_BUDGET_LOOPS => {
+                x.backward_target(e.pc)
+            }
+            _ => None,
+        };
+        match blamed {
+            // Only in the entry function: running out ends the program, which a
+            // subprogram cannot do by itself.
+            Some(h) if !heads.contains(&h) && p.funcs.get(1).is_none_or(|f| h < f.start) => {
+                heads.push(h)
+            }
+            _ => return Err(errs),
+        }
     }
 }

@@ -234,6 +234,7 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
         // exploration explodes is rejected either way).
         let limits = VerifyOptions {
             complexity_limit: 20_000,
+            ..VerifyOptions::default()
         };
         let Ok(facts) = verify_with(&obj, 0, &Entry::conformance(MEM), &limits) else {
             continue;
@@ -250,6 +251,7 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
                 .collect();
             let opts = Options {
                 budget: facts.cost_bound,
+                ..Options::default()
             };
             runs += 1;
             // The facts the backend trusts, checked against every step of the real run.
@@ -371,6 +373,7 @@ fn random_instruction_soup_never_panics() {
         };
         let limits = VerifyOptions {
             complexity_limit: 5_000,
+            ..VerifyOptions::default()
         };
         for entry in [Entry::probe(), Entry::conformance(16)] {
             let _ = verify_with(&obj, 0, &entry, &limits);
@@ -671,4 +674,51 @@ fn plain_adds_compute_what_the_program_computes() {
         fused.iter().flatten().all(|&k| k * 50 > total),
         "every form of fused triple needs runs: {fused:?}"
     );
+}
+
+/// Loops bounded by construction: for counts from memory (none, small, past the forms'
+/// limits), every accepted program runs in the interpreter, as Linux defines the forms,
+/// within its cost bound, with every access in bounds.
+#[test]
+fn loops_bounded_by_construction_run_within_their_cost() {
+    let programs = [
+        // bpf_loop: the callback writes byte (index & 7) of the caller's buffer.
+        "r1 = *(u32 *)(r1 + 0)\nr2 = func(cb) ll\nr3 = r10\nr3 += -8\nr4 = 0\n\
+         *(u64 *)(r10 - 8) = r4\ncall 181\nr0 = *(u64 *)(r10 - 8)\nexit\n\
+         cb:\nr1 &= 7\nr2 += r1\nr3 = 1\n*(u8 *)(r2 + 0) = r3\nr0 = 0\nexit",
+        // bpf_for(i, 0, n) summing i, with a break when the sum passes 1000.
+        "r6 = *(u32 *)(r1 + 0)\nr1 = r10\nr1 += -8\nr2 = 0\nr3 = r6\n\
+         call kfunc(bpf_iter_num_new)\nr7 = 0\nloop:\nr1 = r10\nr1 += -8\n\
+         call kfunc(bpf_iter_num_next)\nif r0 == 0 goto out\nr2 = *(u32 *)(r0 + 0)\n\
+         r7 += r2\nif r7 > 1000 goto out\ngoto loop\nout:\nr1 = r10\nr1 += -8\n\
+         call kfunc(bpf_iter_num_destroy)\nr0 = r7\nexit",
+        // may_goto: a loop to n, and one with no bound but the budget.
+        "r6 = *(u32 *)(r1 + 0)\nr7 = 0\nloop:\nmay_goto out\nif r7 >= r6 goto out\n\
+         r7 += 1\ngoto loop\nout:\nr0 = r7\nexit",
+        "r7 = 0\nloop:\nmay_goto out\nr7 += 3\ngoto loop\nout:\nr0 = r7\nexit",
+        // Nested: bpf_for inside a may_goto loop.
+        "r6 = *(u32 *)(r1 + 0)\nr6 &= 15\nr8 = 0\nouter:\nmay_goto done\n\
+         if r8 >= r6 goto done\nr1 = r10\nr1 += -8\nr2 = 0\nr3 = r8\n\
+         call kfunc(bpf_iter_num_new)\ninner:\nr1 = r10\nr1 += -8\n\
+         call kfunc(bpf_iter_num_next)\nif r0 == 0 goto next\ngoto inner\n\
+         next:\nr1 = r10\nr1 += -8\ncall kfunc(bpf_iter_num_destroy)\nr8 += 1\n\
+         goto outer\ndone:\nr0 = r8\nexit",
+    ];
+    for text in programs {
+        let obj = bpf2ptx_compiler::front::load_bytes("t.s", text.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let facts = verify_with(&obj, 0, &Entry::conformance(8), &VerifyOptions::default())
+            .unwrap_or_else(|e| panic!("{text}\n{}", e[0]));
+        for n in [0u32, 1, 5, 100, 20_000, u32::MAX] {
+            let mut mem = n.to_le_bytes().to_vec();
+            mem.resize(8, 0);
+            let opts = Options {
+                budget: facts.cost_bound,
+                ..Options::default()
+            };
+            if let Err(e) = interp::run(&obj, 0, &mut mem, &opts) {
+                panic!("{text}\nn = {n}: {e} (cost bound {})", facts.cost_bound);
+            }
+        }
+    }
 }

@@ -30,6 +30,15 @@ pub enum Region {
         /// Reference id (released by submit/discard).
         id: u32,
     },
+    /// The current value of a numeric iterator (`bpf_iter_num_next`'s result): 4
+    /// read-only bytes holding an `int` in `lo..=hi`. Read-only so that the program cannot
+    /// move its own iterator, which is what bounds the loop.
+    IterValue {
+        /// Smallest value the iterator yields.
+        lo: i32,
+        /// Largest value the iterator yields.
+        hi: i32,
+    },
 }
 
 /// A register's abstract value.
@@ -58,6 +67,9 @@ pub enum Reg {
     },
     /// A map itself (only helpers take it).
     Map(u32),
+    /// The address of function `k` of the program (`ld_imm64` with `src` 4): only
+    /// `bpf_loop` takes it, as its callback.
+    Func(usize),
 }
 
 impl Reg {
@@ -84,6 +96,7 @@ impl fmt::Display for Reg {
                     Region::MapValue { map } => format!("map_value(map#{map})"),
                     Region::Mem => "mem".to_string(),
                     Region::Record { size, .. } => format!("ringbuf_record({size})"),
+                    Region::IterValue { lo, hi } => format!("iter_value({lo}..={hi})"),
                 };
                 match off.as_const() {
                     Some(0) => f.write_str(&name),
@@ -94,6 +107,7 @@ impl fmt::Display for Reg {
             Reg::MapValueOrNull { map, .. } => write!(f, "map_value_or_null(map#{map})"),
             Reg::RecordOrNull { size, .. } => write!(f, "ringbuf_record_or_null({size})"),
             Reg::Map(m) => write!(f, "map_ptr(map#{m})"),
+            Reg::Func(k) => write!(f, "func#{k}"),
         }
     }
 }
@@ -119,6 +133,20 @@ pub enum Slot {
         /// The register spilled (its low `size` bytes are in the slot).
         value: Scalar,
     },
+    /// A numeric iterator (`struct bpf_iter_num`, made by `bpf_iter_num_new`): opaque to
+    /// the program (no load, store or helper may touch it) until `bpf_iter_num_destroy`.
+    Iter {
+        /// Identity: the same iterator on every copy of the state, a new one per `new`.
+        id: u32,
+        /// Smallest value it yields.
+        lo: i32,
+        /// Largest value it yields.
+        hi: i32,
+        /// The most values it yields (at most [`bpf2ptx_runtime::BPF_MAX_LOOPS`]).
+        trips: u64,
+        /// Slot index of the `new` call that made it, for diagnostics.
+        at: usize,
+    },
 }
 
 impl Slot {
@@ -127,7 +155,7 @@ impl Slot {
     pub fn init_mask(&self) -> Option<u8> {
         match self {
             Slot::Spill(Reg::Scalar(_)) => Some(0xff),
-            Slot::Spill(_) => None,
+            Slot::Spill(_) | Slot::Iter { .. } => None,
             Slot::Bytes(m) | Slot::Narrow { mask: m, .. } => Some(*m),
         }
     }
@@ -152,8 +180,12 @@ pub struct Frame {
     pub stack: Vec<Slot>,
     /// Index of the function (in the program's function list).
     pub func: usize,
-    /// Instruction index to return to in the caller (unused for frame 0).
+    /// Instruction index to return to in the caller (unused for frame 0); for a
+    /// `bpf_loop` callback's frame, the `bpf_loop` call itself (the loop's head).
     pub ret_to: usize,
+    /// The frame is a `bpf_loop` callback's: its `exit` returns to the head of the loop
+    /// without touching the caller's registers, and its r0 must be 0 or 1.
+    pub callback: bool,
 }
 
 impl Frame {
@@ -167,6 +199,7 @@ impl Frame {
             stack: Vec::new(),
             func,
             ret_to,
+            callback: false,
         }
     }
 
@@ -262,10 +295,22 @@ impl State {
         self.frames.last_mut().expect("a state always has a frame")
     }
 
+    /// Whether register value `a` alone subsumes `b` (ids matched afresh).
+    pub fn reg_subsumes_alone(a: &Reg, b: &Reg) -> bool {
+        reg_subsumes(a, b, &mut IdMap::default())
+    }
+
+    /// Whether slot `a` alone subsumes `b` (ids matched afresh).
+    pub fn slot_subsumes_alone(a: &Slot, b: &Slot) -> bool {
+        slot_subsumes(a, b, &mut IdMap::default())
+    }
+
     /// Whether every concrete state `other` stands for is also one `self` stands for, as far
     /// as the rest of the program can tell. Used only against states whose every path was
     /// already explored and accepted: a register or slot `self` has as uninitialised was
     /// then never read before being written, so any content in `other` is fine there.
+    /// (Also used against a loop head's state whose exploration is under way:
+    /// specs/verifier.md, "Loops".)
     pub fn subsumes(&self, other: &State) -> bool {
         self.subsumes_with(other, &[])
     }
@@ -293,6 +338,7 @@ impl State {
                 let mask = relevant.get(k).copied().unwrap_or(u16::MAX);
                 f.func == g.func
                     && f.ret_to == g.ret_to
+                    && f.callback == g.callback
                     && f.regs.iter().zip(&g.regs).enumerate().all(|(r, (a, b))| {
                         (mask & (1 << r) == 0 && matches!((a, b), (Reg::Scalar(_), Reg::Scalar(_))))
                             || reg_subsumes(a, b, &mut ids)
@@ -347,12 +393,13 @@ impl State {
                 Reg::MapValueOrNull { map, id } => (map, id).hash(h),
                 Reg::RecordOrNull { size, id } => (size, id).hash(h),
                 Reg::Map(m) => m.hash(h),
+                Reg::Func(k) => k.hash(h),
             }
         }
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.refs.hash(&mut h);
         for f in &self.frames {
-            (f.func, f.ret_to, f.links, f.stack.len()).hash(&mut h);
+            (f.func, f.ret_to, f.callback, f.links, f.stack.len()).hash(&mut h);
             f.regs.iter().for_each(|r| reg(&mut h, r));
             for slot in &f.stack {
                 std::mem::discriminant(slot).hash(&mut h);
@@ -368,6 +415,13 @@ impl State {
                         (mask, at, size).hash(&mut h);
                         scalar(&mut h, value);
                     }
+                    Slot::Iter {
+                        id,
+                        lo,
+                        hi,
+                        trips,
+                        at,
+                    } => (id, lo, hi, trips, at).hash(&mut h),
                 }
             }
         }
@@ -413,6 +467,7 @@ fn reg_subsumes(a: &Reg, b: &Reg, ids: &mut IdMap) -> bool {
             s1 == s2 && ids.same(*i1, *i2)
         }
         (Reg::Map(x), Reg::Map(y)) => x == y,
+        (Reg::Func(x), Reg::Func(y)) => x == y,
         _ => false,
     }
 }
@@ -423,6 +478,29 @@ fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut IdMap) -> bool {
         // hide a pointer where `a` has plain bytes.
         (Slot::Bytes(ma), Slot::Bytes(mb) | Slot::Narrow { mask: mb, .. }) => ma & !mb == 0,
         (Slot::Bytes(ma), Slot::Spill(r)) => *ma == 0 || matches!(r, Reg::Scalar(_)),
+        // An uninitialised slot matches anything: its paths never read it (and an
+        // iterator there is not one they may use).
+        (Slot::Bytes(0), Slot::Iter { .. }) => true,
+        // The same iterator (ids in bijection), yielding no value outside `a`'s and no
+        // more of them.
+        (
+            Slot::Iter {
+                id: ia,
+                lo: la,
+                hi: ha,
+                trips: ta,
+                ..
+            },
+            Slot::Iter {
+                id: ib,
+                lo: lb,
+                hi: hb,
+                trips: tb,
+                ..
+            },
+        ) => ids.same(*ia, *ib) && la <= lb && hb <= ha && tb <= ta,
+        (Slot::Iter { .. }, _)
+        | (Slot::Bytes(_) | Slot::Narrow { .. } | Slot::Spill(_), Slot::Iter { .. }) => false,
         (Slot::Spill(ra), Slot::Spill(rb)) => reg_subsumes(ra, rb, ids),
         (Slot::Spill(Reg::Uninit), _) => true,
         (

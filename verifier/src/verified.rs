@@ -2,7 +2,7 @@
 //! about each. The backend lowers only this type, so lowering a program nobody verified
 //! cannot be written: no other crate can make one.
 
-use crate::{verify, Diagnostic, Entry, Facts, KnownBytes};
+use crate::{verify_with, Diagnostic, Entry, Facts, KnownBytes, Options};
 use bpf2ptx_compiler::program::Object;
 
 /// Every program of an object, accepted by the verifier, each with the entry it was
@@ -19,6 +19,9 @@ pub struct Verified<'p> {
     obj: &'p Object,
     /// Per program of `obj`, in order: its entry and its facts.
     programs: Vec<(Entry, Facts)>,
+    /// The options every program was verified with (a site verified again by
+    /// [`Verified::with_known`] gets the same).
+    opts: Options,
 }
 
 /// Why [`Verified::new`] or [`Verified::with_known`] refused: the first program the
@@ -35,17 +38,30 @@ pub struct Rejected {
 }
 
 impl<'p> Verified<'p> {
-    /// Verifies every program `k` of `obj` under `entry(k)` ([`verify`]), in order; the
+    /// Verifies every program `k` of `obj` under `entry(k)` ([`crate::verify`]), in order; the
     /// first program rejected is the error (the later ones are not verified).
-    pub fn new(obj: &'p Object, mut entry: impl FnMut(usize) -> Entry) -> Result<Self, Rejected> {
+    pub fn new(obj: &'p Object, entry: impl FnMut(usize) -> Entry) -> Result<Self, Rejected> {
+        Verified::new_with(obj, entry, &Options::default())
+    }
+
+    /// [`Verified::new`] with explicit verifier [`Options`] (`--loop-budget`).
+    pub fn new_with(
+        obj: &'p Object,
+        mut entry: impl FnMut(usize) -> Entry,
+        opts: &Options,
+    ) -> Result<Self, Rejected> {
         let programs = (0..obj.programs.len())
             .map(|k| {
                 let e = entry(k);
-                let facts = check(obj, k, &e)?;
+                let facts = check(obj, k, &e, opts)?;
                 Ok((e, facts))
             })
             .collect::<Result<_, Rejected>>()?;
-        Ok(Verified { obj, programs })
+        Ok(Verified {
+            obj,
+            programs,
+            opts: *opts,
+        })
     }
 
     /// The same verification with program `k` verified again under its entry with the
@@ -54,12 +70,13 @@ impl<'p> Verified<'p> {
     pub fn with_known(&self, k: usize, known: KnownBytes) -> Result<Verified<'p>, Rejected> {
         let mut e = self.programs[k].0;
         e.known = known;
-        let facts = check(self.obj, k, &e)?;
+        let facts = check(self.obj, k, &e, &self.opts)?;
         let mut programs = self.programs.clone();
         programs[k] = (e, facts);
         Ok(Verified {
             obj: self.obj,
             programs,
+            opts: self.opts,
         })
     }
 
@@ -80,8 +97,8 @@ impl<'p> Verified<'p> {
 }
 
 /// [`verify`] of program `k`, its diagnostics as a [`Rejected`].
-fn check(obj: &Object, k: usize, e: &Entry) -> Result<Facts, Rejected> {
-    verify(obj, k, e).map_err(|diagnostics| Rejected {
+fn check(obj: &Object, k: usize, e: &Entry, opts: &Options) -> Result<Facts, Rejected> {
+    verify_with(obj, k, e, opts).map_err(|diagnostics| Rejected {
         program: k,
         name: obj.programs[k].name.clone(),
         diagnostics,
@@ -91,6 +108,7 @@ fn check(obj: &Object, k: usize, e: &Entry) -> Result<Facts, Rejected> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify;
 
     fn object(text: &str) -> Object {
         bpf2ptx_compiler::front::load_bytes("t.s", text.as_bytes()).expect("assembles")

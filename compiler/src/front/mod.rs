@@ -12,7 +12,9 @@ pub mod elf;
 pub mod kconfig;
 
 use crate::isa::{self, insn, AsmError, DecodeError, Insn};
-use crate::program::{Func, LineRef, Map, MapOrigin, Object, Program, SourceKind, TestCase};
+use crate::program::{
+    Func, LineRef, Map, MapOrigin, Object, Program, Reloc, RelocTarget, SourceKind, TestCase,
+};
 use std::path::Path;
 use thiserror::Error;
 
@@ -218,7 +220,17 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
     }
     let labels: Vec<(String, usize)> = a.labels.into_iter().collect();
     let lines = a.lines.iter().map(|&l| (file, l)).collect::<Vec<_>>();
-    let prog = text_program(file, &stem, a.insns, &labels, &lines)?;
+    let mut prog = text_program(file, &stem, a.insns, &labels, &lines)?;
+    prog.relocs = a
+        .kfuncs
+        .into_iter()
+        .map(|(insn, symbol)| Reloc {
+            insn,
+            symbol,
+            elf_type: "kfunc".into(),
+            target: RelocTarget::Kfunc { btf_id: 0 },
+        })
+        .collect();
     Ok(Object {
         file: file.to_string(),
         kind: SourceKind::Assembly,

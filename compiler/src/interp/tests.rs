@@ -9,7 +9,15 @@ fn load(text: &str) -> Object {
 }
 
 fn run_asm(text: &str, mem: &mut [u8], budget: u64) -> Result<u64, InterpError> {
-    run(&load(text), 0, mem, &Options { budget })
+    run(
+        &load(text),
+        0,
+        mem,
+        &Options {
+            budget,
+            ..Options::default()
+        },
+    )
 }
 
 /// Programs and the r0 they must return (no input memory).
@@ -357,4 +365,119 @@ fn hand_built_programs_do_not_panic() {
         run(&obj, 0, &mut [], &Options::default()),
         Err(InterpError::FellOff { pc: 0 })
     ));
+}
+
+/// The loops Linux bounds by construction (specs/verifier.md, "Loops"), as Linux runs
+/// them: `bpf_loop` (181), the numeric iterator kfuncs, `may_goto`, and `--loop-budget`.
+mod loops {
+    use super::*;
+
+    /// `bpf_loop(r1, cb, fp-8, r4)` whose callback adds its index to the u64 at ctx and
+    /// stops (returns 1) at index `stop`; r0 = bpf_loop's result, r6 = the sum.
+    fn bpf_loop(count: i64, flags: i64, stop: i64) -> String {
+        format!(
+            "r1 = {count} ll\nr2 = func(cb) ll\nr3 = r10\nr3 += -8\nr4 = {flags}\nr5 = 0\n\
+             *(u64 *)(r10 - 8) = r5\ncall 181\nr6 = *(u64 *)(r10 - 8)\nr6 <<= 32\n\
+             r0 &= 0xffffffff\nr0 |= r6\nexit\n\
+             cb:\nr3 = *(u64 *)(r2 + 0)\nr3 += r1\n*(u64 *)(r2 + 0) = r3\nr0 = 0\n\
+             if r1 != {stop} goto +1\nr0 = 1\nexit"
+        )
+    }
+
+    fn go(text: &str) -> u64 {
+        run_asm(text, &mut [], 1 << 27).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn bpf_loop_calls_the_callback_with_each_index() {
+        // 10 calls, indices 0..9: sum 45, result 10.
+        assert_eq!(go(&bpf_loop(10, 0, -1)), (45 << 32) | 10);
+    }
+
+    #[test]
+    fn bpf_loop_stops_when_the_callback_returns_1() {
+        // Indices 0..3, the call at index 3 returns 1: 4 calls, sum 6.
+        assert_eq!(go(&bpf_loop(10, 0, 3)), (6 << 32) | 4);
+    }
+
+    #[test]
+    fn bpf_loop_errors_as_linux() {
+        // No calls: flags other than 0 is -EINVAL, more than 2^23 loops -E2BIG, 0 loops 0;
+        // nr_loops is a u32 (the high half of r1 does not count). (`&= 0xffffffff` is a
+        // sign-extended -1: a negative r0 stays whole.)
+        assert_eq!(go(&bpf_loop(10, 1, -1)), -22i64 as u64);
+        assert_eq!(go(&bpf_loop((1 << 23) + 1, 0, -1)), -7i64 as u64);
+        assert_eq!(go(&bpf_loop(0, 0, -1)), 0);
+        assert_eq!(go(&bpf_loop(1 << 32 | 3, 0, -1)), (3 << 32) | 3);
+    }
+
+    #[test]
+    fn bpf_loop_needs_a_function_address() {
+        let text = "r1 = 2\nr2 = 7\nr3 = 0\nr4 = 0\ncall 181\nexit";
+        assert!(matches!(
+            run_asm(text, &mut [], 100),
+            Err(InterpError::BadCallback { value: 7, .. })
+        ));
+    }
+
+    /// bpf_for(i, start, end) summing i; r0 = new's result << 32 | the sum.
+    fn iter_sum(start: i32, end: i32) -> String {
+        format!(
+            "r1 = r10\nr1 += -8\nr2 = {start}\nr3 = {end}\ncall kfunc(bpf_iter_num_new)\n\
+             r8 = r0\nr7 = 0\n\
+             loop:\nr1 = r10\nr1 += -8\ncall kfunc(bpf_iter_num_next)\nif r0 == 0 goto out\n\
+             r2 = *(s32 *)(r0 + 0)\nr7 += r2\ngoto loop\n\
+             out:\nr1 = r10\nr1 += -8\ncall kfunc(bpf_iter_num_destroy)\n\
+             r8 <<= 32\nr7 &= 0xffffffff\nr7 |= r8\nr0 = r7\nexit"
+        )
+    }
+
+    #[test]
+    fn numeric_iterator_yields_start_to_end() {
+        assert_eq!(go(&iter_sum(0, 10)), 45);
+        assert_eq!(go(&iter_sum(-3, 2)), -5i64 as u64);
+        assert_eq!(go(&iter_sum(5, 5)), 0);
+    }
+
+    #[test]
+    fn numeric_iterator_errors_as_linux() {
+        // start > end: -EINVAL and an empty iterator; more than 2^23: -E2BIG.
+        assert_eq!(go(&iter_sum(3, 1)), (-22i64 as u64) << 32);
+        assert_eq!(go(&iter_sum(0, (1 << 23) + 1)), (-7i64 as u64) << 32);
+    }
+
+    #[test]
+    fn may_goto_falls_through_until_the_budget_is_spent() {
+        // Counts fall-throughs: exactly BPF_MAX_LOOPS of them, then the jump.
+        let text = "r0 = 0\nloop:\nmay_goto out\nr0 += 1\ngoto loop\nout:\nexit";
+        assert_eq!(go(text), BPF_MAX_LOOPS);
+    }
+
+    #[test]
+    fn may_goto_budget_is_per_function_invocation() {
+        // The callee spends its own budget and leaves the caller's: the caller's loop
+        // still gets 3 fall-throughs after the callee spent all of its own.
+        let text = "call f\nr6 = r0\nr0 = 0\nloop:\nif r0 == 3 goto out\nmay_goto out\n\
+                    r0 += 1\ngoto loop\nout:\nr0 += r6\nexit\n\
+                    f:\nr0 = 0\nfl:\nmay_goto fo\nr0 += 1\ngoto fl\nfo:\nexit";
+        assert_eq!(go(text), BPF_MAX_LOOPS + 3);
+    }
+
+    #[test]
+    fn loop_budget_ends_the_run_and_counts_it() {
+        // A loop to 1000 with a budget of 100 at its head (index 2): the run ends with
+        // r0 = 0 and is counted; with a budget of 2000 it runs to the end.
+        let text = "r6 = 1000\nr7 = 0\nloop:\nif r7 >= r6 goto out\nr7 += 1\ngoto loop\n\
+                    out:\nr0 = r7\nexit";
+        let obj = load(text);
+        for (n, r0, exhausted) in [(100, 0, 1), (2000, 1000, 0)] {
+            let opts = Options {
+                loop_budget: Some(LoopBudget { n, heads: vec![2] }),
+                ..Options::default()
+            };
+            let mut interp = Interp::new(&obj, opts);
+            assert_eq!(interp.run(0, &mut []).expect("runs"), r0);
+            assert_eq!(interp.budget_exhausted(), exhausted);
+        }
+    }
 }

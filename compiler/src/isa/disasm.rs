@@ -176,6 +176,7 @@ impl fmt::Display for Insn {
             ),
             Kind::Ja => write!(f, "goto {}", Rel(off.into())),
             Kind::Gotol => write!(f, "gotol {}", Rel(imm)),
+            Kind::MayGoto => write!(f, "may_goto {}", Rel(off.into())),
             Kind::Call(CallKind::Helper) => write!(f, "call {imm}"),
             Kind::Call(CallKind::Local) => write!(f, "call pc{}", Rel(imm)),
             Kind::Call(CallKind::Kfunc) => write!(f, "call kfunc({imm})"),

@@ -108,7 +108,8 @@ impl Kind {
             | Kind::St(_)
             | Kind::Stx(_)
             | Kind::Atomic(..) => Flow::Next,
-            Kind::Jmp(..) => Flow::Branch(Field::Off),
+            // may_goto (0xe5) jumps by `off` once the budget is spent, else falls through.
+            Kind::Jmp(..) | Kind::MayGoto => Flow::Branch(Field::Off),
             Kind::Ja => Flow::Jump(Field::Off),
             Kind::Gotol => Flow::Jump(Field::Imm),
             Kind::Call(k) => Flow::Call(k),
@@ -202,6 +203,7 @@ impl Insn {
             | Kind::Jmp(..)
             | Kind::Ja
             | Kind::Gotol
+            | Kind::MayGoto
             | Kind::Callx
             | Kind::Exit
             | Kind::LdAbs(_)
@@ -225,7 +227,7 @@ impl Insn {
             Kind::Movsx(..) => (s, d),
             Kind::Jmp(_, _, Src::K) => (d, 0),
             Kind::Jmp(_, _, Src::X) => (d | s, 0),
-            Kind::Ja | Kind::Gotol => (0, 0),
+            Kind::Ja | Kind::Gotol | Kind::MayGoto => (0, 0),
             Kind::Call(_) => {
                 return RegEffect {
                     reads: 0,
@@ -297,6 +299,7 @@ impl Insn {
             | Kind::Jmp(..)
             | Kind::Ja
             | Kind::Gotol
+            | Kind::MayGoto
             | Kind::Call(_)
             | Kind::Callx
             | Kind::Exit

@@ -207,6 +207,10 @@ pub enum Kind {
     Ja,
     /// Unconditional jump by the 32-bit `imm` (cpu v4).
     Gotol,
+    /// `may_goto` (`BPF_JMP | BPF_JCOND`, 0xe5, `src` 0; Linux 6.9): jump by `off` when
+    /// the function invocation's loop budget is spent, otherwise spend one unit of it and
+    /// fall through (specs/isa.md, specs/verifier.md "Loops").
+    MayGoto,
     /// Call by immediate.
     Call(CallKind),
     /// Indirect call through the `dst` register.
@@ -399,6 +403,7 @@ const JMP: &[OpInfo] = jmp_rows! {
 const CONTROL: &[OpInfo] = rows! {
     0x05, Key::None, form(false, false, true, false), Kind::Ja, 1, "ja";
     0x06, Key::None, form(false, false, false, true), Kind::Gotol, 4, "ja32";
+    0xe5, Key::Src(0), form(false, false, true, false), Kind::MayGoto, 4, "may_goto";
     0x85, Key::Src(0), form(false, false, false, true), Kind::Call(CallKind::Helper), 1, "call";
     0x85, Key::Src(1), form(false, false, false, true), Kind::Call(CallKind::Local), 1, "call local";
     0x85, Key::Src(2), form(false, false, false, true), Kind::Call(CallKind::Kfunc), 1, "call kfunc";

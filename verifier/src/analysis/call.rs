@@ -12,6 +12,10 @@ use bpf2ptx_runtime::{Access, Arg, MapKind, Ret};
 
 impl<'a> Explorer<'a> {
     pub(super) fn exit(&mut self, mut st: State, i: usize) -> R<Step> {
+        if st.cur().callback {
+            return self.callback_exit(st, i);
+        }
+        self.frame_end_checks(&st, i)?;
         // A subprogram may return with r0 unset (clang leaves it so when the result is
         // unused); the caller's r0 is then uninitialised. The program's own exit needs r0.
         let r0 = if st.frames.len() == 1 {
@@ -84,6 +88,20 @@ impl<'a> Explorer<'a> {
                 format!("helper {id} is not in the device runtime"),
             ));
         };
+        // bpf_loop is a loop's head (`Explorer::bpf_loop`), reached only by `call 181`:
+        // through callx its callback could not be pinned.
+        if h.lowering == bpf2ptx_runtime::Lowering::Loop {
+            return Err(self.diag(
+                Rule::HelperArg,
+                i,
+                &st,
+                &[],
+                format!(
+                    "{}: bpf_loop must be called directly (call {id}), not through callx",
+                    h.name
+                ),
+            ));
+        }
         let mut map_arg: Option<u32> = None;
         let mut record: Option<(u32, u32)> = None;
         for (k, arg) in h.args.iter().enumerate() {
@@ -264,6 +282,11 @@ impl<'a> Explorer<'a> {
                     }
                 },
                 Arg::ConstStr => self.const_str(&st, i, r, &v, h.name)?,
+                // bpf_loop's own arguments: checked by `bpf_loop` (the loop's head), which
+                // handles the call before this generic path.
+                Arg::LoopCount | Arg::Callback | Arg::CallbackCtx | Arg::ZeroFlags => {
+                    unreachable!("bpf_loop calls are handled by Explorer::bpf_loop")
+                }
             }
         }
         if let Some((id, _)) = record {
@@ -353,6 +376,7 @@ impl<'a> Explorer<'a> {
         match r {
             Region::Stack { .. } => {
                 let f = self.stack_frame(st, r);
+                self.iter_slot_in(st, i, f, first, last + n)?;
                 let func = st.frames[f].func;
                 self.depth[func] = self.depth[func].max(-first);
                 for b in first..last + n {
@@ -398,6 +422,13 @@ impl<'a> Explorer<'a> {
                     ),
                 ))
             }
+            Region::IterValue { .. } if access == Access::Write => Err(self.diag(
+                Rule::Iterator,
+                i,
+                st,
+                &[reg],
+                format!("{name} would write the iterator's read-only value"),
+            )),
             Region::Ctx if access == Access::Write && !self.entry.ctx_writable() => Err(self.diag(
                 Rule::CtxAccess,
                 i,

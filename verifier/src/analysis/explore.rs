@@ -4,7 +4,7 @@
 //! cost bound) and the combined stack of every call chain.
 
 use super::relevance::relevance;
-use super::{Explorer, Pending, Step, Stored, MAX_STACK, STATES_PER_INSN, STATES_TOTAL};
+use super::{loops, Explorer, Pending, Step, Stored, MAX_STACK, STATES_PER_INSN, STATES_TOTAL};
 use crate::plain_add;
 use crate::scalar::Scalar;
 use crate::state::{Frame, Reg, Region, State};
@@ -72,7 +72,36 @@ impl<'a> Explorer<'a> {
             triples,
             triple_of,
             triple_maps: std::collections::BTreeSet::new(),
+            loops: Vec::new(),
+            loop_stack: Vec::new(),
+            cycles: std::collections::HashMap::new(),
+            budget_head: vec![false; n],
+            loop_budget: 0,
         }
+    }
+
+    /// The innermost loop bounded by construction the current path is in, as (head, frames
+    /// at the head): where the longest path below a state remembered now ends.
+    pub(super) fn loop_key(&self) -> Option<(usize, usize)> {
+        self.loop_stack
+            .last()
+            .map(|&(l, _)| (self.loops[l].head, self.loops[l].depth))
+    }
+
+    /// Puts a loop budget of `n` iterations per function invocation on the loops headed
+    /// by `heads` (`--loop-budget`).
+    pub(crate) fn set_budget(&mut self, heads: &[usize], n: u64) {
+        for &h in heads {
+            self.budget_head[h] = true;
+        }
+        self.loop_budget = n;
+    }
+
+    /// The target of the backward jump at slot `pc` (the head of the loop a `loop-bound`
+    /// diagnostic blames).
+    pub(crate) fn backward_target(&self, pc: usize) -> Option<usize> {
+        let i = self.cfg.at(pc as i64)?;
+        self.cfg.jump(&self.prog.insns, i)?.ok()
     }
 
     fn initial_state(&self) -> State {
@@ -99,6 +128,8 @@ impl<'a> Explorer<'a> {
             path_len: 0,
             history_len: 0,
             decision: None,
+            loop_stack: Vec::new(),
+            release: None,
         }];
         while let Some(p) = work.pop() {
             while self.path.len() > p.path_len {
@@ -106,8 +137,36 @@ impl<'a> Explorer<'a> {
             }
             self.history.truncate(p.history_len);
             self.history.extend(p.decision);
+            self.loop_stack.clone_from(&p.loop_stack);
+            if let Some(l) = p.release {
+                self.release(l, &p, &mut work);
+                continue;
+            }
             let (mut st, mut at, mut steps) = (p.state, p.at, p.steps);
             loop {
+                // A path that leaves a loop waits until every iteration is explored.
+                if let Some(&(l, _)) = self.loop_stack.last() {
+                    if self.left_loop(l, &st, at) {
+                        self.end_iteration(steps);
+                        self.finish_path(steps);
+                        self.loops[l].deferred.push(loops::Deferred::Resume(st, at));
+                        break;
+                    }
+                }
+                // A loop head bounded by construction: converge, widen, or open it.
+                if let Some(form) = self.head_form(at) {
+                    match self.head_visit(st, at, form, steps, &mut work) {
+                        Ok(Some(s)) => st = s,
+                        Ok(None) => {
+                            self.finish_path(steps);
+                            break;
+                        }
+                        Err(e) => {
+                            self.report(e);
+                            break;
+                        }
+                    }
+                }
                 if self.prune_point[at] {
                     // Registers that matter: in the current frame from here, in each
                     // caller from where it resumes.
@@ -124,15 +183,25 @@ impl<'a> Explorer<'a> {
                     };
                     if let Some(k) = pruned {
                         let total = steps + self.store[at][k].remaining;
+                        self.end_iteration(total);
                         self.finish_path(total);
                         break;
                     }
                     let fp = st.fingerprint();
-                    if self.live[at].contains_key(&fp)
-                        && self.store[at]
+                    let repeat = if self.live[at].contains_key(&fp) {
+                        self.store[at]
                             .iter()
-                            .any(|s| !s.done && s.fp == fp && s.state == st)
-                    {
+                            .position(|s| !s.done && s.fp == fp && s.state == st)
+                    } else {
+                        None
+                    };
+                    if let Some(k) = repeat.filter(|&k| self.repeat_converges(at, k, &st, steps)) {
+                        self.end_iteration(steps);
+                        self.finish_path(steps);
+                        let _ = k;
+                        break;
+                    }
+                    if repeat.is_some() {
                         let e = self.diag(Rule::InfiniteLoop, at, &st, &[], "the state here repeats exactly on a path through it: the loop makes no progress the verifier can see".into());
                         self.report(e);
                         break;
@@ -142,6 +211,7 @@ impl<'a> Explorer<'a> {
                     {
                         self.stored += 1;
                         *self.live[at].entry(fp).or_insert(0) += 1;
+                        let loop_key = self.loop_key();
                         self.store[at].push(Stored {
                             state: st.clone(),
                             fp,
@@ -150,6 +220,7 @@ impl<'a> Explorer<'a> {
                             hits: 0,
                             misses: 0,
                             evicted: false,
+                            loop_key,
                         });
                         self.path.push((at, self.store[at].len() - 1, steps, 0));
                     }
@@ -205,12 +276,42 @@ impl<'a> Explorer<'a> {
                             path_len: self.path.len(),
                             history_len,
                             decision: Some((pc, n2 != at + 1)),
+                            loop_stack: self.loop_stack.clone(),
+                            release: None,
                         });
                         self.history.push((pc, n1 != at + 1));
                         st = s1;
                         at = n1;
                     }
+                    Ok(Step::Loop {
+                        body: (s1, n1),
+                        exit: (s2, n2),
+                    }) => {
+                        // The head just opened or widened its instance (top of the stack),
+                        // unless it heads no loop (then it is a plain branch).
+                        let inst = self.loop_stack.last().map(|&(l, _)| l).filter(|&l| {
+                            self.loops[l].head == at && self.loops[l].depth == s2.frames.len()
+                        });
+                        match inst {
+                            Some(l) => {
+                                self.loops[l].deferred.push(loops::Deferred::Resume(s2, n2));
+                            }
+                            None => work.push(Pending {
+                                state: s2,
+                                at: n2,
+                                steps,
+                                path_len: self.path.len(),
+                                history_len: self.history.len(),
+                                decision: None,
+                                loop_stack: self.loop_stack.clone(),
+                                release: None,
+                            }),
+                        }
+                        st = s1;
+                        at = n1;
+                    }
                     Ok(Step::End) => {
+                        self.end_iteration(steps);
                         self.finish_path(steps);
                         break;
                     }
@@ -246,9 +347,17 @@ impl<'a> Explorer<'a> {
     /// missing (a loop whose states never repeat) stops costing a scan of all of them at
     /// every visit.
     fn prune_against(&mut self, at: usize, st: &State, masks: &[u16]) -> Option<usize> {
+        let key = self.loop_key();
         let mut j = 0;
         while let Some(&k) = self.done_list[at].get(j) {
             let s = &mut self.store[at][k];
+            // Lengths below a state count to the end of an iteration of the loop it was
+            // stored in (or to the program's end outside loops): only a path in the same
+            // place may take them as its own.
+            if s.loop_key != key {
+                j += 1;
+                continue;
+            }
             if s.state.subsumes_with(st, masks) {
                 s.hits += 1;
                 return Some(k);

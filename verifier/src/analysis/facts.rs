@@ -73,7 +73,8 @@ impl<'a> Explorer<'a> {
             same_on_every_path(seen, fact, map);
         }
         let bit = match r {
-            Region::Stack { .. } => Regions::STACK,
+            // An iterator's value lives in its stack slot.
+            Region::Stack { .. } | Region::IterValue { .. } => Regions::STACK,
             Region::Ctx => Regions::CTX,
             Region::Mem => Regions::MEM,
             Region::MapValue { .. } => Regions::MAP_VALUE,

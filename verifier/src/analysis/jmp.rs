@@ -47,7 +47,7 @@ impl<'a> Explorer<'a> {
             Step::Branch(..) => *went = (true, true),
             Step::Next(_, n) if *n == i + 1 => went.1 = true,
             Step::Next(..) => went.0 = true,
-            Step::End => {}
+            Step::End | Step::Loop { .. } => {}
         }
         Ok(step)
     }

@@ -40,7 +40,34 @@ impl<'a> Explorer<'a> {
             Region::Mem => (0, i64::from(self.entry.ctx_size())),
             Region::MapValue { map } => (0, i64::from(self.obj.maps[map as usize].value_size)),
             Region::Record { size, .. } => (0, i64::from(size)),
+            Region::IterValue { .. } => (0, 4),
         }
+    }
+
+    /// The first iterator slot (`Slot::Iter`) among the bytes `first..end` of frame `f`'s
+    /// stack: no load, store or helper may touch one, so that nothing but the iterator
+    /// kfuncs moves it (which is what bounds its loop).
+    pub(super) fn iter_slot_in(
+        &self,
+        st: &State,
+        i: usize,
+        f: usize,
+        first: i64,
+        end: i64,
+    ) -> R<()> {
+        for b in first..end {
+            let slot = (-(b + 1) / 8) as usize;
+            if let Slot::Iter { at, .. } = st.frames[f].slot(slot) {
+                return Err(self.diag(
+                    Rule::Iterator,
+                    i,
+                    st,
+                    &[],
+                    format!("fp{b} is part of the iterator made at insn {at}: only the bpf_iter_num kfuncs may use it"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Checks that `[off + extra, off + extra + size)` lies in the region; returns the
@@ -81,6 +108,7 @@ impl<'a> Explorer<'a> {
                     Region::Ctx => format!("the context ({hi} bytes)"),
                     Region::Mem => format!("the input memory ({hi} bytes)"),
                     Region::Record { size, .. } => format!("the ringbuf record ({size} bytes)"),
+                    Region::IterValue { .. } => "the iterator's value (4 bytes)".to_string(),
                 };
                 let range = if smin == smax {
                     format!("offset {}", smin.saturating_add(extra))
@@ -174,6 +202,7 @@ impl<'a> Explorer<'a> {
         match r {
             Region::Stack { .. } => {
                 let f = self.stack_frame(st, r);
+                self.iter_slot_in(st, i, f, first, last + n)?;
                 let func = st.frames[f].func;
                 self.depth[func] = self.depth[func].max(-first);
                 // Every byte that may be read must be initialised; a whole aligned spill
@@ -246,6 +275,20 @@ impl<'a> Explorer<'a> {
             Region::Ctx | Region::Mem | Region::MapValue { .. } | Region::Record { .. } => {
                 Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
             }
+            // The whole int: its range; any other read: bytes of it.
+            Region::IterValue { lo, hi } if first == 0 && last == 0 && n == 4 => {
+                let v = if lo >= 0 {
+                    Scalar::range_u64(lo as u64, hi as u64)
+                } else {
+                    Scalar::loaded(4, false)
+                };
+                Ok(Reg::Scalar(if signed {
+                    v.movsx(Width::W64, 32)
+                } else {
+                    v
+                }))
+            }
+            Region::IterValue { .. } => Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed))),
         }
     }
 
@@ -294,8 +337,17 @@ impl<'a> Explorer<'a> {
                     ),
                 ))
             }
+            Region::IterValue { .. } => Err(self.diag(
+                Rule::Iterator,
+                i,
+                st,
+                &[base],
+                "the iterator's value is read-only: only bpf_iter_num_next moves the iterator"
+                    .into(),
+            )),
             Region::Stack { .. } => {
                 let f = self.stack_frame(st, r);
+                self.iter_slot_in(st, i, f, first, last + n)?;
                 if let Reg::Ptr(Region::Stack { frame }, _) = v {
                     if (frame as usize) > f {
                         return Err(self.diag(

@@ -34,6 +34,7 @@ mod diag;
 mod explore;
 mod facts;
 mod jmp;
+mod loops;
 mod mem;
 mod relevance;
 mod step;
@@ -77,6 +78,10 @@ struct Stored {
     /// Dropped: a fully explored state that missed more than [`EVICT_MISSES`] allows.
     /// Its slot stays (the path refers to stored states by index), its state is freed.
     evicted: bool,
+    /// The innermost loop bounded by construction the path was in when the state was
+    /// stored ([`Explorer::loop_key`]): `remaining` counts to the end of its iteration.
+    /// Only paths in the same loop are pruned against it.
+    loop_key: Option<(usize, usize)>,
 }
 
 impl Stored {
@@ -101,6 +106,12 @@ struct Pending {
     history_len: usize,
     /// The branch decision that leads here: (slot of the branch, taken).
     decision: Option<(usize, bool)>,
+    /// The loops the path is in ([`Explorer::loop_stack`] as it was when the path was
+    /// set aside: each entry's head time is the path's own).
+    loop_stack: Vec<(usize, u64)>,
+    /// A release mark instead of a path: every iteration of loop instance `l` has been
+    /// explored, so the paths that left it may go on ([`Explorer::release`]).
+    release: Option<usize>,
 }
 
 /// What executing one instruction did.
@@ -111,6 +122,14 @@ enum Step {
     Branch((State, usize), (State, usize)),
     /// The path ended (program exit or a non-returning helper).
     End,
+    /// A loop head's two successors: one more iteration, and the way out (explored once
+    /// every iteration is: `loops`).
+    Loop {
+        /// One more iteration.
+        body: (State, usize),
+        /// After the loop.
+        exit: (State, usize),
+    },
 }
 
 /// The explorer of one program.
@@ -173,6 +192,17 @@ pub(crate) struct Explorer<'a> {
     /// (triple, map) for every map a triple's load or store touched on some path: those
     /// maps stay shardable only if the triple becomes a 64-bit atomic add.
     triple_maps: std::collections::BTreeSet<(usize, u32)>,
+    /// Loop instances opened so far (`loops`).
+    loops: Vec<loops::LoopInst>,
+    /// The loops the current path is in, outermost first: (instance, instructions
+    /// executed when the path last passed its head).
+    loop_stack: Vec<(usize, u64)>,
+    /// Per loop head: the instructions on a cycle through it.
+    cycles: std::collections::HashMap<usize, Vec<bool>>,
+    /// Per instruction: it heads a loop `--loop-budget` bounds.
+    budget_head: Vec<bool>,
+    /// The budget of those loops.
+    loop_budget: u64,
 }
 
 /// Keeps a per-instruction fact that must hold on every path: the first visit sets it,

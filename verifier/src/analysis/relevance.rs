@@ -64,6 +64,7 @@ pub(super) fn relevance(prog: &Program, cfg: &Cfg) -> Vec<u16> {
                 | Kind::Jmp(..)
                 | Kind::Ja
                 | Kind::Gotol
+                | Kind::MayGoto
                 | Kind::Exit
                 | Kind::St(_)
                 | Kind::Stx(_)
@@ -105,7 +106,7 @@ pub(super) fn relevance(prog: &Program, cfg: &Cfg) -> Vec<u16> {
                 Kind::Alu(_, _, Src::K) | Kind::Neg(_) | Kind::Endian(..) => out,
                 Kind::Jmp(_, _, Src::K) => out | d,
                 Kind::Jmp(_, _, Src::X) => out | d | s,
-                Kind::Ja | Kind::Gotol => out,
+                Kind::Ja | Kind::Gotol | Kind::MayGoto => out,
                 Kind::Call(CallKind::Helper) => {
                     let args = match bpf2ptx_runtime::helper(ins.imm) {
                         Some(h) => h

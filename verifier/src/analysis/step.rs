@@ -130,6 +130,17 @@ impl<'a> Explorer<'a> {
                 fix(&mut b);
                 Step::Branch((a, na), (b, nb))
             }
+            Step::Loop {
+                body: (mut a, na),
+                exit: (mut b, nb),
+            } => {
+                fix(&mut a);
+                fix(&mut b);
+                Step::Loop {
+                    body: (a, na),
+                    exit: (b, nb),
+                }
+            }
             Step::End => Step::End,
         })
     }
@@ -232,21 +243,33 @@ impl<'a> Explorer<'a> {
                             )
                         }
                     }
-                    _ => return Err(self.diag(
-                        Rule::Unsupported,
-                        i,
-                        &st,
-                        &[],
-                        "this ld_imm64 form (map fd, BTF id or function address) is not supported"
-                            .into(),
-                    )),
+                    Pseudo::Func => {
+                        let k = match self.cfg.callee(&self.prog.insns, i) {
+                            Some(Ok(k)) => k,
+                            _ => unreachable!("the structural pass checked function addresses"),
+                        };
+                        Reg::Func(k)
+                    }
+                    Pseudo::MapFd | Pseudo::MapValue | Pseudo::BtfId => {
+                        return Err(self.diag(
+                            Rule::Unsupported,
+                            i,
+                            &st,
+                            &[],
+                            "this ld_imm64 form (map fd or BTF id) is not supported".into(),
+                        ))
+                    }
                 };
                 st.cur_mut().regs[d as usize] = v;
                 Ok(Step::Next(st, next))
             }
             Kind::Ja | Kind::Gotol => Ok(Step::Next(st, self.target(i))),
+            Kind::MayGoto => self.may_goto(st, i),
             Kind::Jmp(c, w, src) => self.branch(st, i, c, w, src),
             Kind::Exit => self.exit(st, i),
+            Kind::Call(CallKind::Helper) if bpf2ptx_runtime::is_helper(ins.imm, "loop") => {
+                self.bpf_loop(st, i)
+            }
             Kind::Call(CallKind::Helper) => self.helper(st, i, ins.imm),
             Kind::Callx => {
                 // bpf_conformance's callx calls the helper whose id is in the register; only
@@ -288,13 +311,7 @@ impl<'a> Explorer<'a> {
                 self.chains.entry(chain).or_insert(i);
                 Ok(Step::Next(st, t))
             }
-            Kind::Call(CallKind::Kfunc) => Err(self.diag(
-                Rule::Unsupported,
-                i,
-                &st,
-                &[],
-                "kernel functions (kfuncs) do not exist on the GPU".into(),
-            )),
+            Kind::Call(CallKind::Kfunc) => self.kfunc(st, i),
             Kind::LdAbs(_) | Kind::LdInd(_) => Err(self.diag(
                 Rule::Unsupported,
                 i,

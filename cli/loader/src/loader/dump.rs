@@ -78,6 +78,21 @@ impl Loader<'_> {
         }
     }
 
+    /// Per program of the object that has a loop-budget counter (`--loop-budget`,
+    /// specs/abi.md "Loop budget counter"): its name and the runs that ended because the
+    /// budget ran out.
+    pub fn loop_budget_exhausted(&self) -> Result<Vec<(String, u64)>, LoaderError> {
+        let mut out = Vec::new();
+        for p in &self.obj.programs {
+            let sym = bpf2ptx_backend::back::ptx::loop_budget_symbol(p);
+            if let Some((addr, size)) = self.gpu.global(self.module, &sym)? {
+                let b = self.gpu.read(addr, size.min(8))?;
+                out.push((p.name.clone(), word(&b, 0)));
+            }
+        }
+        Ok(out)
+    }
+
     /// [`Loader::counts`] of every map of the module whose counts are not all 0, in the
     /// object's map order: what a run must not lose silently.
     pub fn losses(&self) -> Result<Vec<(String, MapCounts)>, LoaderError> {

@@ -151,6 +151,16 @@ pub(super) fn link(
                         },
                     });
                 }
+                Some(SecReloc::Kfunc { btf_id, symbol }) => {
+                    ins = Insn::new(Kind::Call(CallKind::Kfunc), 0, 0, 0, i64::from(*btf_id))
+                        .expect("row exists");
+                    prog.relocs.push(Reloc {
+                        insn: new_i,
+                        symbol: symbol.clone(),
+                        elf_type: "R_BPF_64_32".into(),
+                        target: RelocTarget::Kfunc { btf_id: *btf_id },
+                    });
+                }
                 Some(SecReloc::Extern {
                     ext,
                     btf_id,

@@ -90,6 +90,12 @@ enum SecReloc {
         offset: u32,
         symbol: String,
     },
+    /// A call of a runtime kfunc through an undefined (`__ksym`) symbol: clang writes
+    /// `call -1` with `src` 1; the linked program gets `src` 2 and the BTF id.
+    Kfunc {
+        btf_id: u32,
+        symbol: String,
+    },
     /// A call or function address whose target is `(section index, slot)`.
     Code {
         sec: usize,
@@ -373,6 +379,25 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Object, LoadError> {
             let s = get_sym(&name, r.r_offset, r.r_sym)?;
             let symbol = sym_name(s);
             let target = s.st_shndx;
+            // A call of a kfunc the runtime has, through an undefined symbol (`extern ...
+            // __ksym`): resolved by name to its BTF `FUNC` (libbpf's kfunc relocation).
+            if target == 0
+                && r.r_type == R_BPF_64_32
+                && ins.kind() == Kind::Call(CallKind::Local)
+                && bpf2ptx_runtime::Kfunc::by_name(&symbol).is_some()
+            {
+                let btf_id = btf
+                    .as_ref()
+                    .and_then(|b| {
+                        (1..=b.types().len() as u32).find(|&id| b.func_name(id) == Some(&symbol))
+                    })
+                    .unwrap_or(0);
+                code.get_mut(&ci)
+                    .expect("decoded")
+                    .relocs
+                    .insert(idx, SecReloc::Kfunc { btf_id, symbol });
+                continue;
+            }
             if target == 0 && externs::is_extern(s) {
                 let reloc = extern_reloc(&externs.list, &externs.by_name, &symbol, r.r_type, ins)
                     .map_err(at)?;

@@ -214,7 +214,7 @@ pub(super) fn parse_conformance(s: &str) -> R<Stmt> {
                 _ => Err(bad(2, "a register or immediate")),
             }
         }
-        Kind::Ja | Kind::Gotol => {
+        Kind::Ja | Kind::Gotol | Kind::MayGoto => {
             count(1)?;
             Ok(Stmt {
                 target: Some(target(0)?),

@@ -180,6 +180,10 @@ pub(super) fn parse_kernel(s: &str) -> R<Stmt> {
             target: Some(target_tok(t).ok_or_else(unknown)?),
             ..st(Kind::Ja)
         }),
+        [I(g), t] if id(g, "may_goto") => Ok(Stmt {
+            target: Some(target_tok(t).ok_or_else(unknown)?),
+            ..st(Kind::MayGoto)
+        }),
         [I(g), t] if id(g, "gotol") => Ok(Stmt {
             target: Some(target_tok(t).ok_or_else(unknown)?),
             ..st(Kind::Gotol)
@@ -198,6 +202,10 @@ pub(super) fn parse_kernel(s: &str) -> R<Stmt> {
         }),
         [I(c), I(k), P("("), N(v, h), P(")")] if id(c, "call") && id(k, "kfunc") => Ok(Stmt {
             imm: imm32(*v, *h)?,
+            ..st(Kind::Call(CallKind::Kfunc))
+        }),
+        [I(c), I(k), P("("), I(name), P(")")] if id(c, "call") && id(k, "kfunc") => Ok(Stmt {
+            kfunc: Some(name.clone()),
             ..st(Kind::Call(CallKind::Kfunc))
         }),
         [I(c), Rg(r, Width::W64)] if id(c, "callx") => Ok(Stmt {

@@ -52,6 +52,10 @@ pub struct Assembly {
     pub labels: IndexMap<String, usize>,
     /// 1-based source line of each instruction.
     pub lines: Vec<usize>,
+    /// Kfunc calls written by name (`call kfunc(bpf_iter_num_new)`): instruction index
+    /// and name. The text has no BTF, so the call's `imm` is 0; the loader records the
+    /// name as the call's relocation, as the ELF loader does for a `__ksym` symbol.
+    pub kfuncs: Vec<(usize, String)>,
 }
 
 /// What is wrong with a line of assembly.
@@ -202,6 +206,8 @@ struct Stmt {
     imm: i64,
     /// A pc-relative field still to resolve: goes into `off` for jumps, `imm` otherwise.
     target: Option<Target>,
+    /// The name of a kfunc called by name.
+    kfunc: Option<String>,
 }
 
 impl Stmt {
@@ -213,6 +219,7 @@ impl Stmt {
             off: 0,
             imm: 0,
             target: None,
+            kfunc: None,
         }
     }
 }
@@ -275,7 +282,7 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
                     pcs[idx] - pcs[i] - 1
                 }
             };
-            if matches!(s.kind, Kind::Ja | Kind::Jmp(..)) {
+            if matches!(s.kind, Kind::Ja | Kind::Jmp(..) | Kind::MayGoto) {
                 s.off = i16::try_from(rel).map_err(|_| err(AsmErrorKind::OffRange(rel.into())))?;
             } else {
                 s.imm = i64::from(i32::try_from(rel).map_err(|_| {
@@ -291,6 +298,9 @@ pub fn assemble(text: &str) -> Result<Assembly, AsmError> {
         }
         let insn = Insn::new(s.kind, s.dst, s.src, s.off, s.imm)
             .ok_or_else(|| err(AsmErrorKind::Unknown(text.clone())))?;
+        if let Some(name) = s.kfunc.take() {
+            out.kfuncs.push((out.insns.len(), name));
+        }
         out.insns.push(insn);
         out.lines.push(line);
     }
@@ -324,7 +334,7 @@ fn parse_stmt(s: &str) -> R<Stmt> {
     let mut words = s.split_whitespace();
     let first = words.next().unwrap_or("");
     let kernel = s.contains('=')
-        || matches!(first, "if" | "goto" | "gotol" | "callx")
+        || matches!(first, "if" | "goto" | "gotol" | "callx" | "may_goto")
         || (first == "call" && {
             // `call 5` reads the same in both; `call %r2` and `call local f` are
             // bpf_conformance; `call pc+3`, `call kfunc(7)` and `call f` are the kernel's.

@@ -191,7 +191,7 @@ pub(super) fn needs_frame_address(
             }
             Kind::Exit => is_fp(0),
             Kind::LdInd(_) => is_fp(ins.src),
-            Kind::Ja | Kind::Gotol | Kind::LdImm64(_) | Kind::LdAbs(_) => false,
+            Kind::Ja | Kind::Gotol | Kind::MayGoto | Kind::LdImm64(_) | Kind::LdAbs(_) => false,
         }
     })
 }
@@ -230,6 +230,7 @@ fn transfer(ins: &Insn, mut s: [Fp; 11]) -> [Fp; 11] {
         Kind::Jmp(..)
         | Kind::Ja
         | Kind::Gotol
+        | Kind::MayGoto
         | Kind::Call(_)
         | Kind::Callx
         | Kind::Exit

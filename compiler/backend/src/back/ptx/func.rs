@@ -6,6 +6,7 @@
 use super::calls::{inline_helpers, lowering, LOOKUP, UPDATE};
 use super::entry::{entry_granularity, reads_active_mask, Granularity};
 use super::frame::{analyse_frame, needs_frame_address, Fp};
+use super::loops::LoopRegs;
 use super::module::{map_storage, INLINE_END};
 use super::symbols::{map_desc_symbol, map_symbol};
 use super::{atomic_scope, is_sharded, Error, Options, FUNC_TAG};
@@ -118,6 +119,11 @@ impl<'a> FuncWriter<'a> {
         format!("$Lx{}", self.labels)
     }
 
+    /// A label line of the writer's own (not a BPF instruction's `$L<pc>`).
+    pub(super) fn raw_label(&mut self, label: &str) {
+        let _ = writeln!(self.out, "{label}:");
+    }
+
     pub(super) fn l(&mut self, s: impl AsRef<str>) {
         self.out.push('\t');
         self.out.push_str(s.as_ref());
@@ -189,6 +195,15 @@ impl<'a> FuncWriter<'a> {
                 self.l(format!("ld.param.u64 %r{r}, [bpf_a{r}];"));
             }
         }
+        let regs = LoopRegs {
+            may_goto: prog.insns[a..b].iter().any(|x| x.kind() == Kind::MayGoto),
+            budget: self
+                .facts
+                .loop_budget
+                .filter(|_| self.facts.budget_heads.iter().any(|&h| a <= h && h < b)),
+            bpf_loop: (a..b).any(|i| self.facts.loop_callback.get(i).copied().flatten().is_some()),
+        };
+        self.loop_regs(&regs);
         if self.lanes {
             self.l(".reg .b32 %lanes;");
             if self.k == 0 {
@@ -209,6 +224,11 @@ impl<'a> FuncWriter<'a> {
                 let _ = writeln!(self.out, "$L{}:", cfg.pc(i));
                 // Another path joins here: nothing is known about r0.
                 self.nonnull_r0 = false;
+            }
+            if self.facts.budget_heads.binary_search(&i).is_ok()
+                && self.facts.reached.get(i).is_some_and(|&r| r)
+            {
+                self.budget_head(cfg.pc(i));
             }
             let fp = frame.before[i].unwrap_or([Fp::Any; 11]);
             self.insn(i, cfg, &fp, frame.size)?;
@@ -377,6 +397,7 @@ impl<'a> FuncWriter<'a> {
                 self.l(format!("@%p0 bra {t};"));
             }
             Kind::Ja | Kind::Gotol => self.l(format!("bra {};", target())),
+            Kind::MayGoto => self.may_goto(&target()),
             Kind::Call(CallKind::Helper)
                 if is_helper(ins.imm, LOOKUP) && self.inline_lookup(fp, frame) => {}
             Kind::Call(CallKind::Helper)
@@ -406,6 +427,16 @@ impl<'a> FuncWriter<'a> {
                     }
                 }
                 Some(Lowering::Inline) => self.helper(ins.imm),
+                Some(Lowering::Loop) => match self.facts.loop_callback.get(i).copied().flatten() {
+                    Some(k) => self.bpf_loop(pcs[i], k),
+                    None => {
+                        return Err(self.unsupported(
+                            i,
+                            pcs,
+                            "bpf_loop whose callback the verifier did not pin to one function",
+                        ))
+                    }
+                },
                 None => {
                     return Err(Error::UnknownHelper {
                         program: self.prog.name.clone(),
@@ -419,13 +450,14 @@ impl<'a> FuncWriter<'a> {
                 let k = self.callee(cfg, i, "call target is not a function start")?;
                 self.call_local(k);
             }
-            Kind::Call(CallKind::Kfunc) => {
-                return Err(self.unsupported(
+            Kind::Call(CallKind::Kfunc) => match self.prog.kfunc(i) {
+                Some(k) => self.iter_kfunc(pcs[i], k),
+                None => return Err(self.unsupported(
                     i,
                     pcs,
-                    "kernel functions (kfuncs) do not exist on the GPU",
-                ))
-            }
+                    "kernel functions (kfuncs) other than the runtime's do not exist on the GPU",
+                )),
+            },
             Kind::Callx => {
                 // The register holds a helper id (bpf_conformance's convention) or a
                 // function address made by `ld_imm64 func`; anything else yields r0 = 0.

@@ -47,6 +47,7 @@ mod calls;
 mod entry;
 mod frame;
 mod func;
+mod loops;
 mod maps;
 mod mem;
 mod module;
@@ -60,8 +61,8 @@ pub use frame::{frame_layouts, FrameLayout};
 pub use module::{inline_body, write_string, InlineBody, INLINE_CTX_WORDS, INLINE_END};
 pub use rings::{PRINTK_DESC, PRINTK_RECORD};
 pub use symbols::{
-    entry_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol,
-    map_symbol, program_symbol,
+    entry_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
+    map_desc_symbol, map_symbol, program_symbol,
 };
 
 use crate::program::{MapOrigin, Object};
@@ -112,6 +113,10 @@ pub struct Options {
     /// Per map: keep one copy even where the programs only add to it (`--map
     /// NAME=unsharded`; read by the CLI's compile step, which decides `sharded`).
     pub unsharded: Vec<bool>,
+    /// `--loop-budget N`: verify with a budget of `N` iterations per invocation on the
+    /// loops the verifier cannot bound otherwise (`bpf2ptx_verifier::Options::loop_budget`;
+    /// the facts then name the loops, which the backend lowers with the budget).
+    pub loop_budget: Option<u64>,
 }
 
 /// The scope of the module's atomics: `.sys` when some map it declares is host-placed.
@@ -150,6 +155,7 @@ impl Default for Options {
             sharded: Vec::new(),
             host: Vec::new(),
             unsharded: Vec::new(),
+            loop_budget: None,
         }
     }
 }

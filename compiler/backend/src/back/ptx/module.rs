@@ -8,8 +8,8 @@ use super::func::FuncWriter;
 use super::mem::{runtime_body, runtime_decl};
 use super::rings::{PRINTK_DESC, PRINTK_RING};
 use super::symbols::{
-    check_symbols, func_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
-    map_desc_symbol, map_symbol,
+    check_symbols, func_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol,
+    map_data_symbol, map_desc_symbol, map_symbol,
 };
 use super::{atomic_scope, is_sharded, Error, Options, SHARDS, TARGETS};
 use crate::cfg::Cfg;
@@ -271,6 +271,17 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
         // The printk ring is a GPU ringbuf: its descriptor's word 0 is that map type id.
         let gpu_ringbuf = MapKind::GpuRingbuf.id();
         let _ = writeln!(out, ".visible .global .align 8 .u64 {PRINTK_DESC}[8] = {{{gpu_ringbuf}, 0, 0, generic(bpf2ptx_printk_data), {PRINTK_RING}, generic(bpf2ptx_printk_ctr), 0, 0}};");
+    }
+    // The loop-budget counter of each program `--loop-budget` bounds (specs/abi.md, "Loop
+    // budget counter"): runs that ended because the budget ran out.
+    for (k, p) in obj.programs.iter().enumerate() {
+        if !v.facts(k).budget_heads.is_empty() {
+            let _ = writeln!(
+                out,
+                ".visible .global .align 8 .u64 {} = 0;",
+                loop_budget_symbol(p)
+            );
+        }
     }
     out.push('\n');
     out.push_str(&decls);

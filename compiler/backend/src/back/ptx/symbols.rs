@@ -26,6 +26,12 @@ pub fn map_counts_symbol(name: &str) -> String {
     format!("bpf2ptx_mapcnt_{}", map_part(name))
 }
 
+/// The symbol of a program's loop-budget counter (specs/abi.md, "Loop budget counter"):
+/// a u64 in device memory, zero at load, that counts the runs `--loop-budget` ended.
+pub fn loop_budget_symbol(prog: &Program) -> String {
+    format!("bpf2ptx_loopcnt_{}", escape(&prog.name))
+}
+
 /// The descriptor symbol of a runtime map.
 pub fn map_desc_symbol(name: &str) -> String {
     format!("bpf2ptx_map_{}", map_part(name))
