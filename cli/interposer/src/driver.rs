@@ -1,0 +1,146 @@
+//! The slice of the CUDA driver ABI the interposer speaks: handle types, result codes and
+//! the signatures of the functions it hooks or calls. Written from the driver API's
+//! documented C declarations (cuda.h); only what the interposer uses.
+//!
+//! Every handle is an opaque pointer. The interposer never dereferences one; it keeps
+//! them as `usize` keys ([`Handle`]).
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+/// `CUresult`.
+pub type CuResult = c_int;
+/// `CUDA_SUCCESS`.
+pub const SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_INVALID_VALUE`: what the interposer answers when it must refuse a call it
+/// cannot forward (the real function was never resolved).
+pub const ERROR_INVALID_VALUE: CuResult = 1;
+/// `CUDA_ERROR_NOT_FOUND`: `cuGetProcAddress` found no such symbol.
+pub const ERROR_NOT_FOUND: CuResult = 500;
+
+/// An opaque driver handle (`CUmodule`, `CUfunction`, `CUlibrary`, `CUkernel`, ...).
+pub type Ptr = *mut c_void;
+/// A driver handle as a map key.
+pub type Handle = usize;
+
+/// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`: `cuGetProcAddress` returns the
+/// per-thread-default-stream variant (`_ptsz`) of stream-taking functions.
+pub const PROC_PER_THREAD_STREAM: u64 = 1 << 1;
+
+/// `CU_JIT_INPUT_PTX` of `CUjitInputType`.
+pub const JIT_INPUT_PTX: c_uint = 1;
+
+/// `cuGetProcAddress_v2` (CUDA 12+).
+pub type GetProcAddressV2 =
+    unsafe extern "C" fn(*const c_char, *mut Ptr, c_int, u64, *mut c_int) -> CuResult;
+/// `cuGetProcAddress` (CUDA 11.3-11.8).
+pub type GetProcAddressV1 = unsafe extern "C" fn(*const c_char, *mut Ptr, c_int, u64) -> CuResult;
+/// `cuModuleLoadData(CUmodule *, const void *image)`.
+pub type ModuleLoadData = unsafe extern "C" fn(*mut Ptr, *const c_void) -> CuResult;
+/// `cuModuleLoadDataEx(CUmodule *, const void *image, n, CUjit_option *, void **values)`.
+pub type ModuleLoadDataEx =
+    unsafe extern "C" fn(*mut Ptr, *const c_void, c_uint, *mut c_int, *mut Ptr) -> CuResult;
+/// `cuModuleLoad(CUmodule *, const char *fname)`.
+pub type ModuleLoad = unsafe extern "C" fn(*mut Ptr, *const c_char) -> CuResult;
+/// `cuModuleUnload(CUmodule)`.
+pub type ModuleUnload = unsafe extern "C" fn(Ptr) -> CuResult;
+/// `cuModuleGetFunction(CUfunction *, CUmodule, const char *name)`.
+pub type ModuleGetFunction = unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> CuResult;
+/// `cuModuleGetGlobal_v2(CUdeviceptr *, size_t *, CUmodule, const char *name)`.
+pub type ModuleGetGlobal =
+    unsafe extern "C" fn(*mut u64, *mut usize, Ptr, *const c_char) -> CuResult;
+/// `cuLibraryLoadData(CUlibrary *, const void *code, CUjit_option *, void **, n,
+/// CUlibraryOption *, void **, n)`.
+pub type LibraryLoadData = unsafe extern "C" fn(
+    *mut Ptr,
+    *const c_void,
+    *mut c_int,
+    *mut Ptr,
+    c_uint,
+    *mut c_int,
+    *mut Ptr,
+    c_uint,
+) -> CuResult;
+/// `cuLibraryLoadFromFile(CUlibrary *, const char *fileName, ...)`: as
+/// [`LibraryLoadData`] with a path.
+pub type LibraryLoadFromFile = unsafe extern "C" fn(
+    *mut Ptr,
+    *const c_char,
+    *mut c_int,
+    *mut Ptr,
+    c_uint,
+    *mut c_int,
+    *mut Ptr,
+    c_uint,
+) -> CuResult;
+/// `cuLibraryUnload(CUlibrary)`.
+pub type LibraryUnload = unsafe extern "C" fn(Ptr) -> CuResult;
+/// `cuLibraryGetKernel(CUkernel *, CUlibrary, const char *name)`.
+pub type LibraryGetKernel = unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> CuResult;
+/// `cuLibraryGetModule(CUmodule *, CUlibrary)`.
+pub type LibraryGetModule = unsafe extern "C" fn(*mut Ptr, Ptr) -> CuResult;
+/// `cuLibraryGetGlobal(CUdeviceptr *, size_t *, CUlibrary, const char *name)`.
+pub type LibraryGetGlobal =
+    unsafe extern "C" fn(*mut u64, *mut usize, Ptr, *const c_char) -> CuResult;
+/// `cuKernelGetFunction(CUfunction *, CUkernel)`.
+pub type KernelGetFunction = unsafe extern "C" fn(*mut Ptr, Ptr) -> CuResult;
+/// `cuLaunchKernel(f, grid x/y/z, block x/y/z, shared bytes, stream, params, extra)`.
+pub type LaunchKernel = unsafe extern "C" fn(
+    Ptr,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    Ptr,
+    *mut Ptr,
+    *mut Ptr,
+) -> CuResult;
+/// `cuLaunchCooperativeKernel`: [`LaunchKernel`] without `extra`.
+pub type LaunchCooperativeKernel = unsafe extern "C" fn(
+    Ptr,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    Ptr,
+    *mut Ptr,
+) -> CuResult;
+/// `cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **params, void **extra)`.
+pub type LaunchKernelEx =
+    unsafe extern "C" fn(*const LaunchConfig, Ptr, *mut Ptr, *mut Ptr) -> CuResult;
+/// `cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)`.
+pub type MemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> CuResult;
+/// `cuCtxSynchronize()`.
+pub type CtxSynchronize = unsafe extern "C" fn() -> CuResult;
+
+/// `CUlaunchConfig`: the grid and block of a [`LaunchKernelEx`] launch (the attributes
+/// are passed through untouched).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchConfig {
+    /// Grid size in blocks, x.
+    pub grid_x: c_uint,
+    /// Grid y.
+    pub grid_y: c_uint,
+    /// Grid z.
+    pub grid_z: c_uint,
+    /// Block size in threads, x.
+    pub block_x: c_uint,
+    /// Block y.
+    pub block_y: c_uint,
+    /// Block z.
+    pub block_z: c_uint,
+    /// Dynamic shared memory bytes.
+    pub shared_bytes: c_uint,
+    /// The stream.
+    pub stream: Ptr,
+    /// `CUlaunchAttribute *`.
+    pub attrs: Ptr,
+    /// Number of attributes.
+    pub num_attrs: c_uint,
+}

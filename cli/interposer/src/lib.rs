@@ -1,0 +1,31 @@
+//! The library `bpf2ptx trace` preloads into a CUDA application: it takes the
+//! application's modules as the driver loads them, injects the verified probes into the
+//! kernels they match, has the driver assemble the result, and launches it in place of
+//! the original. Every other call reaches the driver untouched.
+//!
+//! ```text
+//!  application ──▶ hooks (this library's cu* symbols, dlsym, cuGetProcAddress)   resolve.rs, hooks.rs
+//!                    │ load / lookup / launch                 │ every call forwarded
+//!                    ▼                                        ▼
+//!                  registry: images, functions, swaps         libcuda (the driver)
+//!                    │ first launch of a matched kernel        ▲
+//!                    ▼                                        │ JIT of the instrumented PTX
+//!                  image.rs (bytes) ─▶ fatbin PTX ─▶ bpf2ptx::inject ─┘
+//! ```
+//!
+//! The session (what to inject, where to report) comes from the front end through the
+//! environment ([`session`]); without it the library only forwards. A failure never
+//! reaches the application: the module it concerns runs unmodified and one line on
+//! stderr says why.
+//!
+//! Not yet: maps shared by every module (each instrumented module has its own), per-launch
+//! binding of per-thread arrays, JIT results cached by the interposer (the driver's own
+//! compute cache keeps JIT results of identical PTX between runs), `cuLink*` inputs,
+//! explicit graph kernel nodes, host-side programs, live map snapshots.
+
+pub mod driver;
+pub mod hooks;
+pub mod image;
+pub mod registry;
+pub mod resolve;
+pub mod session;

@@ -1,0 +1,487 @@
+//! What the interposer knows about the application's modules and kernels, and the one
+//! decision it makes on every launch: which function to run.
+//!
+//! ```text
+//!  load (module / library)  ──▶ Image { label, bytes copied }      (no work yet)
+//!  get function / kernel    ──▶ Func { owner image, name, via }
+//!  launch f ──▶ swap[f] known? ──yes──▶ run it
+//!                 │ no
+//!                 ▼
+//!          name matched by a probe? ──no──▶ swap[f] = f
+//!                 │ yes
+//!                 ▼
+//!          owner instrumented? ──first time──▶ PTX of the image ─▶ inject ─▶ driver JIT
+//!                 │                              (any failure: one line, fallback)
+//!                 ▼
+//!          swap[f] = the same name in the instrumented module (same kind of handle)
+//! ```
+//!
+//! Modules are instrumented lazily, at the first launch of a matched kernel, so an
+//! application that loads a thousand modules pays only for those it probes. Handles are
+//! keys only: a module or library unloaded is forgotten, with every function of it, so a
+//! handle the driver reuses never finds stale entries.
+
+use crate::driver::*;
+use crate::hooks::real;
+use crate::session::{Config, Event, Log, DIR_VAR, FAULT_VAR};
+use bpf2ptx_backend::inject::attach::Attach;
+use bpf2ptx_backend::inject::fatbin;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_char, CStr, CString};
+use std::os::unix::ffi::OsStrExt as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// How the application got a launchable handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `cuModuleGetFunction` (on a module, or on a library's module).
+    Module,
+    /// `cuLibraryGetKernel` (a `CUkernel`, which `cuLaunchKernel` also takes).
+    Kernel,
+    /// `cuKernelGetFunction` of a kernel.
+    KernelFunction,
+}
+
+/// A loaded module or library.
+#[derive(Debug)]
+struct Image {
+    /// `module N` / `library N`, in load order: how messages name it.
+    label: String,
+    /// Loaded with `cuLibraryLoad*` (the instrumented copy is loaded the same way).
+    library: bool,
+    /// The image's bytes; `None` when they could not be read.
+    bytes: Option<Vec<u8>>,
+    /// The instrumented copy, once a matched kernel of it was launched.
+    instrumented: Mutex<Option<Result<Handle, ()>>>,
+}
+
+/// A function or kernel handle the application holds.
+#[derive(Debug, Clone)]
+struct Func {
+    owner: Arc<Image>,
+    name: String,
+    via: Via,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    loads: usize,
+    images: HashMap<Handle, Arc<Image>>,
+    funcs: HashMap<Handle, Func>,
+    /// Decided launches: application handle → handle to launch.
+    swap: HashMap<Handle, Handle>,
+    /// Kernel names launched so far.
+    seen: HashSet<String>,
+}
+
+/// A trace session: its configuration, the probes' attach points, and the state.
+struct Session {
+    config: Config,
+    log: Log,
+    attaches: Vec<Attach>,
+    state: Mutex<State>,
+}
+
+/// The session, started on first use; `None` outside `bpf2ptx trace` or when it cannot
+/// start (said once).
+fn session() -> Option<&'static Session> {
+    static S: OnceLock<Option<Session>> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = std::path::PathBuf::from(std::env::var_os(DIR_VAR)?);
+        let log = Log::new(&dir);
+        let start = || -> Result<Session, String> {
+            let config = Config::read(&dir)?;
+            let obj = bpf2ptx::load_path(&config.probes).map_err(|e| e.to_string())?;
+            let attaches = obj
+                .programs
+                .iter()
+                .filter_map(|p| Attach::from_section(&p.section))
+                .collect();
+            Ok(Session {
+                config,
+                log: Log::new(&dir),
+                attaches,
+                state: Mutex::default(),
+            })
+        };
+        match start() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                log.say(&format!(
+                    "not started: {e}; the application runs unmodified"
+                ));
+                None
+            }
+        }
+    })
+    .as_ref()
+}
+
+/// Runs `f` for the session, if any; a panic inside is caught (and said), never unwound
+/// into the application.
+fn with_session<T>(fallback: T, f: impl FnOnce(&'static Session) -> T) -> T {
+    let Some(s) = session() else {
+        return fallback;
+    };
+    match catch_unwind(AssertUnwindSafe(|| f(s))) {
+        Ok(v) => v,
+        Err(_) => {
+            s.log
+                .say("internal error (a panic); this call runs unmodified");
+            fallback
+        }
+    }
+}
+
+/// A module or library was loaded from memory.
+///
+/// # Safety
+/// `image` is what the application passed a successful load.
+pub unsafe fn loaded_image(handle: Ptr, image: *const u8, library: bool) {
+    with_session((), |s| {
+        // SAFETY: the driver just read the same image.
+        let bytes = unsafe { crate::image::copy_image(image) };
+        s.add_image(handle, bytes, library);
+    })
+}
+
+/// A module or library was loaded from a file.
+///
+/// # Safety
+/// `path` is what the application passed a successful load.
+pub unsafe fn loaded_file(handle: Ptr, path: *const c_char, library: bool) {
+    with_session((), |s| {
+        let bytes = (!path.is_null())
+            // SAFETY: a NUL-terminated path the driver just opened.
+            .then(|| unsafe { CStr::from_ptr(path) })
+            .and_then(|p| std::fs::read(std::ffi::OsStr::from_bytes(p.to_bytes())).ok());
+        s.add_image(handle, bytes, library);
+    })
+}
+
+/// A module or library is being unloaded: forget it and its functions.
+pub fn unloaded(handle: Ptr) {
+    with_session((), |s| {
+        let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(img) = st.images.remove(&(handle as Handle)) {
+            let gone: Vec<Handle> = st
+                .funcs
+                .iter()
+                .filter(|(_, f)| Arc::ptr_eq(&f.owner, &img))
+                .map(|(h, _)| *h)
+                .collect();
+            for h in gone {
+                st.funcs.remove(&h);
+                st.swap.remove(&h);
+            }
+            st.images.retain(|_, i| !Arc::ptr_eq(i, &img));
+        }
+    })
+}
+
+/// `func` names `name` in `owner` (a module or library).
+///
+/// # Safety
+/// `name` is the NUL-terminated name the application passed a successful lookup.
+pub unsafe fn named(func: Ptr, owner: Ptr, name: *const c_char, via: Via) {
+    with_session((), |s| {
+        // SAFETY: as the caller's contract.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(owner) = st.images.get(&(owner as Handle)).cloned() {
+            st.swap.remove(&(func as Handle));
+            st.funcs.insert(func as Handle, Func { owner, name, via });
+        }
+    })
+}
+
+/// `module` is the module of library `lib` (`cuLibraryGetModule`).
+pub fn alias(module: Ptr, lib: Ptr) {
+    with_session((), |s| {
+        let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(img) = st.images.get(&(lib as Handle)).cloned() {
+            st.images.insert(module as Handle, img);
+        }
+    })
+}
+
+/// `func` is kernel `kernel`'s function in the current context.
+pub fn kernel_function(func: Ptr, kernel: Ptr) {
+    with_session((), |s| {
+        let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = st.funcs.get(&(kernel as Handle)).cloned() {
+            st.swap.remove(&(func as Handle));
+            st.funcs.insert(
+                func as Handle,
+                Func {
+                    via: Via::KernelFunction,
+                    ..k
+                },
+            );
+        }
+    })
+}
+
+/// The function to launch for the application's `f`: its instrumented twin when a probe
+/// matches it and instrumenting worked, else `f`.
+pub fn launchable(f: Ptr) -> Ptr {
+    with_session(f, |s| s.launchable(f as Handle) as Ptr)
+}
+
+impl Session {
+    fn add_image(&self, handle: Ptr, bytes: Option<Vec<u8>>, library: bool) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.loads += 1;
+        let label = format!(
+            "{} {}",
+            if library { "library" } else { "module" },
+            st.loads
+        );
+        self.log.event(&Event::Loaded {
+            label: label.clone(),
+            bytes: bytes.as_ref().map_or(0, Vec::len),
+        });
+        st.images.insert(
+            handle as Handle,
+            Arc::new(Image {
+                label,
+                library,
+                bytes,
+                instrumented: Mutex::new(None),
+            }),
+        );
+    }
+
+    fn matched(&self, name: &str) -> bool {
+        self.attaches.iter().any(|a| a.matches(name))
+    }
+
+    fn launchable(&self, f: Handle) -> Handle {
+        let func = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(&g) = st.swap.get(&f) {
+                return g;
+            }
+            let Some(func) = st.funcs.get(&f).cloned() else {
+                st.swap.insert(f, f);
+                return f;
+            };
+            let matched = self.matched(&func.name);
+            if st.seen.insert(func.name.clone()) {
+                self.log.event(&Event::Kernel {
+                    name: func.name.clone(),
+                    matched,
+                });
+            }
+            if !matched {
+                st.swap.insert(f, f);
+                return f;
+            }
+            func
+        };
+        // Instrumenting (inject and JIT) runs outside the state lock: other threads'
+        // launches of decided functions go on meanwhile; the image's own lock makes one
+        // thread do it.
+        let g = self
+            .instrumented(&func.owner, &func.name)
+            .and_then(|h| self.twin(h, &func));
+        let g = g.unwrap_or(f);
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .swap
+            .insert(f, g);
+        g
+    }
+
+    /// The instrumented copy of `img` (made now if this is the first matched launch);
+    /// `None` when it failed, which was said once.
+    fn instrumented(&self, img: &Image, kernel: &str) -> Option<Handle> {
+        let mut slot = img.instrumented.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = *slot {
+            return r.ok();
+        }
+        let r = self.instrument(img, kernel);
+        if let Err(reason) = &r {
+            self.log
+                .say(&format!("{}: {reason}; it runs unmodified", img.label));
+            self.log.event(&Event::Fallback {
+                label: img.label.clone(),
+                reason: reason.clone(),
+            });
+        }
+        *slot = Some(r.as_ref().map(|h| *h).map_err(|_| ()));
+        r.ok()
+    }
+
+    fn instrument(&self, img: &Image, kernel: &str) -> Result<Handle, String> {
+        let bytes = img.bytes.as_deref().ok_or("its image could not be read")?;
+        let ptx = match app_ptx(bytes) {
+            Ok(p) => p,
+            Err(PtxError::NoPtx(sass)) => {
+                let archs: Vec<String> = sass.iter().map(|a| format!("sm_{a}")).collect();
+                self.log.event(&Event::NoPtx {
+                    label: img.label.clone(),
+                    kernels: vec![kernel.to_string()],
+                    sass: archs.clone(),
+                });
+                let arch = sass.iter().max().copied().unwrap_or(90);
+                return Err(format!(
+                    "no PTX (SASS for {}), so kernel {kernel} cannot be probed; rebuild with \
+                     -gencode arch=compute_{arch},code=compute_{arch} (PyTorch extensions: \
+                     TORCH_CUDA_ARCH_LIST=\"{}.{}+PTX\")",
+                    archs.join(", "),
+                    arch / 10,
+                    arch % 10
+                ));
+            }
+            Err(PtxError::Other(e)) => return Err(e),
+        };
+        let t0 = Instant::now();
+        let opts = bpf2ptx::inject::Options {
+            maps: self.config.maps.clone(),
+            loop_budget: self.config.loop_budget,
+            granularity: match self.config.granularity.as_deref() {
+                Some("warp") => bpf2ptx_backend::back::ptx::Granularity::Warp,
+                Some("block") => bpf2ptx_backend::back::ptx::Granularity::Block,
+                _ => bpf2ptx_backend::back::ptx::Granularity::Thread,
+            },
+            ..Default::default()
+        };
+        let done = bpf2ptx::inject::inject_checked(&self.config.probes, &ptx, &img.label, &opts)
+            .map_err(|e| format!("inject: {e}"))?;
+        let inject_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let kernels: Vec<String> = {
+            let mut k: Vec<String> = done.woven.sites.iter().map(|s| s.kernel.clone()).collect();
+            k.sort();
+            k.dedup();
+            k
+        };
+        let t1 = Instant::now();
+        let handle = self.jit(&done.woven.text, img.library)?;
+        self.log.event(&Event::Instrumented {
+            label: img.label.clone(),
+            kernels,
+            inject_ms,
+            jit_ms: t1.elapsed().as_secs_f64() * 1e3,
+            cached: false,
+        });
+        Ok(handle)
+    }
+
+    /// Has the driver assemble `ptx` into a module or library, as the original was.
+    fn jit(&self, ptx: &str, library: bool) -> Result<Handle, String> {
+        if std::env::var(FAULT_VAR).as_deref() == Ok("jit") {
+            return Err(format!("JIT failed (forced by {FAULT_VAR}=jit)"));
+        }
+        let text = CString::new(ptx).map_err(|_| "the instrumented PTX holds a NUL byte")?;
+        let mut h: Ptr = std::ptr::null_mut();
+        // SAFETY: the driver's own functions with valid arguments.
+        let rc = unsafe {
+            if library {
+                let n: *mut Ptr = std::ptr::null_mut();
+                match real::<LibraryLoadData>(c"cuLibraryLoadData") {
+                    Some(f) => f(&mut h, text.as_ptr().cast(), n.cast(), n, 0, n.cast(), n, 0),
+                    None => ERROR_INVALID_VALUE,
+                }
+            } else {
+                match real::<ModuleLoadData>(c"cuModuleLoadData") {
+                    Some(f) => f(&mut h, text.as_ptr().cast()),
+                    None => ERROR_INVALID_VALUE,
+                }
+            }
+        };
+        if rc != SUCCESS || h.is_null() {
+            return Err(format!(
+                "the driver refused the instrumented PTX (CUresult {rc})"
+            ));
+        }
+        Ok(h as Handle)
+    }
+
+    /// The handle for `func`'s name in the instrumented copy `h`, of the kind the
+    /// application used.
+    fn twin(&self, h: Handle, func: &Func) -> Option<Handle> {
+        let name = CString::new(func.name.as_str()).ok()?;
+        let mut out: Ptr = std::ptr::null_mut();
+        // SAFETY: the driver's own functions on handles it returned.
+        let rc = unsafe {
+            match (func.via, func.owner.library) {
+                (Via::Module, false) => real::<ModuleGetFunction>(c"cuModuleGetFunction")?(
+                    &mut out,
+                    h as Ptr,
+                    name.as_ptr(),
+                ),
+                (Via::Module, true) => {
+                    let mut m: Ptr = std::ptr::null_mut();
+                    let rc = real::<LibraryGetModule>(c"cuLibraryGetModule")?(&mut m, h as Ptr);
+                    if rc != SUCCESS {
+                        return None;
+                    }
+                    real::<ModuleGetFunction>(c"cuModuleGetFunction")?(&mut out, m, name.as_ptr())
+                }
+                (Via::Kernel, _) => real::<LibraryGetKernel>(c"cuLibraryGetKernel")?(
+                    &mut out,
+                    h as Ptr,
+                    name.as_ptr(),
+                ),
+                (Via::KernelFunction, _) => {
+                    let mut k: Ptr = std::ptr::null_mut();
+                    let rc = real::<LibraryGetKernel>(c"cuLibraryGetKernel")?(
+                        &mut k,
+                        h as Ptr,
+                        name.as_ptr(),
+                    );
+                    if rc != SUCCESS {
+                        return None;
+                    }
+                    real::<KernelGetFunction>(c"cuKernelGetFunction")?(&mut out, k)
+                }
+            }
+        };
+        if rc != SUCCESS || out.is_null() {
+            self.log.say(&format!(
+                "{}: kernel {} missing from the instrumented copy (CUresult {rc}); it runs unmodified",
+                func.owner.label, func.name
+            ));
+            return None;
+        }
+        Some(out as Handle)
+    }
+}
+
+/// Why an image gives no PTX.
+#[derive(Debug)]
+enum PtxError {
+    /// It has only SASS, for these architectures.
+    NoPtx(Vec<u32>),
+    /// Anything else.
+    Other(String),
+}
+
+/// The PTX to instrument of an image: the text itself, or from a fatbin or cubin the PTX
+/// of the highest virtual architecture (what the driver would JIT when no SASS fits).
+fn app_ptx(bytes: &[u8]) -> Result<String, PtxError> {
+    if !fatbin::is_container(bytes) {
+        return String::from_utf8(bytes.to_vec()).map_err(|_| {
+            PtxError::Other("the image is neither PTX text nor a fatbin or cubin".into())
+        });
+    }
+    let entries = fatbin::extract_ptx(bytes).map_err(|e| match e {
+        fatbin::FatbinError::NoPtx { sass_archs } => PtxError::NoPtx(sass_archs),
+        e => PtxError::Other(e.to_string()),
+    })?;
+    let best = entries.iter().map(|e| e.arch).max().unwrap_or(0);
+    let mut top: Vec<_> = entries.into_iter().filter(|e| e.arch == best).collect();
+    if top.len() != 1 {
+        return Err(PtxError::Other(format!(
+            "{} PTX entries for compute_{best} in one image",
+            top.len()
+        )));
+    }
+    Ok(top.pop().map(|e| e.ptx).unwrap_or_default())
+}
