@@ -3,8 +3,8 @@
 in the style of bpftime's published GPU examples) injected into a vector add, run, and
 the kernel's output compared with the uninstrumented kernel's.
 
-The app is nvcc's PTX of tests/inject/src/vecadd.cu (tests/inject/fatbin/vecadd.compute_90.ptx)
-with the kernel renamed to bpftime's `_Z9vectorAddPKfS0_Pf`, as
+The app is nvcc's PTX of tests/inject/src/vecadd.cu, built on the GPU machine
+(checks.vector_add_ptx), with the kernel renamed to bpftime's `_Z9vectorAddPKfS0_Pf`, as
 tests/probes/bpftime/baseline.sh does. Each probe is injected with `bpf2ptx inject`, the
 module loaded as it is (device placement needs no host setup; host-placed rings and
 arrays work unbound, specs/abi.md "Placement"), per-thread arrays (1502, 1512; word 0 of
@@ -28,24 +28,14 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import Table  # noqa: E402
+from checks import Table, vector_add_ptx  # noqa: E402
 
 BPF2PTX = os.environ.get("BPF2PTX", "target/release/bpf2ptx")
 PROBES = "tests/probes/bpftime"
-APP = "tests/inject/fatbin/vecadd.compute_90.ptx"
 KERNEL = "_Z9vectorAddPKfS0_Pf"
 N, BLOCK = 1 << 20, 256
 PER_THREAD = {1502}  # layout ids of per-thread arrays (1512 has 1502's layout)
 OPTS = {"gemm_budget": ["--loop-budget", "4096"]}
-
-
-def app_ptx(tmp):
-    text = open(APP).read()
-    text = re.sub(r"\bvecadd(_param_[0-9])?\b", lambda m: KERNEL + (m.group(1) or ""), text)
-    path = os.path.join(tmp, "vectorAdd.ptx")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def maps_of(ptx):
@@ -102,7 +92,7 @@ def main():
     t = Table("probe")
     objs = sorted(o for o in glob.glob(f"{PROBES}/*.bpf.o") if "/gemm_" not in o)
     with tempfile.TemporaryDirectory() as tmp:
-        app = app_ptx(tmp)
+        app = vector_add_ptx(tmp, KERNEL)
         for obj in objs:
             run_probe(t, tmp, app, obj)
     t.finish()

@@ -35,3 +35,29 @@ class Table:
                 f.write("\n".join(table) + "\n")
         print(f"{len(self.rows) - self.failed} of {len(self.rows)} {unit} pass")
         sys.exit(1 if self.failed else 0)
+
+
+def vector_add_ptx(tmp, kernel):
+    """An nvcc-built vector add (tests/inject/src/vecadd.cu, `nvcc -ptx -arch=sm_90` on
+    this machine, so its `.version` is one this driver loads) with the kernel renamed to
+    `kernel`, written into `tmp`; its path. Without nvcc: the committed
+    tests/inject/fatbin/vecadd.compute_90.ptx, whose `.version` may be newer than the
+    driver (then the load fails and says so)."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    nvcc = shutil.which("nvcc") or next(
+        (p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+    src = os.path.join(tmp, "vecadd.nvcc.ptx")
+    if nvcc:
+        subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-Itests/inject/src",
+                        "tests/inject/src/vecadd.cu", "-o", src], check=True)
+    else:
+        src = "tests/inject/fatbin/vecadd.compute_90.ptx"
+    text = open(src).read()
+    text = re.sub(r"\bvecadd(_param_[0-9])?\b", lambda m: kernel + (m.group(1) or ""), text)
+    path = os.path.join(tmp, "vectorAdd.ptx")
+    with open(path, "w") as f:
+        f.write(text)
+    return path

@@ -3,8 +3,8 @@
 
 The GEMM probes of tests/probes/bpftime (C = A x B, s32 elements, the trip count K read
 from the map gemm_dims, thread t computing C[t]) are injected with `bpf2ptx inject` at the
-exit of a vector add (nvcc's PTX of tests/inject/src/vecadd.cu, committed as
-tests/inject/fatbin/vecadd.compute_90.ptx, with the kernel renamed to bpftime's
+exit of a vector add (nvcc's PTX of tests/inject/src/vecadd.cu, built on the GPU machine
+by checks.vector_add_ptx, with the kernel renamed to bpftime's
 `_Z9vectorAddPKfS0_Pf` as tests/probes/bpftime/baseline.sh does), the maps filled from the
 host through their module symbols (specs/abi.md), the kernel launched, and C read back:
 
@@ -20,7 +20,7 @@ host through their module symbols (specs/abi.md), the kernel launched, and C rea
 and for every case the vector add's own output is unchanged (c = a + b). Each shape runs
 with K >= 3 so that a budget of 2 is always spent (the head is reached K or K + 1 times).
 
-Run on the GPU machine from the repository root (needs CuPy and a bpf2ptx binary; no nvcc):
+Run on the GPU machine from the repository root (needs CuPy, nvcc and a bpf2ptx binary):
 
     BPF2PTX=gpu-carry/bpf2ptx python3 tests/gpu/loops_gemm.py [OUT.md]
 
@@ -38,11 +38,10 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import Table  # noqa: E402
+from checks import Table, vector_add_ptx  # noqa: E402
 
 BPF2PTX = os.environ.get("BPF2PTX", "target/release/bpf2ptx")
 PROBES = "tests/probes/bpftime"
-APP = "tests/inject/fatbin/vecadd.compute_90.ptx"
 KERNEL = "_Z9vectorAddPKfS0_Pf"
 CELLS = 4096
 BLOCK = 128
@@ -62,16 +61,6 @@ def sh(*cmd):
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}")
     return r.stdout + r.stderr
-
-
-def app_ptx(tmp):
-    """The vector add with bpftime's kernel name (what the probes' sections name)."""
-    text = open(APP).read()
-    text = re.sub(r"\bvecadd(_param_[0-9])?\b", lambda m: KERNEL + (m.group(1) or ""), text)
-    path = os.path.join(tmp, "vectorAdd.ptx")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def array_geometry(module, name):
@@ -159,7 +148,7 @@ def main():
     rng = np.random.default_rng(15)
     t = Table()
     with tempfile.TemporaryDirectory() as tmp:
-        app = app_ptx(tmp)
+        app = vector_add_ptx(tmp, KERNEL)
         for s in shapes.split(","):
             m, n, k = (int(x) for x in s.lower().split("x"))
             if max(m * n, m * k, k * n) > CELLS or k < 3:
