@@ -92,6 +92,16 @@ def fill(module, name, values):
     words.set(host)
 
 
+def fill_value(module, name, words_of_value):
+    """Writes one value of several uint32 words (`gemm_dims`' u32[3]) at key 0 of every
+    replica of array map `name`; the rest of the storage is zeroed."""
+    words, _ = array_words(module, name)
+    host = np.zeros(words.shape, np.uint32)
+    flat = np.asarray(words_of_value, np.int64).astype(np.uint32)
+    host[:, : len(flat)] = flat
+    words.set(host)
+
+
 def read(module, name, count):
     """Keys 0..count-1 of array map `name` as int32 (replica 0: C is only written by
     map_update_elem, which makes the map unsharded)."""
@@ -116,7 +126,7 @@ def run_case(t, tmp, app, case, obj, extra, budget, m, n, k, rng):
     module = cp.RawModule(path=out)
     a = rng.integers(-1000, 1000, size=(m, k), dtype=np.int64)
     b = rng.integers(-1000, 1000, size=(k, n), dtype=np.int64)
-    fill(module, "gemm_dims", [m, n, k])
+    fill_value(module, "gemm_dims", [m, n, k])
     fill(module, "gemm_a", a.reshape(-1))
     fill(module, "gemm_b", b.reshape(-1))
     fill(module, "gemm_c", np.zeros(CELLS, np.int64))
