@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* A CUDA application in miniature, for the interposer's tests: loads the PTX file argv[2]
+ * and launches every kernel named after it twice, reaching the driver the way argv[1]
+ * says:
+ *   linked    calls linked against libcuda (as CuPy and hand-written driver code do);
+ *   procaddr  dlopen("libcuda.so.1") + dlsym("cuGetProcAddress_v2"), then every entry
+ *             point from it with the per-thread default stream (as nvcc's static cudart);
+ *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
+ *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef CUresult (*load_t)(void **, const void *);
+typedef CUresult (*getf_t)(void **, void *, const char *);
+typedef CUresult (*launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+			     unsigned, unsigned, void *, void **, void **);
+typedef CUresult (*gpa_t)(const char *, void **, int, unsigned long long, int *);
+
+CUresult cuModuleLoadData(void **, const void *);
+CUresult cuModuleGetFunction(void **, void *, const char *);
+CUresult cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			unsigned, void *, void **, void **);
+CUresult cuLibraryLoadData(void **, const void *, int *, void **, unsigned, int *, void **,
+			   unsigned);
+CUresult cuLibraryGetKernel(void **, void *, const char *);
+CUresult cuKernelGetFunction(void **, void *);
+
+static char *slurp(const char *path) {
+	FILE *f = fopen(path, "rb");
+	if (!f) { perror(path); exit(2); }
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	char *s = malloc(n + 1);
+	if (fread(s, 1, n, f) != (size_t)n) exit(2);
+	s[n] = 0;
+	fclose(f);
+	return s;
+}
+
+static void check(CUresult rc, const char *what) {
+	if (rc) { fprintf(stderr, "%s: %d\n", what, rc); exit(1); }
+}
+
+int main(int argc, char **argv) {
+	if (argc < 4) { fprintf(stderr, "usage: app MODE PTX KERNEL...\n"); return 2; }
+	char *ptx = slurp(argv[2]);
+	load_t load = cuModuleLoadData;
+	getf_t getf = cuModuleGetFunction;
+	launch_t launch = cuLaunchKernel;
+	if (!strcmp(argv[1], "procaddr")) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!h) { fprintf(stderr, "%s\n", dlerror()); return 2; }
+		gpa_t gpa = (gpa_t)dlsym(h, "cuGetProcAddress_v2");
+		check(!gpa, "dlsym cuGetProcAddress_v2");
+		check(gpa("cuModuleLoadData", (void **)&load, 12000, 2, NULL), "gpa load");
+		check(gpa("cuModuleGetFunction", (void **)&getf, 12000, 2, NULL), "gpa getf");
+		check(gpa("cuLaunchKernel", (void **)&launch, 12000, 2, NULL), "gpa launch");
+	}
+	if (!strcmp(argv[1], "library")) {
+		void *lib;
+		check(cuLibraryLoadData(&lib, ptx, 0, 0, 0, 0, 0, 0), "library load");
+		for (int i = 3; i < argc; i++) {
+			void *k, *f;
+			check(cuLibraryGetKernel(&k, lib, argv[i]), "get kernel");
+			check(cuKernelGetFunction(&f, k), "kernel function");
+			for (int r = 0; r < 2; r++) {
+				check(cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch kernel");
+				check(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch function");
+			}
+		}
+		return 0;
+	}
+	void *m;
+	check(load(&m, ptx), "load");
+	for (int i = 3; i < argc; i++) {
+		void *f;
+		check(getf(&f, m, argv[i]), "get function");
+		for (int r = 0; r < 2; r++)
+			check(launch(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+	}
+	printf("app done\n");
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* A stand-in for libcuda.so.1 that the interposer's tests run under (no GPU needed): the
+ * driver entry points the interposer hooks or calls, each appending one line to the file
+ * named by FAKE_CUDA_LOG. A module remembers its image: `probed` in a launch line says
+ * whether the launched function's module holds bpf2ptx code, i.e. whether the launch ran
+ * an instrumented kernel. FAKE_CUDA_REFUSE_PROBED=1 makes loading probed PTX fail, as a
+ * JIT error would. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+struct image { int id; int probed; int library; };
+struct func { struct image *owner; char name[256]; int kernel; };
+
+static int next_id;
+
+static void say(const char *fmt, ...) {
+	const char *path = getenv("FAKE_CUDA_LOG");
+	FILE *f = path ? fopen(path, "a") : NULL;
+	if (!f) return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+static CUresult load(void **out, const char *text, int library) {
+	int probed = text && strstr(text, "bpf2ptx_") != NULL;
+	if (probed && getenv("FAKE_CUDA_REFUSE_PROBED")) {
+		say("refuse probed");
+		return 218; /* CUDA_ERROR_INVALID_PTX */
+	}
+	struct image *m = calloc(1, sizeof *m);
+	m->id = ++next_id;
+	m->probed = probed;
+	m->library = library;
+	*out = m;
+	say("load %s %d probed=%d", library ? "library" : "module", m->id, m->probed);
+	return 0;
+}
+
+static CUresult get(void **out, void *owner, const char *name, int kernel) {
+	struct func *f = calloc(1, sizeof *f);
+	f->owner = owner;
+	f->kernel = kernel;
+	snprintf(f->name, sizeof f->name, "%s", name);
+	*out = f;
+	return 0;
+}
+
+CUresult cuInit(unsigned flags) { (void)flags; return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) { return load(m, image, 0); }
+CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *o, void **v) {
+	(void)n; (void)o; (void)v;
+	return load(m, image, 0);
+}
+CUresult cuModuleUnload(void *m) { say("unload %d", ((struct image *)m)->id); free(m); return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) { return get(f, m, name, 0); }
+CUresult cuLibraryLoadData(void **l, const void *code, int *a, void **b, unsigned c, int *d,
+			   void **e, unsigned g) {
+	(void)a; (void)b; (void)c; (void)d; (void)e; (void)g;
+	return load(l, code, 1);
+}
+CUresult cuLibraryGetKernel(void **k, void *l, const char *name) { return get(k, l, name, 1); }
+CUresult cuLibraryGetModule(void **m, void *l) { *m = l; return 0; }
+CUresult cuKernelGetFunction(void **f, void *k) {
+	struct func *kf = k;
+	return get(f, kf->owner, kf->name, 0);
+}
+
+static CUresult launch(const char *how, void *fp) {
+	struct func *f = fp;
+	say("launch %s %s module=%d probed=%d", how, f->name, f->owner->id, f->owner->probed);
+	return 0;
+}
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **x) {
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sh; (void)s; (void)p; (void)x;
+	return launch("legacy", f);
+}
+CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			     unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **x) {
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sh; (void)s; (void)p; (void)x;
+	return launch("ptsz", f);
+}
+
+#define ENTRY(n) { #n, (void *)n }
+static const struct { const char *name; void *fn; } table[] = {
+	ENTRY(cuInit), ENTRY(cuModuleLoadData), ENTRY(cuModuleLoadDataEx), ENTRY(cuModuleUnload),
+	ENTRY(cuModuleGetFunction), ENTRY(cuLibraryLoadData), ENTRY(cuLibraryGetKernel),
+	ENTRY(cuLibraryGetModule), ENTRY(cuKernelGetFunction), ENTRY(cuLaunchKernel),
+};
+
+CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
+			     int *status) {
+	(void)version;
+	if (status) *status = 0;
+	if (!strcmp(name, "cuLaunchKernel") && (flags & 2)) {
+		*fn = (void *)cuLaunchKernel_ptsz;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+		if (!strcmp(table[i].name, name)) {
+			*fn = table[i].fn;
+			return 0;
+		}
+	*fn = NULL;
+	return 500; /* CUDA_ERROR_NOT_FOUND */
+}

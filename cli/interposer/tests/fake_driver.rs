@@ -1,0 +1,252 @@
+//! The interposer in a real process, under a stand-in driver (tests/fake/libcuda.c) and a
+//! miniature application (tests/fake/app.c) built here with `cc`: no GPU needed.
+//!
+//! The application loads a PTX module of two kernels, `_Z9vectorAddPKfS0_Pf` (which
+//! tests/probes/bpftime/cuda_counter.bpf.o probes) and `_Z6vecSubPKfS0_Pf` (which nothing
+//! probes), and launches each twice. The fake driver logs every load and launch, and
+//! whether the launched function's module holds bpf2ptx code. Each test reads that log.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PROBES: &str = "tests/probes/bpftime/cuda_counter.bpf.o";
+const PROBED: &str = "_Z9vectorAddPKfS0_Pf";
+const OTHER: &str = "_Z6vecSubPKfS0_Pf";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The interposer cdylib cargo built beside this test's binary.
+fn interposer() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let so = dir.join("libbpf2ptx_interposer.so");
+    assert!(so.exists(), "{} not built", so.display());
+    so
+}
+
+/// A scratch folder with the fake driver, the app and the app's PTX built in it.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake");
+        let d = dir.path();
+        let cc = |args: &[&str]| {
+            let st = Command::new("cc")
+                .args(args)
+                .status()
+                .expect("cc (gcc) is needed");
+            assert!(st.success(), "cc {args:?}");
+        };
+        let lib = d.join("libcuda.so.1");
+        cc(&[
+            "-shared",
+            "-fPIC",
+            "-o",
+            lib.to_str().unwrap(),
+            fake.join("libcuda.c").to_str().unwrap(),
+        ]);
+        std::os::unix::fs::symlink(&lib, d.join("libcuda.so")).unwrap();
+        cc(&[
+            "-o",
+            d.join("app").to_str().unwrap(),
+            fake.join("app.c").to_str().unwrap(),
+            "-L",
+            d.to_str().unwrap(),
+            "-lcuda",
+            "-ldl",
+        ]);
+        // Two kernels: nvcc's vecAdd under bpftime's name, and a copy under another.
+        let src = std::fs::read_to_string(repo().join("examples/apps/vecadd.ptx")).unwrap();
+        let add = src.replace("_Z6vecAddPKfS0_Pfi", PROBED);
+        let start = add.find(".visible .entry").unwrap();
+        let sub = add[start..].replace(PROBED, OTHER);
+        std::fs::write(d.join("app.ptx"), format!("{add}\n{sub}")).unwrap();
+        Fixture { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Runs the app in `mode`; `session`: with a trace session (config in `trace/`);
+    /// `env`: more variables. Returns the output and the fake driver's log lines.
+    fn run(&self, mode: &str, session: bool, env: &[(&str, &str)]) -> (Output, Vec<String>) {
+        let log = self.path(&format!("driver-{mode}-{session}.log"));
+        let _ = std::fs::remove_file(&log);
+        let mut cmd = Command::new(self.path("app"));
+        cmd.args([mode, self.path("app.ptx").to_str().unwrap(), PROBED, OTHER])
+            .env("LD_LIBRARY_PATH", self.dir.path())
+            .env("LD_PRELOAD", interposer())
+            .env("FAKE_CUDA_LOG", &log)
+            .env_remove("BPF2PTX_TRACE_DIR");
+        if session {
+            let trace = self.path("trace");
+            std::fs::create_dir_all(&trace).unwrap();
+            let _ = std::fs::remove_file(trace.join("events.jsonl"));
+            let config = serde_json::json!({ "probes": repo().join(PROBES) });
+            std::fs::write(trace.join("config.json"), config.to_string()).unwrap();
+            cmd.env("BPF2PTX_TRACE_DIR", &trace);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let lines = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        (out, lines)
+    }
+}
+
+fn launches<'a>(log: &'a [String], kernel: &str) -> Vec<&'a str> {
+    log.iter()
+        .filter(|l| l.starts_with("launch ") && l.split(' ').nth(2) == Some(kernel))
+        .map(String::as_str)
+        .collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn linked_app_launches_the_instrumented_kernel_and_only_that_one() {
+    let f = Fixture::new();
+    let (out, log) = f.run("linked", true, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "app done\n");
+    let probed = launches(&log, PROBED);
+    let other = launches(&log, OTHER);
+    assert_eq!(probed.len(), 2, "{log:?}");
+    assert!(probed.iter().all(|l| l.ends_with("probed=1")), "{log:?}");
+    assert!(
+        other.len() == 2 && other.iter().all(|l| l.ends_with("probed=0")),
+        "{log:?}"
+    );
+    // One instrumented load, lazily: after the app's own load.
+    let loads: Vec<&String> = log.iter().filter(|l| l.starts_with("load")).collect();
+    assert_eq!(loads.len(), 2, "{log:?}");
+    assert!(loads[0].ends_with("probed=0") && loads[1].ends_with("probed=1"));
+    let events = bpf2ptx_interposer::session::read_events(&f.path("trace"));
+    let instrumented: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            bpf2ptx_interposer::session::Event::Instrumented { kernels, .. } => Some(kernels),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(instrumented, vec![&vec![PROBED.to_string()]], "{events:?}");
+    assert!(!stderr(&out).contains("bpf2ptx trace"), "{}", stderr(&out));
+}
+
+#[test]
+fn static_cudart_style_proc_address_is_hooked_per_variant() {
+    let f = Fixture::new();
+    let (out, log) = f.run("procaddr", true, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probed = launches(&log, PROBED);
+    assert_eq!(probed.len(), 2, "{log:?}");
+    // The per-thread-stream variant the app asked for, instrumented.
+    assert!(probed
+        .iter()
+        .all(|l| l.starts_with("launch ptsz") && l.ends_with("probed=1")));
+    assert!(launches(&log, OTHER)
+        .iter()
+        .all(|l| l.ends_with("probed=0")));
+}
+
+#[test]
+fn library_kernels_and_their_functions_are_swapped() {
+    let f = Fixture::new();
+    let (out, log) = f.run("library", true, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probed = launches(&log, PROBED);
+    assert_eq!(probed.len(), 4, "{log:?}");
+    assert!(probed.iter().all(|l| l.ends_with("probed=1")), "{log:?}");
+    assert!(launches(&log, OTHER)
+        .iter()
+        .all(|l| l.ends_with("probed=0")));
+    assert!(log
+        .iter()
+        .any(|l| l.starts_with("load library") && l.ends_with("probed=1")));
+}
+
+#[test]
+fn without_a_session_nothing_changes() {
+    let f = Fixture::new();
+    for mode in ["linked", "procaddr", "library"] {
+        let (out, log) = f.run(mode, false, &[]);
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        assert!(
+            log.iter().all(|l| !l.contains("probed=1")),
+            "{mode}: {log:?}"
+        );
+        assert_eq!(log.iter().filter(|l| l.starts_with("load")).count(), 1);
+        assert_eq!(stderr(&out), "");
+    }
+}
+
+#[test]
+fn a_failed_jit_leaves_the_app_unmodified_with_one_line() {
+    let f = Fixture::new();
+    for (env, why) in [
+        (
+            ("BPF2PTX_TRACE_FAULT", "jit"),
+            "forced by BPF2PTX_TRACE_FAULT=jit",
+        ),
+        (
+            ("FAKE_CUDA_REFUSE_PROBED", "1"),
+            "the driver refused the instrumented PTX",
+        ),
+    ] {
+        let (out, log) = f.run("linked", true, &[env]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "app done\n");
+        assert!(log.iter().all(|l| !l.contains("probed=1")), "{log:?}");
+        assert_eq!(launches(&log, PROBED).len(), 2);
+        let err = stderr(&out);
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("bpf2ptx trace:"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(
+            lines[0].contains("module 1") && lines[0].contains(why),
+            "{err}"
+        );
+        assert!(lines[0].ends_with("it runs unmodified"), "{err}");
+    }
+}
+
+#[test]
+fn a_session_that_cannot_start_says_so_once_and_forwards() {
+    let f = Fixture::new();
+    let trace = f.path("broken");
+    std::fs::create_dir_all(&trace).unwrap();
+    std::fs::write(
+        trace.join("config.json"),
+        r#"{"probes": "/nonexistent.bpf.o"}"#,
+    )
+    .unwrap();
+    let (out, log) = f.run(
+        "linked",
+        false,
+        &[("BPF2PTX_TRACE_DIR", trace.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(log.iter().all(|l| !l.contains("probed=1")), "{log:?}");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not started") && err.contains("nonexistent"),
+        "{err}"
+    );
+}
