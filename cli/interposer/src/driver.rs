@@ -113,8 +113,6 @@ pub type LaunchCooperativeKernel = unsafe extern "C" fn(
 /// `cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **params, void **extra)`.
 pub type LaunchKernelEx =
     unsafe extern "C" fn(*const LaunchConfig, Ptr, *mut Ptr, *mut Ptr) -> CuResult;
-/// `cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)`.
-pub type MemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> CuResult;
 /// `cuCtxSynchronize()`.
 pub type CtxSynchronize = unsafe extern "C" fn() -> CuResult;
 
@@ -144,3 +142,17 @@ pub struct LaunchConfig {
     /// Number of attributes.
     pub num_attrs: c_uint,
 }
+
+/// `CU_STREAM_NON_BLOCKING`: a stream that does not synchronize with the legacy default
+/// stream, so the interposer's copies never wait for the application's work there.
+pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `cuStreamCreate(CUstream *, unsigned flags)`.
+pub type StreamCreate = unsafe extern "C" fn(*mut Ptr, c_uint) -> CuResult;
+/// `cuStreamSynchronize(CUstream)`.
+pub type StreamSynchronize = unsafe extern "C" fn(Ptr) -> CuResult;
+/// `cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream)`.
+pub type MemcpyDtoHAsync = unsafe extern "C" fn(*mut c_void, u64, usize, Ptr) -> CuResult;
+/// `cuCtxGetCurrent(CUcontext *)`.
+pub type CtxGetCurrent = unsafe extern "C" fn(*mut Ptr) -> CuResult;
+/// `cuCtxSetCurrent(CUcontext)`.
+pub type CtxSetCurrent = unsafe extern "C" fn(Ptr) -> CuResult;

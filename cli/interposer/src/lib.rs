@@ -18,10 +18,12 @@
 //! reaches the application: the module it concerns runs unmodified and one line on
 //! stderr says why.
 //!
+//! Map snapshots ([`snapshot`]) go to the session folder periodically and at exit.
+//!
 //! Not yet: maps shared by every module (each instrumented module has its own), per-launch
 //! binding of per-thread arrays, JIT results cached by the interposer (the driver's own
 //! compute cache keeps JIT results of identical PTX between runs), `cuLink*` inputs,
-//! explicit graph kernel nodes, host-side programs, live map snapshots.
+//! explicit graph kernel nodes, host-side programs.
 
 pub mod driver;
 pub mod hooks;
@@ -29,3 +31,4 @@ pub mod image;
 pub mod registry;
 pub mod resolve;
 pub mod session;
+pub mod snapshot;

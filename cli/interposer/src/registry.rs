@@ -23,9 +23,12 @@
 
 use crate::driver::*;
 use crate::hooks::real;
+use crate::resolve::driver_fn;
 use crate::session::{Config, Event, Log, DIR_VAR, FAULT_VAR};
+use crate::snapshot::{self, Reader, Snapshot};
 use bpf2ptx_backend::inject::attach::Attach;
 use bpf2ptx_backend::inject::fatbin;
+use bpf2ptx_compiler::program::Object;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, CStr, CString};
 use std::os::unix::ffi::OsStrExt as _;
@@ -74,14 +77,28 @@ struct State {
     swap: HashMap<Handle, Handle>,
     /// Kernel names launched so far.
     seen: HashSet<String>,
+    /// Instrumented copies: (label, handle, loaded as a library), in instrumenting order.
+    instrumented: Vec<(String, Handle, bool)>,
+}
+
+/// What takes snapshots: the reader (a stream of its own) and the context it was made in.
+struct Copier {
+    reader: Reader,
+    ctx: Handle,
 }
 
 /// A trace session: its configuration, the probes' attach points, and the state.
 struct Session {
     config: Config,
     log: Log,
+    /// The probe object (its maps name what a snapshot copies).
+    obj: Object,
     attaches: Vec<Attach>,
     state: Mutex<State>,
+    /// Made at the first instrumentation (it needs a context); `None` until then, or
+    /// when the driver lacks what it needs.
+    copier: Mutex<Option<Copier>>,
+    started: Instant,
 }
 
 /// The session, started on first use; `None` outside `bpf2ptx trace` or when it cannot
@@ -102,8 +119,11 @@ fn session() -> Option<&'static Session> {
             Ok(Session {
                 config,
                 log: Log::new(&dir),
+                obj,
                 attaches,
                 state: Mutex::default(),
+                copier: Mutex::new(None),
+                started: Instant::now(),
             })
         };
         match start() {
@@ -260,7 +280,7 @@ impl Session {
         self.attaches.iter().any(|a| a.matches(name))
     }
 
-    fn launchable(&self, f: Handle) -> Handle {
+    fn launchable(&'static self, f: Handle) -> Handle {
         let func = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(&g) = st.swap.get(&f) {
@@ -300,7 +320,7 @@ impl Session {
 
     /// The instrumented copy of `img` (made now if this is the first matched launch);
     /// `None` when it failed, which was said once.
-    fn instrumented(&self, img: &Image, kernel: &str) -> Option<Handle> {
+    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Handle> {
         let mut slot = img.instrumented.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = *slot {
             return r.ok();
@@ -315,6 +335,14 @@ impl Session {
             });
         }
         *slot = Some(r.as_ref().map(|h| *h).map_err(|_| ()));
+        if let Ok(h) = r {
+            self.state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .instrumented
+                .push((img.label.clone(), h, img.library));
+            self.start_snapshots();
+        }
         r.ok()
     }
 
@@ -451,6 +479,85 @@ impl Session {
             return None;
         }
         Some(out as Handle)
+    }
+}
+
+impl Session {
+    /// At the first instrumentation: makes the copier in the current context, registers
+    /// the last snapshot at exit (now, after the CUDA runtime registered its own teardown,
+    /// so that ours runs first), and starts the periodic snapshots.
+    fn start_snapshots(&'static self) {
+        let mut copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
+        if copier.is_some() {
+            return;
+        }
+        let mut ctx: Ptr = std::ptr::null_mut();
+        // SAFETY: the driver's cuCtxGetCurrent with a valid out pointer.
+        let have_ctx = driver_fn(c"cuCtxGetCurrent")
+            .map(|f| unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(f)(&mut ctx) } == SUCCESS)
+            .unwrap_or(false);
+        let Some(reader) = Reader::new().filter(|_| have_ctx) else {
+            self.log
+                .say("map snapshots unavailable (the driver lacks stream copies)");
+            return;
+        };
+        *copier = Some(Copier {
+            reader,
+            ctx: ctx as Handle,
+        });
+        extern "C" fn last_snapshot() {
+            if let Some(s) = session() {
+                let _ = catch_unwind(|| s.snapshot(true));
+            }
+        }
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(last_snapshot) };
+        if self.config.interval_ms > 0 {
+            let every = std::time::Duration::from_millis(self.config.interval_ms);
+            let _ = std::thread::Builder::new()
+                .name("bpf2ptx-snapshots".into())
+                .spawn(move || loop {
+                    std::thread::sleep(every);
+                    let _ = catch_unwind(AssertUnwindSafe(|| self.snapshot(false)));
+                });
+        }
+    }
+
+    /// Copies every instrumented module's maps into `snapshot.json`. `last`: at exit,
+    /// after waiting for the context's work.
+    fn snapshot(&self, last: bool) {
+        let mods = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .instrumented
+            .clone();
+        let copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = copier.as_ref() else {
+            return;
+        };
+        // SAFETY: the driver's functions on the context the copier was made in.
+        unsafe {
+            if let Some(set) = driver_fn(c"cuCtxSetCurrent") {
+                std::mem::transmute::<Ptr, CtxSetCurrent>(set)(c.ctx as Ptr);
+            }
+            if last {
+                if let Some(sync) = driver_fn(c"cuCtxSynchronize") {
+                    std::mem::transmute::<Ptr, CtxSynchronize>(sync)();
+                }
+            }
+        }
+        let snap = Snapshot {
+            time_ns: self.started.elapsed().as_nanos() as u64,
+            last,
+            modules: mods
+                .iter()
+                .map(|(label, h, library)| c.reader.module_maps(label, *h, *library, &self.obj))
+                .collect(),
+        };
+        if let Err(e) = snapshot::write(self.log.dir(), &snap) {
+            self.log.say(&format!("snapshot not written: {e}"));
+        }
     }
 }
 

@@ -38,6 +38,9 @@ pub struct Config {
     /// `--loop-budget N`.
     #[serde(default)]
     pub loop_budget: Option<u64>,
+    /// Milliseconds between map snapshots (0: only the last one, at exit).
+    #[serde(default)]
+    pub interval_ms: u64,
     /// Where JIT results are cached (by content): `None` disables the cache.
     #[serde(default)]
     pub cache: Option<PathBuf>,
@@ -169,6 +172,7 @@ mod tests {
         let c = Config::read(&dir).unwrap();
         assert_eq!(c.probes, PathBuf::from("/p.bpf.o"));
         assert!(c.maps.is_empty() && c.cache.is_none() && c.loop_budget.is_none());
+        assert_eq!(c.interval_ms, 0);
         std::fs::write(dir.join("config.json"), "{").unwrap();
         assert!(Config::read(&dir).unwrap_err().contains("config.json"));
     }

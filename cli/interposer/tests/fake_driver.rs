@@ -250,3 +250,41 @@ fn a_session_that_cannot_start_says_so_once_and_forwards() {
         "{err}"
     );
 }
+
+#[test]
+fn the_last_snapshot_holds_every_map_of_the_instrumented_module() {
+    use bpf2ptx_interposer::snapshot::{read, unhex};
+    let f = Fixture::new();
+    let (out, log) = f.run("linked", true, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The copies ran on a non-blocking stream of the interposer's own, after the
+    // context's work finished.
+    assert!(log.iter().any(|l| l == "stream flags=1"), "{log:?}");
+    assert!(log.iter().any(|l| l == "synchronize"), "{log:?}");
+    let snap = read(&f.path("trace")).expect("snapshot.json");
+    assert!(snap.last);
+    assert_eq!(snap.modules.len(), 1);
+    assert_eq!(snap.modules[0].label, "module 1");
+    let names: Vec<&str> = snap.modules[0]
+        .maps
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    // cuda_counter's three hash maps (and its .rodata for bpf_printk).
+    for want in ["entered_at", "launches", "busy_ns"] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    let launches = snap.modules[0]
+        .maps
+        .iter()
+        .find(|m| m.name == "launches")
+        .unwrap();
+    // The fake's globals are 16 bytes of their name's length.
+    let len = |s: &str| vec![s.len() as u8; 16];
+    assert_eq!(launches.desc, vec![u64::from_le_bytes([20; 8]); 2]); // bpf2ptx_map_launches
+    assert_eq!(unhex(&launches.data), Some(len("bpf2ptx_mapdata_launches")));
+    assert_eq!(
+        launches.counts.as_deref().and_then(unhex),
+        Some(len("bpf2ptx_mapcnt_launches"))
+    );
+}

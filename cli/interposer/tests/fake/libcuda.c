@@ -89,11 +89,43 @@ CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, uns
 	return launch("ptsz", f);
 }
 
+/* Module globals: every `bpf2ptx_*` name has 16 bytes, each the length of its name, so a
+ * snapshot shows which symbol each copy came from. Device pointers are host pointers. */
+static CUresult global(unsigned long long *addr, size_t *size, void *m, const char *name) {
+	(void)m;
+	if (strncmp(name, "bpf2ptx_", 8)) return 500;
+	unsigned char *b = malloc(16);
+	memset(b, (int)strlen(name), 16);
+	*addr = (unsigned long long)(size_t)b;
+	*size = 16;
+	return 0;
+}
+CUresult cuModuleGetGlobal_v2(unsigned long long *a, size_t *n, void *m, const char *name) {
+	return global(a, n, m, name);
+}
+CUresult cuLibraryGetGlobal(unsigned long long *a, size_t *n, void *l, const char *name) {
+	return global(a, n, l, name);
+}
+CUresult cuStreamCreate(void **s, unsigned flags) { *s = (void *)0x5; say("stream flags=%u", flags); return 0; }
+CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s) {
+	(void)s;
+	memcpy(dst, (void *)(size_t)src, n);
+	return 0;
+}
+CUresult cuCtxGetCurrent(void **c) { *c = (void *)0x1; return 0; }
+CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
+CUresult cuCtxSynchronize(void) { say("synchronize"); return 0; }
+
 #define ENTRY(n) { #n, (void *)n }
 static const struct { const char *name; void *fn; } table[] = {
 	ENTRY(cuInit), ENTRY(cuModuleLoadData), ENTRY(cuModuleLoadDataEx), ENTRY(cuModuleUnload),
 	ENTRY(cuModuleGetFunction), ENTRY(cuLibraryLoadData), ENTRY(cuLibraryGetKernel),
 	ENTRY(cuLibraryGetModule), ENTRY(cuKernelGetFunction), ENTRY(cuLaunchKernel),
+	{ "cuModuleGetGlobal", (void *)cuModuleGetGlobal_v2 }, ENTRY(cuLibraryGetGlobal),
+	ENTRY(cuStreamCreate), ENTRY(cuStreamSynchronize),
+	{ "cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2 }, ENTRY(cuCtxGetCurrent),
+	ENTRY(cuCtxSetCurrent), ENTRY(cuCtxSynchronize),
 };
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,

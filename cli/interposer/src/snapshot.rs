@@ -1,0 +1,233 @@
+//! Map snapshots: the raw bytes of every map of every instrumented module, copied from
+//! the device while the application runs and written to the session's `snapshot.json`
+//! for the front end, which decodes and prints them.
+//!
+//! A snapshot is taken every `interval_ms` (the config's; none when 0) by a thread of the
+//! interposer's own, with copies on a non-blocking stream of its own (the application's
+//! streams are neither waited for nor ordered with), and once more at exit (`final`: the
+//! process ran `exit`, after the last kernel finished). An application that crashes keeps
+//! the last periodic one. Each is written to `snapshot.json.tmp` and renamed, so the front
+//! end never reads half a snapshot.
+//!
+//! What is copied per map is what specs/abi.md gives a host loader: the descriptor (8
+//! words), the storage (`bpf2ptx_mapdata_`), a hash map's counts block (`bpf2ptx_mapcnt_`)
+//! and a ring's counters (`bpf2ptx_mapctr_`), each as long as the module's symbol, and
+//! global data (`.bss`, `.data`, `.rodata`) whole. The symbols' names come from the
+//! backend ([`bpf2ptx_backend::back::ptx`]), their one home.
+
+use crate::driver::*;
+use crate::resolve::driver_fn;
+use bpf2ptx_backend::back::ptx::{
+    map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol, map_symbol,
+};
+use bpf2ptx_compiler::program::{MapOrigin, Object};
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::path::Path;
+
+/// One snapshot: `snapshot.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Nanoseconds since the session started (the interposer's first use).
+    pub time_ns: u64,
+    /// Taken at the process's exit, after its last kernel.
+    pub last: bool,
+    /// Per instrumented module, its maps (each module has its own instance today).
+    pub modules: Vec<ModuleMaps>,
+}
+
+/// The maps of one instrumented module.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ModuleMaps {
+    /// The module's label (`module N` / `library N`).
+    pub label: String,
+    /// Its maps, in the object's order (maps the probes do not use are absent).
+    pub maps: Vec<RawMap>,
+}
+
+/// One map's bytes, hex-encoded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RawMap {
+    /// The map's name in the object.
+    pub name: String,
+    /// The descriptor's 8 words; empty for global data.
+    pub desc: Vec<u64>,
+    /// The storage (global data: its bytes).
+    pub data: String,
+    /// A hash map's counts block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<String>,
+    /// A ring's `[producer, consumer]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<String>,
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a [`hex`] string; `None` if it is not one.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// How the copier reads a module's globals from the device.
+#[derive(Debug, Clone, Copy)]
+pub struct Reader {
+    get_module_global: ModuleGetGlobal,
+    get_library_global: LibraryGetGlobal,
+    copy: MemcpyDtoHAsync,
+    sync: StreamSynchronize,
+    stream: Ptr,
+}
+
+// SAFETY: the stream handle is the interposer's own, used under the session's lock.
+unsafe impl Send for Reader {}
+
+impl Reader {
+    /// The driver functions and a non-blocking stream of the interposer's own, made in
+    /// the current context.
+    pub fn new() -> Option<Reader> {
+        let f = |n: &std::ffi::CStr| driver_fn(n);
+        // SAFETY: each pointer is the driver's function of that name and ABI (12.0).
+        unsafe {
+            let create: StreamCreate = std::mem::transmute(f(c"cuStreamCreate")?);
+            let mut stream: Ptr = std::ptr::null_mut();
+            if create(&mut stream, STREAM_NON_BLOCKING) != SUCCESS {
+                return None;
+            }
+            Some(Reader {
+                get_module_global: std::mem::transmute(f(c"cuModuleGetGlobal")?),
+                get_library_global: std::mem::transmute(f(c"cuLibraryGetGlobal")?),
+                copy: std::mem::transmute(f(c"cuMemcpyDtoHAsync")?),
+                sync: std::mem::transmute(f(c"cuStreamSynchronize")?),
+                stream,
+            })
+        }
+    }
+
+    /// The bytes of global `name` of module or library `h`; `None` when it has none.
+    fn global(&self, h: Handle, library: bool, name: &str) -> Option<Vec<u8>> {
+        let c = CString::new(name).ok()?;
+        let (mut addr, mut size) = (0u64, 0usize);
+        // SAFETY: driver calls on a handle it returned, with valid out pointers; the
+        // copy's destination has `size` bytes and is waited for before it is read.
+        unsafe {
+            let rc = if library {
+                (self.get_library_global)(&mut addr, &mut size, h as Ptr, c.as_ptr())
+            } else {
+                (self.get_module_global)(&mut addr, &mut size, h as Ptr, c.as_ptr())
+            };
+            if rc != SUCCESS || size == 0 {
+                return None;
+            }
+            let mut buf = vec![0u8; size];
+            if (self.copy)(buf.as_mut_ptr().cast(), addr, size, self.stream) != SUCCESS
+                || (self.sync)(self.stream) != SUCCESS
+            {
+                return None;
+            }
+            Some(buf)
+        }
+    }
+
+    /// The maps of `obj` in the instrumented module `h`.
+    pub fn module_maps(&self, label: &str, h: Handle, library: bool, obj: &Object) -> ModuleMaps {
+        let mut maps = Vec::new();
+        for m in &obj.maps {
+            if m.origin == MapOrigin::GlobalData {
+                if let Some(data) = self.global(h, library, &map_symbol(&m.name)) {
+                    maps.push(RawMap {
+                        name: m.name.clone(),
+                        desc: Vec::new(),
+                        data: hex(&data),
+                        counts: None,
+                        counters: None,
+                    });
+                }
+                continue;
+            }
+            let Some(desc) = self.global(h, library, &map_desc_symbol(&m.name)) else {
+                continue;
+            };
+            let words = desc
+                .chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+                .collect();
+            maps.push(RawMap {
+                name: m.name.clone(),
+                desc: words,
+                data: self
+                    .global(h, library, &map_data_symbol(&m.name))
+                    .map(|d| hex(&d))
+                    .unwrap_or_default(),
+                counts: self
+                    .global(h, library, &map_counts_symbol(&m.name))
+                    .map(|d| hex(&d)),
+                counters: self
+                    .global(h, library, &map_counter_symbol(&m.name))
+                    .map(|d| hex(&d)),
+            });
+        }
+        ModuleMaps {
+            label: label.to_string(),
+            maps,
+        }
+    }
+}
+
+/// Writes `snap` as `dir/snapshot.json`, atomically (a temporary file renamed over it).
+pub fn write(dir: &Path, snap: &Snapshot) -> std::io::Result<()> {
+    let tmp = dir.join("snapshot.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
+    std::fs::rename(tmp, dir.join("snapshot.json"))
+}
+
+/// Reads `dir/snapshot.json`, if there is one.
+pub fn read(dir: &Path) -> Option<Snapshot> {
+    serde_json::from_slice(&std::fs::read(dir.join("snapshot.json")).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips() {
+        let b = [0u8, 1, 0xab, 0xff];
+        assert_eq!(hex(&b), "0001abff");
+        assert_eq!(unhex("0001abff").as_deref(), Some(&b[..]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    #[test]
+    fn snapshots_are_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read(dir.path()), None);
+        let s = Snapshot {
+            time_ns: 5,
+            last: true,
+            modules: vec![ModuleMaps {
+                label: "module 1".into(),
+                maps: vec![RawMap {
+                    name: "counts".into(),
+                    desc: vec![2, 0, 0, 0, 0, 0, 0, 0],
+                    data: "0100".into(),
+                    counts: None,
+                    counters: Some("00".into()),
+                }],
+            }],
+        };
+        write(dir.path(), &s).unwrap();
+        assert_eq!(read(dir.path()), Some(s));
+        assert!(!dir.path().join("snapshot.json.tmp").exists());
+    }
+}
