@@ -69,7 +69,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of a [`hex`] string; `None` if it is not one.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -98,16 +98,20 @@ impl Reader {
         let f = |n: &std::ffi::CStr| driver_fn(n);
         // SAFETY: each pointer is the driver's function of that name and ABI (12.0).
         unsafe {
-            let create: StreamCreate = std::mem::transmute(f(c"cuStreamCreate")?);
+            let create = std::mem::transmute::<Ptr, StreamCreate>(f(c"cuStreamCreate")?);
             let mut stream: Ptr = std::ptr::null_mut();
             if create(&mut stream, STREAM_NON_BLOCKING) != SUCCESS {
                 return None;
             }
             Some(Reader {
-                get_module_global: std::mem::transmute(f(c"cuModuleGetGlobal")?),
-                get_library_global: std::mem::transmute(f(c"cuLibraryGetGlobal")?),
-                copy: std::mem::transmute(f(c"cuMemcpyDtoHAsync")?),
-                sync: std::mem::transmute(f(c"cuStreamSynchronize")?),
+                get_module_global: std::mem::transmute::<Ptr, ModuleGetGlobal>(f(
+                    c"cuModuleGetGlobal",
+                )?),
+                get_library_global: std::mem::transmute::<Ptr, LibraryGetGlobal>(f(
+                    c"cuLibraryGetGlobal",
+                )?),
+                copy: std::mem::transmute::<Ptr, MemcpyDtoHAsync>(f(c"cuMemcpyDtoHAsync")?),
+                sync: std::mem::transmute::<Ptr, StreamSynchronize>(f(c"cuStreamSynchronize")?),
                 stream,
             })
         }
