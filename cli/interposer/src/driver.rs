@@ -156,3 +156,13 @@ pub type MemcpyDtoHAsync = unsafe extern "C" fn(*mut c_void, u64, usize, Ptr) ->
 pub type CtxGetCurrent = unsafe extern "C" fn(*mut Ptr) -> CuResult;
 /// `cuCtxSetCurrent(CUcontext)`.
 pub type CtxSetCurrent = unsafe extern "C" fn(Ptr) -> CuResult;
+/// `cuMemAlloc_v2(CUdeviceptr *, size_t)`.
+pub type MemAlloc = unsafe extern "C" fn(*mut u64, usize) -> CuResult;
+/// `cuMemFree_v2(CUdeviceptr)`.
+pub type MemFree = unsafe extern "C" fn(u64) -> CuResult;
+/// `cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t)`.
+pub type MemsetD8 = unsafe extern "C" fn(u64, u8, usize) -> CuResult;
+/// `cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t)`.
+pub type MemcpyDtoD = unsafe extern "C" fn(u64, u64, usize) -> CuResult;
+/// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t)`.
+pub type MemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult;

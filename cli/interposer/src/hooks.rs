@@ -14,6 +14,7 @@
 use crate::driver::*;
 use crate::registry::{self, Via};
 use crate::resolve::real_of;
+use bpf2ptx_loader::gpu::Dims;
 use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::sync::atomic::AtomicUsize;
 
@@ -329,7 +330,7 @@ macro_rules! launch_hooks {
             bx: c_uint, by: c_uint, bz: c_uint,
             shared: c_uint, stream: Ptr, params: *mut Ptr, extra: *mut Ptr,
         ) -> CuResult {
-            let f = registry::launchable(f);
+            let f = registry::launchable(f, Dims { grid: [gx, gy, gz], block: [bx, by, bz] });
             forward!($sym, LaunchKernel, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
         }
     )* };
@@ -351,7 +352,7 @@ macro_rules! cooperative_hooks {
             bx: c_uint, by: c_uint, bz: c_uint,
             shared: c_uint, stream: Ptr, params: *mut Ptr,
         ) -> CuResult {
-            let f = registry::launchable(f);
+            let f = registry::launchable(f, Dims { grid: [gx, gy, gz], block: [bx, by, bz] });
             forward!($sym, LaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shared, stream, params)
         }
     )* };
@@ -370,7 +371,11 @@ macro_rules! ex_hooks {
         pub unsafe extern "C" fn $name(
             config: *const LaunchConfig, f: Ptr, params: *mut Ptr, extra: *mut Ptr,
         ) -> CuResult {
-            let f = registry::launchable(f);
+            let dims = config.as_ref().map_or(Dims { grid: [0; 3], block: [0; 3] }, |c| Dims {
+                grid: [c.grid_x, c.grid_y, c.grid_z],
+                block: [c.block_x, c.block_y, c.block_z],
+            });
+            let f = registry::launchable(f, dims);
             forward!($sym, LaunchKernelEx, config, f, params, extra)
         }
     )* };

@@ -20,11 +20,13 @@
 //!
 //! Map snapshots ([`snapshot`]) go to the session folder periodically and at exit.
 //!
-//! Not yet: maps shared by every module (each instrumented module has its own), per-launch
-//! binding of per-thread arrays, JIT results cached by the interposer (the driver's own
+//! Per-thread and per-warp arrays are sized from each launch ([`bind`]).
+//!
+//! Not yet: maps shared by every module (each instrumented module has its own), JIT results cached by the interposer (the driver's own
 //! compute cache keeps JIT results of identical PTX between runs), `cuLink*` inputs,
 //! explicit graph kernel nodes, host-side programs.
 
+pub mod bind;
 pub mod driver;
 pub mod hooks;
 pub mod image;

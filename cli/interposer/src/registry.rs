@@ -21,6 +21,7 @@
 //! keys only: a module or library unloaded is forgotten, with every function of it, so a
 //! handle the driver reuses never finds stale entries.
 
+use crate::bind::{global_address, Binder};
 use crate::driver::*;
 use crate::hooks::real;
 use crate::resolve::driver_fn;
@@ -29,6 +30,7 @@ use crate::snapshot::{self, Reader, Snapshot};
 use bpf2ptx_backend::inject::attach::Attach;
 use bpf2ptx_backend::inject::fatbin;
 use bpf2ptx_compiler::program::Object;
+use bpf2ptx_loader::gpu::Dims;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, CStr, CString};
 use std::os::unix::ffi::OsStrExt as _;
@@ -57,7 +59,14 @@ struct Image {
     /// The image's bytes; `None` when they could not be read.
     bytes: Option<Vec<u8>>,
     /// The instrumented copy, once a matched kernel of it was launched.
-    instrumented: Mutex<Option<Result<Handle, ()>>>,
+    instrumented: Mutex<Option<Result<Instr, ()>>>,
+}
+
+/// An instrumented copy: its handle and the binder of its per-unit arrays.
+#[derive(Debug, Clone)]
+struct Instr {
+    handle: Handle,
+    binder: Option<Arc<Mutex<Binder>>>,
 }
 
 /// A function or kernel handle the application holds.
@@ -73,8 +82,9 @@ struct State {
     loads: usize,
     images: HashMap<Handle, Arc<Image>>,
     funcs: HashMap<Handle, Func>,
-    /// Decided launches: application handle → handle to launch.
-    swap: HashMap<Handle, Handle>,
+    /// Decided launches: application handle → handle to launch, and the binder to run
+    /// before it.
+    swap: HashMap<Handle, (Handle, Option<Arc<Mutex<Binder>>>)>,
     /// Kernel names launched so far.
     seen: HashSet<String>,
     /// Instrumented copies: (label, handle, loaded as a library), in instrumenting order.
@@ -246,10 +256,24 @@ pub fn kernel_function(func: Ptr, kernel: Ptr) {
     })
 }
 
-/// The function to launch for the application's `f`: its instrumented twin when a probe
-/// matches it and instrumenting worked, else `f`.
-pub fn launchable(f: Ptr) -> Ptr {
-    with_session(f, |s| s.launchable(f as Handle) as Ptr)
+/// The function to launch for the application's `f` with launch shape `dims`: its
+/// instrumented twin when a probe matches it and instrumenting worked (with its per-unit
+/// arrays sized for `dims`), else `f`.
+pub fn launchable(f: Ptr, dims: Dims) -> Ptr {
+    with_session(f, |s| {
+        let (g, binder) = s.launchable(f as Handle);
+        if let Some(b) = binder {
+            if let Err(e) = b
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .before_launch(dims)
+            {
+                s.log
+                    .say(&format!("{e}; its lookups return NULL in this launch"));
+            }
+        }
+        g as Ptr
+    })
 }
 
 impl Session {
@@ -280,15 +304,15 @@ impl Session {
         self.attaches.iter().any(|a| a.matches(name))
     }
 
-    fn launchable(&'static self, f: Handle) -> Handle {
+    fn launchable(&'static self, f: Handle) -> (Handle, Option<Arc<Mutex<Binder>>>) {
         let func = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(&g) = st.swap.get(&f) {
-                return g;
+            if let Some(g) = st.swap.get(&f) {
+                return g.clone();
             }
             let Some(func) = st.funcs.get(&f).cloned() else {
-                st.swap.insert(f, f);
-                return f;
+                st.swap.insert(f, (f, None));
+                return (f, None);
             };
             let matched = self.matched(&func.name);
             if st.seen.insert(func.name.clone()) {
@@ -298,8 +322,8 @@ impl Session {
                 });
             }
             if !matched {
-                st.swap.insert(f, f);
-                return f;
+                st.swap.insert(f, (f, None));
+                return (f, None);
             }
             func
         };
@@ -308,22 +332,22 @@ impl Session {
         // thread do it.
         let g = self
             .instrumented(&func.owner, &func.name)
-            .and_then(|h| self.twin(h, &func));
-        let g = g.unwrap_or(f);
+            .and_then(|i| Some((self.twin(i.handle, &func)?, i.binder)))
+            .unwrap_or((f, None));
         self.state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .swap
-            .insert(f, g);
+            .insert(f, g.clone());
         g
     }
 
     /// The instrumented copy of `img` (made now if this is the first matched launch);
     /// `None` when it failed, which was said once.
-    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Handle> {
+    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Instr> {
         let mut slot = img.instrumented.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = *slot {
-            return r.ok();
+        if let Some(r) = slot.as_ref() {
+            return r.clone().ok();
         }
         let r = self.instrument(img, kernel);
         if let Err(reason) = &r {
@@ -334,19 +358,19 @@ impl Session {
                 reason: reason.clone(),
             });
         }
-        *slot = Some(r.as_ref().map(|h| *h).map_err(|_| ()));
-        if let Ok(h) = r {
+        *slot = Some(r.clone().map_err(|_| ()));
+        if let Ok(i) = &r {
             self.state
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .instrumented
-                .push((img.label.clone(), h, img.library));
+                .push((img.label.clone(), i.handle, img.library));
             self.start_snapshots();
         }
         r.ok()
     }
 
-    fn instrument(&self, img: &Image, kernel: &str) -> Result<Handle, String> {
+    fn instrument(&self, img: &Image, kernel: &str) -> Result<Instr, String> {
         let bytes = img.bytes.as_deref().ok_or("its image could not be read")?;
         let ptx = match app_ptx(bytes) {
             Ok(p) => p,
@@ -398,7 +422,9 @@ impl Session {
             jit_ms: t1.elapsed().as_secs_f64() * 1e3,
             cached: false,
         });
-        Ok(handle)
+        let binder = Binder::new(&self.obj, |sym| global_address(handle, img.library, sym))?
+            .map(|b| Arc::new(Mutex::new(b)));
+        Ok(Instr { handle, binder })
     }
 
     /// Has the driver assemble `ptx` into a module or library, as the original was.

@@ -21,6 +21,7 @@ use bpf2ptx_backend::back::ptx::{
     map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol, map_symbol,
 };
 use bpf2ptx_compiler::program::{MapOrigin, Object};
+use bpf2ptx_runtime::{desc, MapKind};
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::path::Path;
@@ -132,14 +133,23 @@ impl Reader {
             if rc != SUCCESS || size == 0 {
                 return None;
             }
-            let mut buf = vec![0u8; size];
+        }
+        self.copy(addr, size)
+    }
+
+    /// `size` bytes of device memory at `addr`.
+    fn copy(&self, addr: u64, size: usize) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; size];
+        // SAFETY: the destination has `size` bytes and is waited for before it is read;
+        // `addr` is a module global's or a storage word the interposer bound.
+        unsafe {
             if (self.copy)(buf.as_mut_ptr().cast(), addr, size, self.stream) != SUCCESS
                 || (self.sync)(self.stream) != SUCCESS
             {
                 return None;
             }
-            Some(buf)
         }
+        Some(buf)
     }
 
     /// The maps of `obj` in the instrumented module `h`.
@@ -161,17 +171,26 @@ impl Reader {
             let Some(desc) = self.global(h, library, &map_desc_symbol(&m.name)) else {
                 continue;
             };
-            let words = desc
+            let words: Vec<u64> = desc
                 .chunks_exact(8)
                 .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
                 .collect();
+            // Per-unit arrays have no module storage: their bytes are where word 3 points,
+            // `max_entries x units (word 4) x stride` of them.
+            let data = if m.is(MapKind::is_per_unit) {
+                let word = |o| words.get(desc::word(o)).copied().unwrap_or(0);
+                let stride = u64::from(m.value_size).div_ceil(8) * 8;
+                let bytes = u64::from(m.max_entries) * word(desc::AUX) * stride;
+                (word(desc::DATA) != 0 && bytes > 0)
+                    .then(|| self.copy(word(desc::DATA), bytes as usize))
+                    .flatten()
+            } else {
+                self.global(h, library, &map_data_symbol(&m.name))
+            };
             maps.push(RawMap {
                 name: m.name.clone(),
                 desc: words,
-                data: self
-                    .global(h, library, &map_data_symbol(&m.name))
-                    .map(|d| hex(&d))
-                    .unwrap_or_default(),
+                data: data.map(|d| hex(&d)).unwrap_or_default(),
                 counts: self
                     .global(h, library, &map_counts_symbol(&m.name))
                     .map(|d| hex(&d)),

@@ -74,9 +74,21 @@ impl Fixture {
         self.dir.path().join(name)
     }
 
-    /// Runs the app in `mode`; `session`: with a trace session (config in `trace/`);
-    /// `env`: more variables. Returns the output and the fake driver's log lines.
+    /// Runs the app in `mode`; `session`: with a trace session of [`PROBES`] (config in
+    /// `trace/`); `env`: more variables. Returns the output and the fake driver's log.
     fn run(&self, mode: &str, session: bool, env: &[(&str, &str)]) -> (Output, Vec<String>) {
+        self.run_probes(mode, session.then_some(PROBES), env)
+    }
+
+    /// [`Fixture::run`] with a session of the probe object `probes` (from the repository
+    /// root), if any.
+    fn run_probes(
+        &self,
+        mode: &str,
+        probes: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> (Output, Vec<String>) {
+        let session = probes.is_some();
         let log = self.path(&format!("driver-{mode}-{session}.log"));
         let _ = std::fs::remove_file(&log);
         let mut cmd = Command::new(self.path("app"));
@@ -85,11 +97,11 @@ impl Fixture {
             .env("LD_PRELOAD", interposer())
             .env("FAKE_CUDA_LOG", &log)
             .env_remove("BPF2PTX_TRACE_DIR");
-        if session {
+        if let Some(probes) = probes {
             let trace = self.path("trace");
             std::fs::create_dir_all(&trace).unwrap();
             let _ = std::fs::remove_file(trace.join("events.jsonl"));
-            let config = serde_json::json!({ "probes": repo().join(PROBES) });
+            let config = serde_json::json!({ "probes": repo().join(probes) });
             std::fs::write(trace.join("config.json"), config.to_string()).unwrap();
             cmd.env("BPF2PTX_TRACE_DIR", &trace);
         }
@@ -279,12 +291,45 @@ fn the_last_snapshot_holds_every_map_of_the_instrumented_module() {
         .iter()
         .find(|m| m.name == "launches")
         .unwrap();
-    // The fake's globals are 16 bytes of their name's length.
-    let len = |s: &str| vec![s.len() as u8; 16];
-    assert_eq!(launches.desc, vec![u64::from_le_bytes([20; 8]); 2]); // bpf2ptx_map_launches
+    // The fake's globals are 64 bytes of their name's length.
+    let len = |s: &str| vec![s.len() as u8; 64];
+    assert_eq!(launches.desc, vec![u64::from_le_bytes([20; 8]); 8]); // bpf2ptx_map_launches
     assert_eq!(unhex(&launches.data), Some(len("bpf2ptx_mapdata_launches")));
     assert_eq!(
         launches.counts.as_deref().and_then(unhex),
         Some(len("bpf2ptx_mapcnt_launches"))
     );
+}
+
+#[test]
+fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
+    use bpf2ptx_interposer::snapshot::{read, unhex};
+    // gpu_hash_perthread has a per-thread array of 2 u64 entries; the app launches 32
+    // threads, then 64.
+    let f = Fixture::new();
+    let (out, log) = f.run_probes(
+        "linked",
+        Some("tests/probes/bpftime/gpu_hash_perthread.bpf.o"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mem: Vec<&str> = log
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("alloc") || l.starts_with("dtod") || *l == "free")
+        .collect();
+    // 2 keys x 32 threads x 8 bytes; then 2 x 64 x 8 with each key's 32 slots moved.
+    assert_eq!(
+        mem,
+        ["alloc 512", "alloc 1024", "dtod 256", "dtod 256", "free"],
+        "{log:?}"
+    );
+    let snap = read(&f.path("trace")).expect("snapshot.json");
+    let per_thread = snap.modules[0]
+        .maps
+        .iter()
+        .find(|m| m.name == "per_thread")
+        .unwrap();
+    assert_eq!(per_thread.desc[4], 64, "word 4: the units bound");
+    assert_eq!(unhex(&per_thread.data).map(|d| d.len()), Some(1024));
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A CUDA application in miniature, for the interposer's tests: loads the PTX file argv[2]
- * and launches every kernel named after it twice, reaching the driver the way argv[1]
+ * and launches every kernel named after it twice (1 block of 32 threads, then 2 blocks),
+ * reaching the driver the way argv[1]
  * says:
  *   linked    calls linked against libcuda (as CuPy and hand-written driver code do);
  *   procaddr  dlopen("libcuda.so.1") + dlsym("cuGetProcAddress_v2"), then every entry
@@ -68,8 +69,8 @@ int main(int argc, char **argv) {
 			check(cuLibraryGetKernel(&k, lib, argv[i]), "get kernel");
 			check(cuKernelGetFunction(&f, k), "kernel function");
 			for (int r = 0; r < 2; r++) {
-				check(cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch kernel");
-				check(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch function");
+				check(cuLaunchKernel(k, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch kernel");
+				check(cuLaunchKernel(f, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch function");
 			}
 		}
 		return 0;
@@ -80,7 +81,7 @@ int main(int argc, char **argv) {
 		void *f;
 		check(getf(&f, m, argv[i]), "get function");
 		for (int r = 0; r < 2; r++)
-			check(launch(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+			check(launch(f, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
 	}
 	printf("app done\n");
 	return 0;

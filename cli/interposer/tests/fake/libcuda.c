@@ -89,15 +89,27 @@ CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, uns
 	return launch("ptsz", f);
 }
 
-/* Module globals: every `bpf2ptx_*` name has 16 bytes, each the length of its name, so a
- * snapshot shows which symbol each copy came from. Device pointers are host pointers. */
+/* Module globals: every `bpf2ptx_*` name has 64 bytes (a descriptor's size), each the
+ * length of its name, so a snapshot shows which symbol each copy came from; the same name
+ * of one module is the same memory. Device pointers are host pointers. */
 static CUresult global(unsigned long long *addr, size_t *size, void *m, const char *name) {
-	(void)m;
+	static struct { void *m; char name[128]; unsigned char *b; } seen[256];
+	static int n;
 	if (strncmp(name, "bpf2ptx_", 8)) return 500;
-	unsigned char *b = malloc(16);
-	memset(b, (int)strlen(name), 16);
+	for (int i = 0; i < n; i++)
+		if (seen[i].m == m && !strcmp(seen[i].name, name)) {
+			*addr = (unsigned long long)(size_t)seen[i].b;
+			*size = 64;
+			return 0;
+		}
+	if (n == 256) return 2;
+	unsigned char *b = malloc(64);
+	memset(b, (int)strlen(name), 64);
+	seen[n].m = m;
+	snprintf(seen[n].name, sizeof seen[n].name, "%s", name);
+	seen[n++].b = b;
 	*addr = (unsigned long long)(size_t)b;
-	*size = 16;
+	*size = 64;
 	return 0;
 }
 CUresult cuModuleGetGlobal_v2(unsigned long long *a, size_t *n, void *m, const char *name) {
@@ -113,6 +125,25 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void 
 	memcpy(dst, (void *)(size_t)src, n);
 	return 0;
 }
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+	*p = (unsigned long long)(size_t)malloc(n);
+	say("alloc %zu", n);
+	return 0;
+}
+CUresult cuMemFree_v2(unsigned long long p) { free((void *)(size_t)p); say("free"); return 0; }
+CUresult cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n) {
+	memset((void *)(size_t)p, v, n);
+	return 0;
+}
+CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
+	memcpy((void *)(size_t)d, (void *)(size_t)s, n);
+	say("dtod %zu", n);
+	return 0;
+}
+CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+	memcpy((void *)(size_t)d, s, n);
+	return 0;
+}
 CUresult cuCtxGetCurrent(void **c) { *c = (void *)0x1; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
 CUresult cuCtxSynchronize(void) { say("synchronize"); return 0; }
@@ -126,6 +157,9 @@ static const struct { const char *name; void *fn; } table[] = {
 	ENTRY(cuStreamCreate), ENTRY(cuStreamSynchronize),
 	{ "cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2 }, ENTRY(cuCtxGetCurrent),
 	ENTRY(cuCtxSetCurrent), ENTRY(cuCtxSynchronize),
+	{ "cuMemAlloc", (void *)cuMemAlloc_v2 }, { "cuMemFree", (void *)cuMemFree_v2 },
+	{ "cuMemsetD8", (void *)cuMemsetD8_v2 }, { "cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2 },
+	{ "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 },
 };
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
