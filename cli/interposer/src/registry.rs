@@ -66,8 +66,13 @@ struct Image {
 #[derive(Debug, Clone)]
 struct Instr {
     handle: Handle,
-    binder: Option<Arc<Mutex<Binder>>>,
+    binder: Option<SharedBinder>,
 }
+
+/// What to launch for an application handle, and the binder to run before it.
+type Launch = (Handle, Option<SharedBinder>);
+/// A binder shared by the launches of one instrumented module.
+type SharedBinder = Arc<Mutex<Binder>>;
 
 /// A function or kernel handle the application holds.
 #[derive(Debug, Clone)]
@@ -84,7 +89,7 @@ struct State {
     funcs: HashMap<Handle, Func>,
     /// Decided launches: application handle → handle to launch, and the binder to run
     /// before it.
-    swap: HashMap<Handle, (Handle, Option<Arc<Mutex<Binder>>>)>,
+    swap: HashMap<Handle, Launch>,
     /// Kernel names launched so far.
     seen: HashSet<String>,
     /// Instrumented copies: (label, handle, loaded as a library), in instrumenting order.
@@ -304,7 +309,7 @@ impl Session {
         self.attaches.iter().any(|a| a.matches(name))
     }
 
-    fn launchable(&'static self, f: Handle) -> (Handle, Option<Arc<Mutex<Binder>>>) {
+    fn launchable(&'static self, f: Handle) -> Launch {
         let func = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(g) = st.swap.get(&f) {
