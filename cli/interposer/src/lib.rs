@@ -22,14 +22,16 @@
 //!
 //! Per-thread and per-warp arrays are sized from each launch ([`bind`]).
 //!
-//! Not yet: maps shared by every module (each instrumented module has its own), JIT results cached by the interposer (the driver's own
-//! compute cache keeps JIT results of identical PTX between runs), `cuLink*` inputs,
-//! explicit graph kernel nodes, host-side programs.
+//! JIT results are cached on disk by content ([`jit`]).
+//!
+//! Not yet: maps shared by every module (each instrumented module has its own), `cuLink*`
+//! inputs, explicit graph kernel nodes, host-side programs.
 
 pub mod bind;
 pub mod driver;
 pub mod hooks;
 pub mod image;
+pub mod jit;
 pub mod registry;
 pub mod resolve;
 pub mod session;

@@ -24,6 +24,7 @@
 use crate::bind::{global_address, Binder};
 use crate::driver::*;
 use crate::hooks::real;
+use crate::jit;
 use crate::resolve::driver_fn;
 use crate::session::{Config, Event, Log, DIR_VAR, FAULT_VAR};
 use crate::snapshot::{self, Reader, Snapshot};
@@ -419,37 +420,73 @@ impl Session {
             k
         };
         let t1 = Instant::now();
-        let handle = self.jit(&done.woven.text, img.library)?;
+        let (handle, cached) = self.jit(&done.woven.text, img.library)?;
         self.log.event(&Event::Instrumented {
             label: img.label.clone(),
             kernels,
             inject_ms,
             jit_ms: t1.elapsed().as_secs_f64() * 1e3,
-            cached: false,
+            cached,
         });
         let binder = Binder::new(&self.obj, |sym| global_address(handle, img.library, sym))?
             .map(|b| Arc::new(Mutex::new(b)));
         Ok(Instr { handle, binder })
     }
 
-    /// Has the driver assemble `ptx` into a module or library, as the original was.
-    fn jit(&self, ptx: &str, library: bool) -> Result<Handle, String> {
+    /// Has the driver assemble `ptx` into a module or library, as the original was,
+    /// through the JIT cache when the session has one ([`jit`]); also says whether the
+    /// cubin came from the cache.
+    fn jit(&self, ptx: &str, library: bool) -> Result<(Handle, bool), String> {
         if std::env::var(FAULT_VAR).as_deref() == Ok("jit") {
             return Err(format!("JIT failed (forced by {FAULT_VAR}=jit)"));
         }
         let text = CString::new(ptx).map_err(|_| "the instrumented PTX holds a NUL byte")?;
+        let mut cached = false;
+        let cache = self
+            .config
+            .cache
+            .as_deref()
+            .and_then(|d| Some((d, jit::key(ptx)?)));
+        let image = match cache {
+            Some((dir, key)) => match jit::lookup(dir, &key) {
+                Some(cubin) => {
+                    cached = true;
+                    cubin
+                }
+                None => match jit::link(text.as_bytes_with_nul()) {
+                    Ok(cubin) => {
+                        if let Err(e) = jit::store(dir, &key, &cubin) {
+                            self.log.say(&format!("JIT cache {}: {e}", dir.display()));
+                        }
+                        cubin
+                    }
+                    // Loading the PTX says why, or works where linking did not.
+                    Err(_) => text.as_bytes_with_nul().to_vec(),
+                },
+            },
+            None => text.as_bytes_with_nul().to_vec(),
+        };
         let mut h: Ptr = std::ptr::null_mut();
         // SAFETY: the driver's own functions with valid arguments.
         let rc = unsafe {
             if library {
                 let n: *mut Ptr = std::ptr::null_mut();
                 match real::<LibraryLoadData>(c"cuLibraryLoadData") {
-                    Some(f) => f(&mut h, text.as_ptr().cast(), n.cast(), n, 0, n.cast(), n, 0),
+                    Some(f) => f(
+                        &mut h,
+                        image.as_ptr().cast(),
+                        n.cast(),
+                        n,
+                        0,
+                        n.cast(),
+                        n,
+                        0,
+                    ),
                     None => ERROR_INVALID_VALUE,
                 }
             } else {
                 match real::<ModuleLoadData>(c"cuModuleLoadData") {
-                    Some(f) => f(&mut h, text.as_ptr().cast()),
+                    Some(f) => f(&mut h, image.as_ptr().cast()),
                     None => ERROR_INVALID_VALUE,
                 }
             }
@@ -459,7 +496,7 @@ impl Session {
                 "the driver refused the instrumented PTX (CUresult {rc})"
             ));
         }
-        Ok(h as Handle)
+        Ok((h as Handle, cached))
     }
 
     /// The handle for `func`'s name in the instrumented copy `h`, of the kind the

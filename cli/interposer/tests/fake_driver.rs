@@ -101,7 +101,10 @@ impl Fixture {
             let trace = self.path("trace");
             std::fs::create_dir_all(&trace).unwrap();
             let _ = std::fs::remove_file(trace.join("events.jsonl"));
-            let config = serde_json::json!({ "probes": repo().join(probes) });
+            let mut config = serde_json::json!({ "probes": repo().join(probes) });
+            if let Some((_, dir)) = env.iter().find(|(k, _)| *k == "TEST_JIT_CACHE") {
+                config["cache"] = serde_json::json!(dir);
+            }
             std::fs::write(trace.join("config.json"), config.to_string()).unwrap();
             cmd.env("BPF2PTX_TRACE_DIR", &trace);
         }
@@ -332,4 +335,41 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
         .unwrap();
     assert_eq!(per_thread.desc[4], 64, "word 4: the units bound");
     assert_eq!(unhex(&per_thread.data).map(|d| d.len()), Some(1024));
+}
+
+#[test]
+fn the_second_run_loads_the_cached_cubin_without_jit() {
+    use bpf2ptx_interposer::session::{read_events, Event};
+    let f = Fixture::new();
+    let cache = f.path("jit-cache");
+    let cache_env = [("TEST_JIT_CACHE", cache.to_str().unwrap())];
+    let cached = |f: &Fixture| {
+        read_events(&f.path("trace"))
+            .into_iter()
+            .find_map(|e| match e {
+                Event::Instrumented { cached, .. } => Some(cached),
+                _ => None,
+            })
+            .expect("an instrumented event")
+    };
+    let (out, log) = f.run("linked", true, &cache_env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(log.iter().any(|l| l == "link") && log.iter().any(|l| l == "load cubin"));
+    assert!(!cached(&f));
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        2,
+        "a .key and a .cubin"
+    );
+    let (out, log) = f.run("linked", true, &cache_env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!log.iter().any(|l| l == "link"), "{log:?}");
+    assert!(log.iter().any(|l| l == "load cubin"));
+    assert!(
+        launches(&log, PROBED)
+            .iter()
+            .all(|l| l.ends_with("probed=1")),
+        "{log:?}"
+    );
+    assert!(cached(&f));
 }
