@@ -166,3 +166,45 @@ pub type MemsetD8 = unsafe extern "C" fn(u64, u8, usize) -> CuResult;
 pub type MemcpyDtoD = unsafe extern "C" fn(u64, u64, usize) -> CuResult;
 /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t)`.
 pub type MemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult;
+
+/// `CUDA_KERNEL_NODE_PARAMS` (`_v2`, CUDA 12+): an explicit graph kernel node's function
+/// (or, when `func` is null, its `CUkernel`), launch shape and arguments.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelNodeParams {
+    /// The function (`CUfunction`), or null with `kern` set.
+    pub func: Ptr,
+    /// Grid size in blocks, x.
+    pub grid_x: c_uint,
+    /// Grid y.
+    pub grid_y: c_uint,
+    /// Grid z.
+    pub grid_z: c_uint,
+    /// Block size in threads, x.
+    pub block_x: c_uint,
+    /// Block y.
+    pub block_y: c_uint,
+    /// Block z.
+    pub block_z: c_uint,
+    /// Dynamic shared memory bytes.
+    pub shared_bytes: c_uint,
+    /// `void **kernelParams`.
+    pub params: *mut Ptr,
+    /// `void **extra`.
+    pub extra: *mut Ptr,
+    /// The kernel (`CUkernel`) when `func` is null.
+    pub kern: Ptr,
+    /// The context of `kern`'s function.
+    pub ctx: Ptr,
+}
+
+/// `cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *deps, size_t n,
+/// const CUDA_KERNEL_NODE_PARAMS *)`.
+pub type GraphAddKernelNode =
+    unsafe extern "C" fn(*mut Ptr, Ptr, *const Ptr, usize, *const KernelNodeParams) -> CuResult;
+/// `cuGraphKernelNodeSetParams_v2(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)`.
+pub type GraphKernelNodeSetParams = unsafe extern "C" fn(Ptr, *const KernelNodeParams) -> CuResult;
+/// `cuGraphExecKernelNodeSetParams_v2(CUgraphExec, CUgraphNode, const
+/// CUDA_KERNEL_NODE_PARAMS *)`.
+pub type GraphExecKernelNodeSetParams =
+    unsafe extern "C" fn(Ptr, Ptr, *const KernelNodeParams) -> CuResult;

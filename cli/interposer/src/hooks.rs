@@ -73,6 +73,9 @@ rows! {
     c"cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", true, ANY, cuLaunchKernelEx_ptsz;
     c"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", false, ANY, cuLaunchCooperativeKernel;
     c"cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel", true, ANY, cuLaunchCooperativeKernel_ptsz;
+    c"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode", false, (12000, i32::MAX), cuGraphAddKernelNode_v2;
+    c"cuGraphKernelNodeSetParams_v2", "cuGraphKernelNodeSetParams", false, (12000, i32::MAX), cuGraphKernelNodeSetParams_v2;
+    c"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams", false, (12000, i32::MAX), cuGraphExecKernelNodeSetParams_v2;
 }
 
 impl Row {
@@ -384,6 +387,90 @@ macro_rules! ex_hooks {
 ex_hooks! {
     cuLaunchKernelEx, c"cuLaunchKernelEx";
     cuLaunchKernelEx_ptsz, c"cuLaunchKernelEx_ptsz";
+}
+
+/// An explicit graph kernel node's parameters with the function (or kernel) swapped as a
+/// launch of it would be; `None` when nothing changes. Kernels captured from streams
+/// need nothing of this: their `cuLaunchKernel` was swapped during the capture.
+///
+/// # Safety
+/// `p` is null or points to valid node parameters.
+unsafe fn swapped_node(p: *const KernelNodeParams) -> Option<KernelNodeParams> {
+    let mut c = *p.as_ref()?;
+    let f = if c.func.is_null() { c.kern } else { c.func };
+    let dims = Dims {
+        grid: [c.grid_x, c.grid_y, c.grid_z],
+        block: [c.block_x, c.block_y, c.block_z],
+    };
+    let g = registry::launchable(f, dims);
+    if g == f {
+        return None;
+    }
+    if c.func.is_null() {
+        c.kern = g;
+    } else {
+        c.func = g;
+    }
+    Some(c)
+}
+
+/// # Safety
+/// As the driver's function.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
+    node: *mut Ptr,
+    graph: Ptr,
+    deps: *const Ptr,
+    n: usize,
+    params: *const KernelNodeParams,
+) -> CuResult {
+    let swapped = swapped_node(params);
+    let p = swapped.as_ref().map_or(params, |s| s as *const _);
+    forward!(
+        c"cuGraphAddKernelNode_v2",
+        GraphAddKernelNode,
+        node,
+        graph,
+        deps,
+        n,
+        p
+    )
+}
+
+/// # Safety
+/// As the driver's function.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
+    node: Ptr,
+    params: *const KernelNodeParams,
+) -> CuResult {
+    let swapped = swapped_node(params);
+    let p = swapped.as_ref().map_or(params, |s| s as *const _);
+    forward!(
+        c"cuGraphKernelNodeSetParams_v2",
+        GraphKernelNodeSetParams,
+        node,
+        p
+    )
+}
+
+/// # Safety
+/// As the driver's function.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
+    exec: Ptr,
+    node: Ptr,
+    params: *const KernelNodeParams,
+) -> CuResult {
+    let swapped = swapped_node(params);
+    let p = swapped.as_ref().map_or(params, |s| s as *const _);
+    forward!(
+        c"cuGraphExecKernelNodeSetParams_v2",
+        GraphExecKernelNodeSetParams,
+        exec,
+        node,
+        p
+    )
 }
 
 #[cfg(test)]

@@ -24,8 +24,11 @@
 //!
 //! JIT results are cached on disk by content ([`jit`]).
 //!
+//! Explicit graph kernel nodes get the instrumented function as launches do; kernels
+//! captured from streams were launched (and swapped) during the capture.
+//!
 //! Not yet: maps shared by every module (each instrumented module has its own), `cuLink*`
-//! inputs, explicit graph kernel nodes, host-side programs.
+//! inputs, host-side programs, per-unit arrays growing while a stream is captured.
 
 pub mod bind;
 pub mod driver;

@@ -373,3 +373,21 @@ fn the_second_run_loads_the_cached_cubin_without_jit() {
     );
     assert!(cached(&f));
 }
+
+#[test]
+fn explicit_graph_kernel_nodes_get_the_instrumented_function() {
+    let f = Fixture::new();
+    let (out, log) = f.run("graph", true, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probed = launches(&log, PROBED);
+    assert_eq!(probed.len(), 2, "{log:?}");
+    assert!(probed
+        .iter()
+        .all(|l| l.starts_with("launch graph") && l.ends_with("probed=1")));
+    assert!(
+        launches(&log, OTHER)
+            .iter()
+            .all(|l| l.ends_with("probed=0")),
+        "{log:?}"
+    );
+}

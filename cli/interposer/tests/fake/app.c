@@ -6,6 +6,7 @@
  *   linked    calls linked against libcuda (as CuPy and hand-written driver code do);
  *   procaddr  dlopen("libcuda.so.1") + dlsym("cuGetProcAddress_v2"), then every entry
  *             point from it with the per-thread default stream (as nvcc's static cudart);
+ *   graph     linked, each kernel added to a graph as an explicit kernel node, twice;
  *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
  *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading). */
 #include <dlfcn.h>
@@ -28,6 +29,13 @@ CUresult cuLibraryLoadData(void **, const void *, int *, void **, unsigned, int 
 			   unsigned);
 CUresult cuLibraryGetKernel(void **, void *, const char *);
 CUresult cuKernelGetFunction(void **, void *);
+struct node_params {
+	void *func;
+	unsigned grid[3], block[3], shared;
+	void **params, **extra;
+	void *kern, *ctx;
+};
+CUresult cuGraphAddKernelNode_v2(void **, void *, const void **, size_t, const struct node_params *);
 
 static char *slurp(const char *path) {
 	FILE *f = fopen(path, "rb");
@@ -77,6 +85,17 @@ int main(int argc, char **argv) {
 	}
 	void *m;
 	check(load(&m, ptx), "load");
+	if (!strcmp(argv[1], "graph")) {
+		for (int i = 3; i < argc; i++) {
+			void *f, *node;
+			check(getf(&f, m, argv[i]), "get function");
+			for (int r = 0; r < 2; r++) {
+				struct node_params p = { f, { r + 1, 1, 1 }, { 32, 1, 1 }, 0, 0, 0, 0, 0 };
+				check(cuGraphAddKernelNode_v2(&node, (void *)0x1, 0, 0, &p), "graph node");
+			}
+		}
+		return 0;
+	}
 	for (int i = 3; i < argc; i++) {
 		void *f;
 		check(getf(&f, m, argv[i]), "get function");

@@ -177,6 +177,20 @@ CUresult cuCtxGetCurrent(void **c) { *c = (void *)0x1; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
 CUresult cuCtxSynchronize(void) { say("synchronize"); return 0; }
 
+/* An explicit graph kernel node (CUDA_KERNEL_NODE_PARAMS_v2): logged as a launch. */
+struct node_params {
+	void *func;
+	unsigned grid[3], block[3], shared;
+	void **params, **extra;
+	void *kern, *ctx;
+};
+CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void **deps, size_t n,
+				 const struct node_params *p) {
+	(void)graph; (void)deps; (void)n;
+	*node = (void *)0x9;
+	return launch("graph", p->func ? p->func : p->kern);
+}
+
 #define ENTRY(n) { #n, (void *)n }
 static const struct { const char *name; void *fn; } table[] = {
 	ENTRY(cuInit), ENTRY(cuModuleLoadData), ENTRY(cuModuleLoadDataEx), ENTRY(cuModuleUnload),
@@ -192,6 +206,7 @@ static const struct { const char *name; void *fn; } table[] = {
 	{ "cuLinkCreate", (void *)cuLinkCreate_v2 }, { "cuLinkAddData", (void *)cuLinkAddData_v2 },
 	ENTRY(cuLinkComplete), ENTRY(cuLinkDestroy), ENTRY(cuCtxGetDevice),
 	ENTRY(cuDeviceGetAttribute), ENTRY(cuDriverGetVersion),
+	{ "cuGraphAddKernelNode", (void *)cuGraphAddKernelNode_v2 },
 };
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
