@@ -121,7 +121,9 @@ def loop_counter(module, program):
 
 def run_case(t, tmp, app, case, obj, extra, budget, m, n, k, rng):
     shape = f"{case} {m}x{n}x{k}"
-    out = os.path.join(tmp, f"{case}.ptx")
+    # One file per case and shape: CuPy memoises modules by path, so reusing a path would
+    # reuse the module (and its counters) of an earlier shape.
+    out = os.path.join(tmp, f"{case}-{m}x{n}x{k}.ptx")
     sh(BPF2PTX, "inject", *extra, os.path.join(PROBES, obj), "--into", app, "-o", out)
     module = cp.RawModule(path=out)
     a = rng.integers(-1000, 1000, size=(m, k), dtype=np.int64)
