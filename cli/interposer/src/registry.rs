@@ -114,6 +114,9 @@ struct Session {
     /// Made at the first instrumentation (it needs a context); `None` until then, or
     /// when the driver lacks what it needs.
     copier: Mutex<Option<Copier>>,
+    /// The last snapshot was taken (at exit): periodic ones stop, so that one racing the
+    /// exit (with the CUDA runtime tearing down) never replaces it.
+    finished: std::sync::atomic::AtomicBool,
     started: Instant,
 }
 
@@ -139,6 +142,7 @@ fn session() -> Option<&'static Session> {
                 attaches,
                 state: Mutex::default(),
                 copier: Mutex::new(None),
+                finished: Default::default(),
                 started: Instant::now(),
             })
         };
@@ -604,6 +608,12 @@ impl Session {
         let Some(c) = copier.as_ref() else {
             return;
         };
+        // Under the copier's lock: a periodic snapshot either ran before the last one or
+        // sees the flag.
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.finished.load(SeqCst) || last && self.finished.swap(true, SeqCst) {
+            return;
+        }
         // SAFETY: the driver's functions on the context the copier was made in.
         unsafe {
             if let Some(set) = driver_fn(c"cuCtxSetCurrent") {
