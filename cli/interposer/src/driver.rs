@@ -208,3 +208,20 @@ pub type GraphKernelNodeSetParams = unsafe extern "C" fn(Ptr, *const KernelNodeP
 /// CUDA_KERNEL_NODE_PARAMS *)`.
 pub type GraphExecKernelNodeSetParams =
     unsafe extern "C" fn(Ptr, Ptr, *const KernelNodeParams) -> CuResult;
+
+/// `cuLinkAddData_v2(CUlinkState, CUjitInputType, void *data, size_t size, const char
+/// *name, unsigned n, CUjit_option *, void **values)`.
+pub type LinkAddData = unsafe extern "C" fn(
+    Ptr,
+    c_uint,
+    *mut c_void,
+    usize,
+    *const c_char,
+    c_uint,
+    *mut c_int,
+    *mut Ptr,
+) -> CuResult;
+/// `cuLinkAddFile_v2(CUlinkState, CUjitInputType, const char *path, unsigned n,
+/// CUjit_option *, void **values)`.
+pub type LinkAddFile =
+    unsafe extern "C" fn(Ptr, c_uint, *const c_char, c_uint, *mut c_int, *mut Ptr) -> CuResult;

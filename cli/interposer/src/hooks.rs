@@ -16,6 +16,7 @@ use crate::registry::{self, Via};
 use crate::resolve::real_of;
 use bpf2ptx_loader::gpu::Dims;
 use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::os::unix::ffi::OsStrExt as _;
 use std::sync::atomic::AtomicUsize;
 
 /// One hooked symbol.
@@ -73,6 +74,10 @@ rows! {
     c"cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", true, ANY, cuLaunchKernelEx_ptsz;
     c"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", false, ANY, cuLaunchCooperativeKernel;
     c"cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel", true, ANY, cuLaunchCooperativeKernel_ptsz;
+    c"cuLinkAddData", "cuLinkAddData", false, (0, 0), cuLinkAddData;
+    c"cuLinkAddData_v2", "cuLinkAddData", false, ANY, cuLinkAddData_v2;
+    c"cuLinkAddFile", "cuLinkAddFile", false, (0, 0), cuLinkAddFile;
+    c"cuLinkAddFile_v2", "cuLinkAddFile", false, ANY, cuLinkAddFile_v2;
     c"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode", false, (12000, i32::MAX), cuGraphAddKernelNode_v2;
     c"cuGraphKernelNodeSetParams_v2", "cuGraphKernelNodeSetParams", false, (12000, i32::MAX), cuGraphKernelNodeSetParams_v2;
     c"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams", false, (12000, i32::MAX), cuGraphExecKernelNodeSetParams_v2;
@@ -387,6 +392,59 @@ macro_rules! ex_hooks {
 ex_hooks! {
     cuLaunchKernelEx, c"cuLaunchKernelEx";
     cuLaunchKernelEx_ptsz, c"cuLaunchKernelEx_ptsz";
+}
+
+macro_rules! link_hooks {
+    ($($data:ident, $data_sym:literal, $file:ident, $file_sym:literal;)*) => { $(
+        /// PTX given to the linker is instrumented now (`registry::linked_ptx`): what the
+        /// linker makes holds no PTX to instrument later.
+        ///
+        /// # Safety
+        /// As the driver's function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $data(
+            state: Ptr, ty: c_uint, data: *mut c_void, size: usize, name: *const c_char,
+            n: c_uint, options: *mut i32, values: *mut Ptr,
+        ) -> CuResult {
+            let swapped = (ty == JIT_INPUT_PTX && !data.is_null())
+                .then(|| registry::linked_ptx(std::slice::from_raw_parts(data as *const u8, size), name))
+                .flatten();
+            let (data, size) = match &swapped {
+                Some(text) => (text.as_ptr() as *mut c_void, text.as_bytes_with_nul().len()),
+                None => (data, size),
+            };
+            forward!($data_sym, LinkAddData, state, ty, data, size, name, n, options, values)
+        }
+
+        /// A PTX file given to the linker is read and instrumented as [`cuLinkAddData`]
+        /// input would be, and handed over as data.
+        ///
+        /// # Safety
+        /// As the driver's function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $file(
+            state: Ptr, ty: c_uint, path: *const c_char, n: c_uint, options: *mut i32,
+            values: *mut Ptr,
+        ) -> CuResult {
+            if ty == JIT_INPUT_PTX && !path.is_null() {
+                let file = std::ffi::OsStr::from_bytes(CStr::from_ptr(path).to_bytes());
+                if let Some(text) = std::fs::read(file)
+                    .ok()
+                    .and_then(|ptx| registry::linked_ptx(&ptx, path))
+                {
+                    let data = text.as_ptr() as *mut c_void;
+                    let size = text.as_bytes_with_nul().len();
+                    return forward!($data_sym, LinkAddData, state, ty, data, size, path, n, options, values);
+                }
+            }
+            forward!($file_sym, LinkAddFile, state, ty, path, n, options, values)
+        }
+    )* };
+}
+
+link_hooks! {
+    cuLinkAddData, c"cuLinkAddData", cuLinkAddFile, c"cuLinkAddFile";
+    cuLinkAddData_v2, c"cuLinkAddData_v2", cuLinkAddFile_v2, c"cuLinkAddFile_v2";
 }
 
 /// An explicit graph kernel node's parameters with the function (or kernel) swapped as a

@@ -15,20 +15,10 @@
 
 use crate::driver::*;
 use crate::resolve::driver_fn;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
 
 type LinkCreate = unsafe extern "C" fn(c_uint, *mut c_int, *mut Ptr, *mut Ptr) -> CuResult;
-type LinkAddData = unsafe extern "C" fn(
-    Ptr,
-    c_uint,
-    *mut c_void,
-    usize,
-    *const c_char,
-    c_uint,
-    *mut c_int,
-    *mut Ptr,
-) -> CuResult;
 type LinkComplete = unsafe extern "C" fn(Ptr, *mut Ptr, *mut usize) -> CuResult;
 type LinkDestroy = unsafe extern "C" fn(Ptr) -> CuResult;
 type CtxGetDevice = unsafe extern "C" fn(*mut c_int) -> CuResult;

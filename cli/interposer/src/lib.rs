@@ -27,8 +27,12 @@
 //! Explicit graph kernel nodes get the instrumented function as launches do; kernels
 //! captured from streams were launched (and swapped) during the capture.
 //!
-//! Not yet: maps shared by every module (each instrumented module has its own), `cuLink*`
-//! inputs, host-side programs, per-unit arrays growing while a stream is captured.
+//! PTX handed to the driver's linker (`cuLinkAddData`, `cuLinkAddFile`: how JITs such as
+//! Numba load kernels) is instrumented when it is added; the linked module is recognised
+//! by its probe symbols.
+//!
+//! Not yet: maps shared by every module (each instrumented module has its own),
+//! host-side programs, per-unit arrays growing while a stream is captured.
 
 pub mod bind;
 pub mod driver;

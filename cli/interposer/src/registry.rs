@@ -201,6 +201,26 @@ pub unsafe fn loaded_file(handle: Ptr, path: *const c_char, library: bool) {
     })
 }
 
+/// PTX handed to the driver's linker (`cuLinkAddData`, `cuLinkAddFile`), instrumented now:
+/// the linker's output holds no PTX left to instrument when its kernels launch. The text
+/// to link instead, when a probe matches one of its kernels. The module the linked cubin
+/// is then loaded as is recognised by its probe symbols and not instrumented again.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated name.
+pub unsafe fn linked_ptx(ptx: &[u8], name: *const c_char) -> Option<CString> {
+    with_session(None, |s| {
+        let name = (!name.is_null())
+            // SAFETY: as the caller's contract.
+            .then(|| {
+                unsafe { CStr::from_ptr(name) }
+                    .to_string_lossy()
+                    .into_owned()
+            });
+        s.link_ptx(ptx, name.as_deref().unwrap_or("unnamed"))
+    })
+}
+
 /// A module or library is being unloaded: forget it and its functions.
 pub fn unloaded(handle: Ptr) {
     with_session((), |s| {
@@ -287,7 +307,41 @@ pub fn launchable(f: Ptr, dims: Dims) -> Ptr {
 }
 
 impl Session {
-    fn add_image(&self, handle: Ptr, bytes: Option<Vec<u8>>, library: bool) {
+    fn link_ptx(&self, ptx: &[u8], name: &str) -> Option<CString> {
+        let label = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.loads += 1;
+            format!("link input {} ({name})", st.loads)
+        };
+        let text = std::str::from_utf8(ptx.strip_suffix(b"\0").unwrap_or(ptx)).ok()?;
+        let t0 = Instant::now();
+        let done = match bpf2ptx::inject::inject_checked(
+            &self.config.probes,
+            text,
+            &label,
+            &self.inject_options(),
+        ) {
+            Ok(d) if d.no_match.is_none() => d,
+            Ok(_) => return None,
+            Err(e) => {
+                let reason = format!("inject: {e}");
+                self.log
+                    .say(&format!("{label}: {reason}; it runs unmodified"));
+                self.log.event(&Event::Fallback { label, reason });
+                return None;
+            }
+        };
+        self.log.event(&Event::Instrumented {
+            label,
+            kernels: kernels_of(&done.woven),
+            inject_ms: t0.elapsed().as_secs_f64() * 1e3,
+            jit_ms: 0.0,
+            cached: false,
+        });
+        CString::new(done.woven.text).ok()
+    }
+
+    fn add_image(&'static self, handle: Ptr, bytes: Option<Vec<u8>>, library: bool) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.loads += 1;
         let label = format!(
@@ -299,15 +353,53 @@ impl Session {
             label: label.clone(),
             bytes: bytes.as_ref().map_or(0, Vec::len),
         });
+        // A cubin linked from PTX the interposer instrumented holds the probes already.
+        let probed = bytes
+            .as_deref()
+            .is_some_and(|b| b.windows(8).any(|w| w == b"bpf2ptx_"));
+        let instrumented = probed.then(|| {
+            let binder = Binder::new(&self.obj, |sym| {
+                global_address(handle as Handle, library, sym)
+            })
+            .ok()
+            .flatten()
+            .map(|b| Arc::new(Mutex::new(b)));
+            Instr {
+                handle: handle as Handle,
+                binder,
+            }
+        });
+        if probed {
+            st.instrumented
+                .push((label.clone(), handle as Handle, library));
+        }
         st.images.insert(
             handle as Handle,
             Arc::new(Image {
                 label,
                 library,
                 bytes,
-                instrumented: Mutex::new(None),
+                instrumented: Mutex::new(instrumented.map(Ok)),
             }),
         );
+        drop(st);
+        if probed {
+            self.start_snapshots();
+        }
+    }
+
+    /// The options `bpf2ptx inject` would be given.
+    fn inject_options(&self) -> bpf2ptx::inject::Options {
+        bpf2ptx::inject::Options {
+            maps: self.config.maps.clone(),
+            loop_budget: self.config.loop_budget,
+            granularity: match self.config.granularity.as_deref() {
+                Some("warp") => bpf2ptx_backend::back::ptx::Granularity::Warp,
+                Some("block") => bpf2ptx_backend::back::ptx::Granularity::Block,
+                _ => bpf2ptx_backend::back::ptx::Granularity::Thread,
+            },
+            ..Default::default()
+        }
     }
 
     fn matched(&self, name: &str) -> bool {
@@ -404,25 +496,11 @@ impl Session {
             Err(PtxError::Other(e)) => return Err(e),
         };
         let t0 = Instant::now();
-        let opts = bpf2ptx::inject::Options {
-            maps: self.config.maps.clone(),
-            loop_budget: self.config.loop_budget,
-            granularity: match self.config.granularity.as_deref() {
-                Some("warp") => bpf2ptx_backend::back::ptx::Granularity::Warp,
-                Some("block") => bpf2ptx_backend::back::ptx::Granularity::Block,
-                _ => bpf2ptx_backend::back::ptx::Granularity::Thread,
-            },
-            ..Default::default()
-        };
+        let opts = self.inject_options();
         let done = bpf2ptx::inject::inject_checked(&self.config.probes, &ptx, &img.label, &opts)
             .map_err(|e| format!("inject: {e}"))?;
         let inject_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let kernels: Vec<String> = {
-            let mut k: Vec<String> = done.woven.sites.iter().map(|s| s.kernel.clone()).collect();
-            k.sort();
-            k.dedup();
-            k
-        };
+        let kernels = kernels_of(&done.woven);
         let t1 = Instant::now();
         let (handle, cached) = self.jit(&done.woven.text, img.library)?;
         self.log.event(&Event::Instrumented {
@@ -637,6 +715,14 @@ impl Session {
             self.log.say(&format!("snapshot not written: {e}"));
         }
     }
+}
+
+/// The kernels that got probe sites, sorted, once each.
+fn kernels_of(woven: &bpf2ptx_backend::inject::weave::Woven) -> Vec<String> {
+    let mut k: Vec<String> = woven.sites.iter().map(|s| s.kernel.clone()).collect();
+    k.sort();
+    k.dedup();
+    k
 }
 
 /// Why an image gives no PTX.

@@ -6,6 +6,8 @@
  *   linked    calls linked against libcuda (as CuPy and hand-written driver code do);
  *   procaddr  dlopen("libcuda.so.1") + dlsym("cuGetProcAddress_v2"), then every entry
  *             point from it with the per-thread default stream (as nvcc's static cudart);
+ *   link      linked, the PTX through cuLinkAddData and the linked cubin loaded (as
+ *             JITs such as Numba hand PTX over);
  *   graph     linked, each kernel added to a graph as an explicit kernel node, twice;
  *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
  *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading). */
@@ -29,6 +31,9 @@ CUresult cuLibraryLoadData(void **, const void *, int *, void **, unsigned, int 
 			   unsigned);
 CUresult cuLibraryGetKernel(void **, void *, const char *);
 CUresult cuKernelGetFunction(void **, void *);
+CUresult cuLinkCreate_v2(unsigned, int *, void **, void **);
+CUresult cuLinkAddData_v2(void *, unsigned, void *, size_t, const char *, unsigned, int *, void **);
+CUresult cuLinkComplete(void *, void **, size_t *);
 struct node_params {
 	void *func;
 	unsigned grid[3], block[3], shared;
@@ -84,6 +89,14 @@ int main(int argc, char **argv) {
 		return 0;
 	}
 	void *m;
+	if (!strcmp(argv[1], "link")) {
+		void *state, *cubin;
+		size_t size;
+		check(cuLinkCreate_v2(0, 0, 0, &state), "link create");
+		check(cuLinkAddData_v2(state, 1, ptx, strlen(ptx) + 1, "app.ptx", 0, 0, 0), "link add");
+		check(cuLinkComplete(state, &cubin, &size), "link complete");
+		ptx = cubin;
+	}
 	check(load(&m, ptx), "load");
 	if (!strcmp(argv[1], "graph")) {
 		for (int i = 3; i < argc; i++) {
