@@ -63,6 +63,9 @@ fn map(out: &mut String, m: &TracedMap) {
     if let Some(h) = m.histogram() {
         // bpftrace's layout: `@name:` then the bars, then a blank line.
         let _ = writeln!(out, "\n@{name}:");
+        if h.buckets.is_empty() {
+            let _ = writeln!(out, "  (empty)");
+        }
         out.push_str(&hist::text(&h.buckets));
         return;
     }
@@ -72,7 +75,8 @@ fn map(out: &mut String, m: &TracedMap) {
             return;
         }
         MapData::Ring { records, .. } => {
-            let _ = writeln!(out, "\n@{name}: {kind}, {} records", records.len());
+            let n = records.len() as u64;
+            let _ = writeln!(out, "\n@{name}: {kind}, {n} {}", plural(n, "record"));
             return;
         }
         MapData::Other => return,
@@ -87,7 +91,7 @@ fn map(out: &mut String, m: &TracedMap) {
         let _ = write!(head, ", sum of {n} {unit} copies");
     }
     if let Some(keys) = m.image.keys {
-        let _ = write!(head, ", {keys} keys");
+        let _ = write!(head, ", {keys} {}", plural(keys, "key"));
     }
     out.push_str(&head);
     out.push('\n');
@@ -119,6 +123,15 @@ fn map(out: &mut String, m: &TracedMap) {
         }
     }
     if t.elided > 0 {
-        let _ = writeln!(out, "  ({} zero rows elided)", t.elided);
+        let _ = writeln!(out, "  ({} zero {} elided)", t.elided, plural(t.elided as u64, "row"));
+    }
+}
+
+/// `word` or `words` for `n`.
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
     }
 }

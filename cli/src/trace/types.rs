@@ -366,7 +366,11 @@ impl fmt::Display for Value {
                 }
                 f.write_str("]")
             }
-            Value::Bytes(b) => write!(f, "0x{}", hex(b)),
+            Value::Bytes(b) => {
+                // Byte pairs, not `0x...`: a byte string is not a little-endian number.
+                let pairs: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+                f.write_str(&pairs.join(" "))
+            }
         }
     }
 }
@@ -536,7 +540,7 @@ mod tests {
     fn untyped_values_print_in_hex_and_sum_by_words() {
         assert_eq!(Value::of(None, &[0x2a, 0, 0, 0]).to_string(), "0x2a");
         let mut v = Value::of(None, &[0xff; 12]);
-        assert_eq!(v.to_string(), "0xffffffffffffffffffffffff");
+        assert_eq!(v.to_string(), "ff ff ff ff ff ff ff ff ff ff ff ff");
         v.add(&Value::of(None, &[1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]));
         assert_eq!(v, Value::Bytes(vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
         let mut n = Value::of(None, &u32::MAX.to_le_bytes());
