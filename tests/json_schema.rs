@@ -64,7 +64,10 @@ fn at(root: &Value, s: &Value, v: &Value, path: &str, errors: &mut Vec<String>) 
     }
     if let Some(e) = obj.get("enum").and_then(Value::as_array) {
         if !e.contains(v) {
-            errors.push(format!("{path}: {v} is not one of {}", Value::Array(e.clone())));
+            errors.push(format!(
+                "{path}: {v} is not one of {}",
+                Value::Array(e.clone())
+            ));
         }
     }
     if let Some(c) = obj.get("const") {
@@ -79,14 +82,22 @@ fn at(root: &Value, s: &Value, v: &Value, path: &str, errors: &mut Vec<String>) 
     }
     if let Some(o) = v.as_object() {
         let props = obj.get("properties").and_then(Value::as_object);
-        for r in obj.get("required").and_then(Value::as_array).into_iter().flatten() {
+        for r in obj
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(r) = r.as_str().filter(|r| !o.contains_key(*r)) {
                 errors.push(format!("{path}: missing `{r}`"));
             }
         }
         for (k, x) in o {
             let sub = format!("{path}.{k}");
-            match (props.and_then(|p| p.get(k)), obj.get("additionalProperties")) {
+            match (
+                props.and_then(|p| p.get(k)),
+                obj.get("additionalProperties"),
+            ) {
                 (Some(ps), _) => at(root, ps, x, &sub, errors),
                 (None, Some(Value::Bool(false))) => errors.push(format!("{sub}: not allowed")),
                 (None, Some(extra)) => at(root, extra, x, &sub, errors),
@@ -110,7 +121,10 @@ fn at(root: &Value, s: &Value, v: &Value, path: &str, errors: &mut Vec<String>) 
             .collect();
         let n = passing.iter().filter(|e| e.is_empty()).count();
         if n != 1 {
-            errors.push(format!("{path}: matches {n} of oneOf's {} schemas", one.len()));
+            errors.push(format!(
+                "{path}: matches {n} of oneOf's {} schemas",
+                one.len()
+            ));
             if n == 0 {
                 // The closest alternative's errors say most about what is wrong.
                 if let Some(best) = passing.iter().min_by_key(|e| e.len()) {
@@ -154,7 +168,9 @@ mod tests {
         assert!(check(&schema, &json!({ "a": [0, 3], "b": 2 })).is_empty());
         let e = check(&schema, &json!({ "a": [-1, "s"], "b": 3, "c": 0 }));
         assert_eq!(e.len(), 5, "{e:#?}");
-        assert!(check(&schema, &json!({})).iter().any(|e| e.contains("missing `a`")));
+        assert!(check(&schema, &json!({}))
+            .iter()
+            .any(|e| e.contains("missing `a`")));
         assert!(check(&json!({ "pattern": "x" }), &json!("x"))[0].contains("unsupported"));
     }
 }

@@ -156,7 +156,12 @@ fn schema(name: &str) -> Value {
 
 fn conforms(schema: &Value, doc: &Value, what: &Path) {
     let errors = json_schema::check(schema, doc);
-    assert!(errors.is_empty(), "{}:\n{}", what.display(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{}:\n{}",
+        what.display(),
+        errors.join("\n")
+    );
 }
 
 #[test]
@@ -173,7 +178,11 @@ fn recorded_snapshots_print_as_blessed() {
         let text = std::fs::read_to_string(&path).expect("fixture");
         let fixture: Value = serde_json::from_str(&text).expect("fixture is JSON");
         let (snapshot, launches) = load(&fixture);
-        let stem = path.file_stem().expect("stem").to_string_lossy().into_owned();
+        let stem = path
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .into_owned();
         check_snapshot(
             &out.join(format!("{stem}.txt")),
             &trace::render(&snapshot, Format::Text),

@@ -123,7 +123,12 @@ fn map(out: &mut String, m: &TracedMap) {
         }
     }
     if t.elided > 0 {
-        let _ = writeln!(out, "  ({} zero {} elided)", t.elided, plural(t.elided as u64, "row"));
+        let _ = writeln!(
+            out,
+            "  ({} zero {} elided)",
+            t.elided,
+            plural(t.elided as u64, "row")
+        );
     }
 }
 
