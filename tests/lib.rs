@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod json_schema;
 mod tools;
 
 pub use tools::skip_ptxas;

@@ -16,6 +16,7 @@ pub mod compile;
 pub mod dump;
 pub mod inject;
 pub mod run;
+pub mod trace;
 
 pub use bpf2ptx_compiler::front::{load_bytes, load_path, LoadError};
 

@@ -1,6 +1,8 @@
-//! The bpf2ptx host loader: the CUDA driver wrapper ([`gpu`]) and the loader that binds a
+//! The bpf2ptx host loader: the CUDA driver wrapper ([`gpu`]), the loader that binds a
 //! module's maps in their placement, launches kernels, drains rings while they run and
-//! reads the maps back ([`loader`]).
+//! reads the maps back ([`loader`]), and the decoding of a map's raw bytes into its
+//! contents ([`image`], no GPU needed: `bpf2ptx trace` decodes the bytes its interposer
+//! copied out of an application with it).
 //!
 //! ```text
 //!  bpf2ptx-runtime   ABI: helper catalogue, map layouts, runtime PTX
@@ -23,4 +25,5 @@
 #![deny(missing_docs)]
 
 pub mod gpu;
+pub mod image;
 pub mod loader;

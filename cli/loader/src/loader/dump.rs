@@ -1,26 +1,15 @@
 //! Reading maps back: what their operations lost ([`MapCounts`]) and every map as JSON,
-//! printed the way `bpftool map dump` prints maps ([`Loader::maps_json`]).
+//! printed the way `bpftool map dump` prints maps ([`Loader::maps_json`]). The bytes are
+//! read here; what they mean is [`crate::image`]'s.
 
 use super::{word, Bound, Loader, LoaderError, Placement};
+use crate::image::{self, Copies, MapData, RawMap, RawRing};
 use bpf2ptx_backend::back::ptx::map_symbol;
 use bpf2ptx_compiler::program::{map_type_name, MapOrigin};
 use bpf2ptx_runtime::{desc, maps, MapKind};
 use serde_json::{json, Value};
 
-/// What a map's operations did other than what the program asked, by reason: nothing a
-/// probe does is lost without being counted here (specs/abi.md, "Hash maps" and the
-/// ringbuf bullet).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MapCounts {
-    /// Hash maps: insertions refused because the map held `max_entries` keys (-E2BIG).
-    pub full: u64,
-    /// Hash maps: operations that gave up waiting for a lock or a slot (-EBUSY).
-    pub busy: u64,
-    /// LRU hash maps: entries evicted to make room (what the map did instead of refusing).
-    pub evicted: u64,
-    /// Rings: records dropped because the ring had no room.
-    pub dropped: u64,
-}
+pub use crate::image::MapCounts;
 
 impl MapCounts {
     /// The counts that apply to a map of type `map_type`, as JSON.
@@ -37,24 +26,6 @@ impl MapCounts {
         } else {
             json!({})
         }
-    }
-}
-
-impl std::fmt::Display for MapCounts {
-    /// `3 refused (full), 2 dropped`: the non-zero counts, for a line on stderr.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts = [
-            (self.full, "refused (full)"),
-            (self.busy, "gave up waiting (busy)"),
-            (self.evicted, "evicted (LRU)"),
-            (self.dropped, "dropped (ring full)"),
-        ];
-        let text: Vec<String> = parts
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, what)| format!("{n} {what}"))
-            .collect();
-        f.write_str(&text.join(", "))
     }
 }
 
@@ -106,23 +77,22 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    /// A bound map's key count (hash maps; `None` for other kinds) and its counts: a
-    /// ring's drops from descriptor word 6, a hash map's from its counts block (word 5,
-    /// the shards summed).
+    /// A bound map's key count (hash maps; `None` for other kinds) and its counts
+    /// ([`image::counts`]: a ring's drops from descriptor word 6, a hash map's from its
+    /// counts block).
     fn read_counts(&self, b: &Bound) -> Result<(Option<u64>, MapCounts), LoaderError> {
         let d = self.gpu.read(b.desc, desc::BYTES as usize)?;
-        let mut c = MapCounts {
-            dropped: desc::read(&d, desc::DROPS),
-            ..MapCounts::default()
-        };
-        let counts = desc::read(&d, desc::AUX2);
-        if !self.obj.maps[b.index].is(MapKind::is_hash) || counts == 0 {
-            return Ok((None, c));
+        let block = self.counts_block(b, &d)?;
+        Ok(image::counts(&self.obj.maps[b.index], &d, block.as_deref()))
+    }
+
+    /// A hash map's counts block (word 5), when it has one.
+    fn counts_block(&self, b: &Bound, d: &[u8]) -> Result<Option<Vec<u8>>, LoaderError> {
+        let at = desc::read(d, desc::AUX2);
+        if !self.obj.maps[b.index].is(MapKind::is_hash) || at == 0 {
+            return Ok(None);
         }
-        let block = self.gpu.read(counts, maps::COUNTS_BYTES as usize)?;
-        let (keys, [full, busy, evicted]) = maps::read_counts(&block);
-        (c.full, c.busy, c.evicted) = (full, busy, evicted);
-        Ok((Some(keys), c))
+        Ok(Some(self.gpu.read(at, maps::COUNTS_BYTES as usize)?))
     }
 
     /// Every map of the object as JSON: name, type, sizes, placement and its entries
@@ -143,7 +113,6 @@ impl Loader<'_> {
     fn map_json(&mut self, index: usize) -> Result<Value, LoaderError> {
         let (gpu, obj) = (self.gpu, self.obj);
         let m = &obj.maps[index];
-        let stride = (u64::from(m.value_size).div_ceil(8) * 8) as usize;
         let mut out = json!({
             "name": m.name,
             "type": map_type_name(m.map_type).unwrap_or("?"),
@@ -161,147 +130,131 @@ impl Loader<'_> {
             out["note"] = json!("not in this module (the program does not use it)");
             return Ok(out);
         };
-        let d = gpu.read(self.maps[k].desc, desc::BYTES as usize)?;
-        let (data, aux, aux2) = (
-            desc::read(&d, desc::DATA),
-            desc::read(&d, desc::AUX),
-            desc::read(&d, desc::AUX2),
-        );
-        if self.maps[k].placement == Placement::Host {
+        if m.is(MapKind::is_ring) {
+            // Records still in the ring join those drained before, in the ring's state.
+            self.collect_ring(k)?;
+        }
+        let b = &self.maps[k];
+        let d = gpu.read(b.desc, desc::BYTES as usize)?;
+        let block = self.counts_block(b, &d)?;
+        let (data, aux2) = (desc::read(&d, desc::DATA), desc::read(&d, desc::AUX2));
+        let storage = match image::storage_bytes(m, &d) {
+            0 => Vec::new(),
+            n => gpu.read(data, n as usize)?,
+        };
+        let counters = if m.is(MapKind::is_ring) && data != 0 {
+            let c = gpu.read(aux2, 16)?;
+            Some([word(&c, 0), word(&c, 1)])
+        } else {
+            None
+        };
+        let raw = RawMap {
+            desc: &d,
+            storage: &storage,
+            counts: block.as_deref(),
+            ring: counters.map(|counters| RawRing {
+                counters,
+                taken: &b.ring.records,
+                taken_error: b.ring.error.as_ref(),
+            }),
+        };
+        let img = image::decode(m, &raw)?;
+        if b.placement == Placement::Host {
             out["placement"] = json!("host");
         }
-        let (keys, counts) = self.read_counts(&self.maps[k])?;
         if m.is(MapKind::is_ring) {
-            out["drops"] = json!(counts.dropped);
+            out["drops"] = json!(img.counts.dropped);
         }
-        if let Some(keys) = keys {
+        if let Some(keys) = img.keys {
             out["keys"] = json!(keys);
         }
-        out["counts"] = counts.json(m.map_type);
-        if data == 0 {
-            out["note"] = json!("not bound");
-            return Ok(out);
-        }
-        let n = m.max_entries as usize;
-        let mut entries = Vec::new();
-        match m.kind() {
-            Some(kind) if kind.is_array_like() => {
-                // A sharded array (aux = replicas) is summed replica by replica, per
-                // 64-bit word: the device only ever added to it. A per-CPU array's
-                // replicas are the SMs' own copies and print one by one.
-                // Replica r starts at r * aux2 (whole 128-byte lines, specs/abi.md).
-                let replicas = (aux as usize).max(1);
-                let replica = if aux > 0 { aux2 as usize } else { n * stride };
-                let bytes = gpu.read(data, replica * (replicas - 1) + n * stride)?;
-                if kind == MapKind::PercpuArray && aux > 0 {
-                    for key in 0..n {
-                        let values = (0..replicas)
-                            .map(|r| {
-                                let at = r * replica + key * stride;
-                                let v = &bytes[at..at + m.value_size as usize];
-                                json!({ "cpu": r, "value": hex(v) })
-                            })
+        out["counts"] = img.counts.json(m.map_type);
+        let index_key = |key: usize| hex(&(key as u32).to_le_bytes());
+        let entries: Vec<Value> = match img.data {
+            MapData::Unbound => {
+                out["note"] = json!("not bound");
+                return Ok(out);
+            }
+            MapData::PerSm(copies) => {
+                let entries = (0..copies.keys())
+                    .map(|key| {
+                        let values = (0..copies.copies())
+                            .map(|r| json!({ "cpu": r, "value": hex(copies.get(key, r)) }))
                             .collect();
-                        entries.push(json!({
-                            "key": hex(&(key as u32).to_le_bytes()),
-                            "values": Value::Array(values),
-                        }));
-                    }
-                    out["per_sm"] = json!(aux);
-                    out["entries"] = Value::Array(entries);
-                    return Ok(out);
-                }
-                for key in 0..n {
-                    let mut v = bytes[key * stride..(key + 1) * stride].to_vec();
-                    for r in 1..replicas {
-                        let at = r * replica + key * stride;
-                        for (w, o) in v
-                            .chunks_exact_mut(8)
-                            .zip(bytes[at..at + stride].chunks_exact(8))
-                        {
-                            let sum = word(w, 0).wrapping_add(word(o, 0));
-                            w.copy_from_slice(&sum.to_le_bytes());
-                        }
-                    }
-                    v.truncate(m.value_size as usize);
-                    entries
-                        .push(json!({ "key": hex(&(key as u32).to_le_bytes()), "value": hex(&v) }));
-                }
-                if aux > 0 {
-                    out["sharded"] = json!(aux);
-                }
+                        json!({ "key": index_key(key), "values": Value::Array(values) })
+                    })
+                    .collect();
+                out["per_sm"] = json!(copies.copies());
+                out["entries"] = Value::Array(entries);
+                return Ok(out);
             }
-            Some(kind) if kind.is_per_unit() => {
-                let (unit, units) = if kind.layout() == MapKind::PerThreadArray {
-                    ("thread", "threads")
+            MapData::Array { values, sharded } => {
+                if let Some(replicas) = sharded {
+                    out["sharded"] = json!(replicas);
+                }
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(key, v)| json!({ "key": index_key(key), "value": hex(v) }))
+                    .collect()
+            }
+            MapData::PerUnit { unit, values } => (0..values.keys())
+                .map(|key| per_unit_entry(unit, &values, key, index_key(key)))
+                .collect(),
+            MapData::Hash { entries } => entries
+                .iter()
+                .map(|(k, v)| json!({ "key": hex(k), "value": hex(v) }))
+                .collect(),
+            MapData::Ring {
+                records,
+                producer,
+                error,
+            } => {
+                if records.len() <= 1024 {
+                    out["records"] = Value::Array(records.iter().map(|r| hex(&r.data)).collect());
                 } else {
-                    ("warp", "warps")
-                };
-                let threads = aux as usize;
-                let bytes = gpu.read(data, n * threads * stride)?;
-                for key in 0..n {
-                    let slot = |t: usize| {
-                        let at = (key * threads + t) * stride;
-                        &bytes[at..at + m.value_size as usize]
-                    };
-                    let mut e = json!({ "key": hex(&(key as u32).to_le_bytes()) });
-                    if threads <= 1024 {
-                        e["values"] = Value::Array(
-                            (0..threads)
-                                .map(|t| json!({ unit: t, "value": hex(slot(t)) }))
-                                .collect(),
-                        );
-                    } else {
-                        let sum = (0..threads)
-                            .map(|t| word(&pad8(slot(t)), 0))
-                            .fold(0u64, u64::wrapping_add);
-                        e[units] = json!(threads);
-                        e["sum_u64"] = json!(sum);
-                    }
-                    entries.push(e);
-                }
-            }
-            Some(kind) if kind.is_hash() => {
-                let key8 = (m.key_size as usize).div_ceil(8) * 8;
-                let slot = 8 + key8 + stride;
-                let bytes = gpu.read(data, aux as usize * slot)?;
-                for s in bytes.chunks_exact(slot) {
-                    let state = word(s, 0) as u32;
-                    if state == maps::SLOT_FULL || state == maps::SLOT_HELD {
-                        let key = &s[8..8 + m.key_size as usize];
-                        let value = &s[8 + key8..8 + key8 + m.value_size as usize];
-                        entries.push(json!({ "key": hex(key), "value": hex(value) }));
-                    }
-                }
-            }
-            Some(kind) if kind.is_ring() => {
-                self.collect_ring(k)?;
-                let st = &self.maps[k].ring;
-                let recs = &st.records;
-                if recs.len() <= 1024 {
-                    out["records"] = Value::Array(recs.iter().map(|r| hex(&r.data)).collect());
-                } else {
-                    out["record_count"] = json!(recs.len());
+                    out["record_count"] = json!(records.len());
                     out["records_hex"] = Value::Array(
-                        recs.iter()
+                        records
+                            .iter()
                             .map(|r| {
                                 Value::String(r.data.iter().map(|b| format!("{b:02x}")).collect())
                             })
                             .collect(),
                     );
                 }
-                if let Some(e) = &st.error {
+                if let Some(e) = error {
                     out["error"] = json!(e.to_string());
                 }
-                let ctr = gpu.read(aux2, 16)?;
-                out["producer"] = json!(word(&ctr, 0));
+                out["producer"] = json!(producer);
                 return Ok(out);
             }
-            _ => {}
-        }
+            MapData::Other => Vec::new(),
+        };
         out["entries"] = Value::Array(entries);
         Ok(out)
     }
+}
+
+/// One key of a per-thread or per-warp array: every unit's value, or for more than 1024
+/// units their count and the sum of the values' first 8 bytes.
+fn per_unit_entry(unit: image::Unit, values: &Copies, key: usize, key_json: Value) -> Value {
+    let units = values.copies();
+    let mut e = json!({ "key": key_json });
+    if units <= 1024 {
+        e["values"] = Value::Array(
+            (0..units)
+                .map(|t| json!({ unit.name(): t, "value": hex(values.get(key, t)) }))
+                .collect(),
+        );
+    } else {
+        let sum = (0..units)
+            .map(|t| word(&pad8(values.get(key, t)), 0))
+            .fold(0u64, u64::wrapping_add);
+        e[format!("{}s", unit.name())] = json!(units);
+        e["sum_u64"] = json!(sum);
+    }
+    e
 }
 
 fn pad8(s: &[u8]) -> [u8; 8] {

@@ -83,7 +83,8 @@
 //!   and while it runs straight from pinned host memory (the live ring and the drainer's
 //!   loop).
 //! - `dump.rs`: reading maps back: [`MapCounts`] ([`Loader::counts`], [`Loader::losses`],
-//!   [`Loader::drops`]) and [`Loader::maps_json`], every map as bpftool dumps it.
+//!   [`Loader::drops`]) and [`Loader::maps_json`], every map as bpftool dumps it; the
+//!   bytes it reads are decoded by [`crate::image`].
 //! - `printk.rs`: [`Loader::printk`] and [`format_printk`], the host's side of
 //!   `trace_printk` and `puts`.
 //! - `tests.rs`: the unit tests (the live drainer on a host buffer, counts, host flags,
@@ -135,6 +136,9 @@ pub enum LoaderError {
     /// A CUDA call failed (no driver or GPU, a JIT error, a kernel fault, ...).
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    /// Bytes read back do not decode as their map (a descriptor the module changed).
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageError),
     /// A map named for host placement is not a map of the object.
     #[error("no map `{name}` in {file}")]
     NoMap {

@@ -1,0 +1,122 @@
+//! Chrome trace-event JSON (the "JSON Object Format" of the Trace Event Format, which
+//! Perfetto and chrome://tracing open; specs/trace.md, "Trace events"; schema
+//! specs/trace-events.schema.json).
+//!
+//! Timestamps are microseconds since the trace started (fractional: nanosecond
+//! resolution). Tracks: process 0 is the host, with one thread per stream for the launch
+//! calls and one per ring (and printk) for records; process `1 + d` is GPU `d`, one
+//! thread per stream, holding each launch from its first block's start to its last
+//! block's end. `M` events name them.
+
+use super::snapshot::{Event, EventData};
+use super::types::hex;
+use serde_json::{json, Value as J};
+use std::collections::BTreeMap;
+
+/// One instrumented kernel launch, as the interposer saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The kernel's name (its PTX name, mangled or not).
+    pub kernel: String,
+    /// The GPU it ran on.
+    pub device: u32,
+    /// The stream it was launched on (0: the legacy default stream).
+    pub stream: u64,
+    /// Grid dimensions.
+    pub grid: [u32; 3],
+    /// Block dimensions.
+    pub block: [u32; 3],
+    /// When the host called the launch, ns since the trace started.
+    pub host_ns: u64,
+    /// The first block's start, from the probes' `%globaltimer` stamps on the same
+    /// timeline; `None` when no probe recorded it.
+    pub first_block_ns: Option<u64>,
+    /// The last block's end, likewise.
+    pub last_block_ns: Option<u64>,
+}
+
+const HOST: u64 = 0;
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The trace-event document of `launches` and `events`.
+pub fn trace_events(launches: &[Launch], events: &[Event]) -> J {
+    let mut out = Vec::new();
+    // (pid, tid) → name, for the metadata; BTreeMap for a stable order.
+    let mut threads: BTreeMap<(u64, u64), String> = BTreeMap::new();
+    let mut processes: BTreeMap<u64, String> = BTreeMap::new();
+    processes.insert(HOST, "host".into());
+    for l in launches {
+        let gpu = 1 + u64::from(l.device);
+        processes.insert(gpu, format!("GPU {}", l.device));
+        threads.insert((HOST, l.stream), format!("stream {} launches", l.stream));
+        threads.insert((gpu, l.stream), format!("stream {}", l.stream));
+        let args = json!({ "grid": l.grid, "block": l.block });
+        match l.first_block_ns {
+            // The call, then the wait until the first block runs: the launch latency.
+            Some(first) if first >= l.host_ns => out.push(json!({
+                "name": format!("launch {}", l.kernel), "cat": "launch", "ph": "X",
+                "ts": us(l.host_ns), "dur": us(first - l.host_ns),
+                "pid": HOST, "tid": l.stream, "args": args,
+            })),
+            _ => out.push(json!({
+                "name": format!("launch {}", l.kernel), "cat": "launch", "ph": "i", "s": "t",
+                "ts": us(l.host_ns), "pid": HOST, "tid": l.stream, "args": args,
+            })),
+        }
+        if let (Some(first), Some(last)) = (l.first_block_ns, l.last_block_ns) {
+            out.push(json!({
+                "name": l.kernel, "cat": "kernel", "ph": "X",
+                "ts": us(first), "dur": us(last.saturating_sub(first)),
+                "pid": gpu, "tid": l.stream,
+                "args": {
+                    "grid": l.grid, "block": l.block,
+                    "launch_latency_us": us(first.saturating_sub(l.host_ns)),
+                },
+            }));
+        }
+    }
+    // Record tracks after the streams', numbered in order of first appearance.
+    let mut tracks: Vec<String> = Vec::new();
+    let first_track = threads
+        .keys()
+        .filter(|k| k.0 == HOST)
+        .map(|k| k.1 + 1)
+        .max()
+        .unwrap_or(0);
+    for e in events {
+        let (track, name, args) = match &e.data {
+            EventData::Ring { map, data } => (
+                format!("ring {map}"),
+                map.clone(),
+                json!({ "hex": hex(data), "bytes": data.len() }),
+            ),
+            EventData::Printk { line } => {
+                ("printk".into(), "printk".into(), json!({ "line": line }))
+            }
+        };
+        let k = tracks.iter().position(|t| *t == track).unwrap_or_else(|| {
+            tracks.push(track.clone());
+            tracks.len() - 1
+        });
+        let tid = first_track + k as u64;
+        threads.insert((HOST, tid), track);
+        out.push(json!({
+            "name": name, "cat": "record", "ph": "i", "s": "t",
+            "ts": us(e.ns), "pid": HOST, "tid": tid, "args": args,
+        }));
+    }
+    let mut meta: Vec<J> = processes
+        .into_iter()
+        .map(|(pid, name)| {
+            json!({ "name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": { "name": name } })
+        })
+        .collect();
+    meta.extend(threads.into_iter().map(|((pid, tid), name)| {
+        json!({ "name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": { "name": name } })
+    }));
+    meta.extend(out);
+    json!({ "traceEvents": meta, "displayTimeUnit": "ns" })
+}

@@ -1,0 +1,225 @@
+//! `bpf2ptx trace`'s printing, data-driven: each recorded snapshot in
+//! tests/trace/snapshots/*.json (raw map bytes as the interposer copies them, written by
+//! tests/trace/fixtures.py for the maps of tests/trace/probes.bpf.o) is decoded with
+//! `bpf2ptx_loader::image` and printed as text, as JSON and as trace events; the outputs
+//! are compared with tests/out/trace/ (`BLESS=1` rewrites them), and the JSON outputs are
+//! checked against specs/trace-snapshot.schema.json and specs/trace-events.schema.json.
+
+use bpf2ptx::trace::{
+    self, ring_events, AppEnd, Event, EventData, Format, HistSpec, Launch, Snapshot, TracedMap,
+};
+use bpf2ptx_loader::image::{self, RawMap, RawRing};
+use bpf2ptx_tests::{check_snapshot, files_with_ext, json_schema, repo_root};
+use serde_json::Value;
+use std::path::Path;
+
+/// Sparse bytes of a fixture: `{"len": N, "at": {"OFFSET": "HEX"}}`.
+fn sparse(v: &Value) -> Vec<u8> {
+    let mut out = vec![0u8; v["len"].as_u64().expect("len") as usize];
+    for (at, hex) in v["at"].as_object().expect("at") {
+        let at: usize = at.parse().expect("offset");
+        let hex = hex.as_str().expect("hex");
+        for (i, k) in (0..hex.len()).step_by(2).enumerate() {
+            out[at + i] = u8::from_str_radix(&hex[k..k + 2], 16).expect("hex byte");
+        }
+    }
+    out
+}
+
+fn word(v: &Value) -> u64 {
+    let s = v.as_str().expect("a hex word");
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex word")
+}
+
+fn u64_of(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("{v} is not a u64"))
+}
+
+/// The snapshot and launches a fixture describes.
+fn load(fixture: &Value) -> (Snapshot, Vec<Launch>) {
+    let path = repo_root().join(fixture["object"].as_str().expect("object"));
+    let obj = bpf2ptx::load_path(&path).expect("the fixture object loads");
+    let bytes = std::fs::read(&path).expect("read object");
+    let btf = trace::object_btf(&bytes).expect("BTF reads");
+    let hist: Vec<HistSpec> = fixture["hist"]
+        .as_array()
+        .expect("hist")
+        .iter()
+        .map(|h| HistSpec::parse(h.as_str().expect("hist text")).expect("hist parses"))
+        .collect();
+    let types = trace::map_types(&obj, btf.as_ref(), &hist).expect("map types");
+    let elapsed_ns = u64_of(&fixture["elapsed_ns"]);
+    let ring_ns = u64_of(&fixture["ring_ns"]);
+    let mut maps = Vec::new();
+    let mut events = Vec::new();
+    for (m, types) in obj.maps.iter().zip(types) {
+        let Some(raw) = fixture["maps"].get(&m.name) else {
+            continue;
+        };
+        let desc: Vec<u8> = raw["desc"]
+            .as_array()
+            .expect("desc")
+            .iter()
+            .flat_map(|w| word(w).to_le_bytes())
+            .collect();
+        let storage = sparse(&raw["storage"]);
+        assert_eq!(
+            storage.len() as u64,
+            image::storage_bytes(m, &desc),
+            "{}: the fixture holds what storage_bytes asks for",
+            m.name
+        );
+        let counts = raw.get("counts").map(sparse);
+        let counters = raw.get("ring").map(|r| {
+            let c = r["counters"].as_array().expect("counters");
+            [u64_of(&c[0]), u64_of(&c[1])]
+        });
+        let image = image::decode(
+            m,
+            &RawMap {
+                desc: &desc,
+                storage: &storage,
+                counts: counts.as_deref(),
+                ring: counters.map(|counters| RawRing {
+                    counters,
+                    taken: &[],
+                    taken_error: None,
+                }),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        events.extend(ring_events(&m.name, &image, ring_ns));
+        maps.push(TracedMap {
+            map: m.clone(),
+            types,
+            image,
+        });
+    }
+    for p in fixture["printk"].as_array().expect("printk") {
+        events.push(Event {
+            ns: u64_of(&p[0]),
+            data: EventData::Printk {
+                line: p[1].as_str().expect("line").to_string(),
+            },
+        });
+    }
+    events.sort_by_key(|e| e.ns);
+    let end = match &fixture["end"] {
+        Value::Null => None,
+        e if e.get("signal").is_some() => Some(AppEnd::Signaled {
+            signal: e["signal"].as_i64().expect("signal") as i32,
+        }),
+        e => Some(AppEnd::Exited {
+            code: e["exit_code"].as_i64().expect("exit_code") as i32,
+        }),
+    };
+    let snapshot = Snapshot {
+        elapsed_ns,
+        device: fixture["device"].as_u64().map(|d| d as u32),
+        end,
+        maps,
+        loop_budget: fixture["loop_budget"]
+            .as_array()
+            .expect("loop_budget")
+            .iter()
+            .map(|p| (p[0].as_str().expect("program").to_string(), u64_of(&p[1])))
+            .collect(),
+        printk_dropped: u64_of(&fixture["printk_dropped"]),
+        events,
+    };
+    let dims = |v: &Value| -> [u32; 3] {
+        let a = v.as_array().expect("dims");
+        [0, 1, 2].map(|i| u64_of(&a[i]) as u32)
+    };
+    let launches = fixture["launches"]
+        .as_array()
+        .expect("launches")
+        .iter()
+        .map(|l| Launch {
+            kernel: l["kernel"].as_str().expect("kernel").to_string(),
+            device: u64_of(&l["device"]) as u32,
+            stream: u64_of(&l["stream"]),
+            grid: dims(&l["grid"]),
+            block: dims(&l["block"]),
+            host_ns: u64_of(&l["host_ns"]),
+            first_block_ns: l["first_block_ns"].as_u64(),
+            last_block_ns: l["last_block_ns"].as_u64(),
+        })
+        .collect();
+    (snapshot, launches)
+}
+
+fn schema(name: &str) -> Value {
+    let text = std::fs::read_to_string(repo_root().join("specs").join(name)).expect("schema");
+    serde_json::from_str(&text).expect("schema is JSON")
+}
+
+fn conforms(schema: &Value, doc: &Value, what: &Path) {
+    let errors = json_schema::check(schema, doc);
+    assert!(
+        errors.is_empty(),
+        "{}:\n{}",
+        what.display(),
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn recorded_snapshots_print_as_blessed() {
+    let dir = repo_root().join("tests/trace/snapshots");
+    let out = repo_root().join("tests/out/trace");
+    let (snap_schema, events_schema) = (
+        schema("trace-snapshot.schema.json"),
+        schema("trace-events.schema.json"),
+    );
+    let fixtures = files_with_ext(&dir, "json");
+    assert!(fixtures.len() >= 3, "fixtures in {}", dir.display());
+    for path in fixtures {
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let fixture: Value = serde_json::from_str(&text).expect("fixture is JSON");
+        let (snapshot, launches) = load(&fixture);
+        let stem = path
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .into_owned();
+        check_snapshot(
+            &out.join(format!("{stem}.txt")),
+            &trace::render(&snapshot, Format::Text),
+        );
+        let line = trace::render(&snapshot, Format::Json);
+        assert_eq!(line.matches('\n').count(), 1, "one line per snapshot");
+        let doc: Value = serde_json::from_str(&line).expect("the JSON line parses");
+        conforms(&snap_schema, &doc, &path);
+        check_snapshot(&out.join(format!("{stem}.json")), &line);
+        let events = trace::trace_events(&launches, &snapshot.events);
+        conforms(&events_schema, &events, &path);
+        let pretty = serde_json::to_string_pretty(&events).expect("serialises") + "\n";
+        check_snapshot(&out.join(format!("{stem}.trace.json")), &pretty);
+    }
+}
+
+#[test]
+fn a_schema_violation_is_caught() {
+    let events_schema = schema("trace-events.schema.json");
+    let doc = trace::trace_events(
+        &[Launch {
+            kernel: "k".into(),
+            device: 0,
+            stream: 0,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            host_ns: 1000,
+            first_block_ns: Some(3000),
+            last_block_ns: Some(5000),
+        }],
+        &[],
+    );
+    conforms(&events_schema, &doc, Path::new("one launch"));
+    let mut bad = doc.clone();
+    bad["traceEvents"][3]["dur"] = serde_json::json!(-1);
+    assert!(!json_schema::check(&events_schema, &bad).is_empty());
+    let mut bad = doc;
+    bad["traceEvents"][0]["ph"] = serde_json::json!("Q");
+    assert!(!json_schema::check(&events_schema, &bad).is_empty());
+}
