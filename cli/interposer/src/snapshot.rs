@@ -17,67 +17,15 @@
 
 use crate::driver::*;
 use crate::resolve::driver_fn;
+pub use bpf2ptx::trace::wire::{
+    hex, read, unhex, write, ModuleMaps, RawMap, RawSnapshot as Snapshot,
+};
 use bpf2ptx_backend::back::ptx::{
     map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol, map_symbol,
 };
 use bpf2ptx_compiler::program::{MapOrigin, Object};
 use bpf2ptx_runtime::{desc, MapKind};
-use serde::{Deserialize, Serialize};
 use std::ffi::CString;
-use std::path::Path;
-
-/// One snapshot: `snapshot.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Snapshot {
-    /// Nanoseconds since the session started (the interposer's first use).
-    pub time_ns: u64,
-    /// Taken at the process's exit, after its last kernel.
-    pub last: bool,
-    /// Per instrumented module, its maps (each module has its own instance today).
-    pub modules: Vec<ModuleMaps>,
-}
-
-/// The maps of one instrumented module.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ModuleMaps {
-    /// The module's label (`module N` / `library N`).
-    pub label: String,
-    /// Its maps, in the object's order (maps the probes do not use are absent).
-    pub maps: Vec<RawMap>,
-}
-
-/// One map's bytes, hex-encoded.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct RawMap {
-    /// The map's name in the object.
-    pub name: String,
-    /// The descriptor's 8 words; empty for global data.
-    pub desc: Vec<u64>,
-    /// The storage (global data: its bytes).
-    pub data: String,
-    /// A hash map's counts block.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<String>,
-    /// A ring's `[producer, consumer]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counters: Option<String>,
-}
-
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The bytes of a [`hex`] string; `None` if it is not one.
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
 
 /// How the copier reads a module's globals from the device.
 #[derive(Debug, Clone, Copy)]
@@ -203,54 +151,5 @@ impl Reader {
             label: label.to_string(),
             maps,
         }
-    }
-}
-
-/// Writes `snap` as `dir/snapshot.json`, atomically (a temporary file renamed over it).
-pub fn write(dir: &Path, snap: &Snapshot) -> std::io::Result<()> {
-    let tmp = dir.join("snapshot.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
-    std::fs::rename(tmp, dir.join("snapshot.json"))
-}
-
-/// Reads `dir/snapshot.json`, if there is one.
-pub fn read(dir: &Path) -> Option<Snapshot> {
-    serde_json::from_slice(&std::fs::read(dir.join("snapshot.json")).ok()?).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_round_trips() {
-        let b = [0u8, 1, 0xab, 0xff];
-        assert_eq!(hex(&b), "0001abff");
-        assert_eq!(unhex("0001abff").as_deref(), Some(&b[..]));
-        assert_eq!(unhex("0"), None);
-        assert_eq!(unhex("zz"), None);
-    }
-
-    #[test]
-    fn snapshots_are_written_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read(dir.path()), None);
-        let s = Snapshot {
-            time_ns: 5,
-            last: true,
-            modules: vec![ModuleMaps {
-                label: "module 1".into(),
-                maps: vec![RawMap {
-                    name: "counts".into(),
-                    desc: vec![2, 0, 0, 0, 0, 0, 0, 0],
-                    data: "0100".into(),
-                    counts: None,
-                    counters: Some("00".into()),
-                }],
-            }],
-        };
-        write(dir.path(), &s).unwrap();
-        assert_eq!(read(dir.path()), Some(s));
-        assert!(!dir.path().join("snapshot.json.tmp").exists());
     }
 }

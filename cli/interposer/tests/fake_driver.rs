@@ -400,8 +400,17 @@ fn ptx_given_to_the_linker_is_instrumented_once() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(log.iter().any(|l| l == "load cubin"), "{log:?}");
     // The linked cubin holds the probes; it is not instrumented again.
-    assert_eq!(log.iter().filter(|l| l.starts_with("load")).count(), 2, "{log:?}");
-    assert!(launches(&log, PROBED).iter().all(|l| l.ends_with("probed=1")), "{log:?}");
+    assert_eq!(
+        log.iter().filter(|l| l.starts_with("load")).count(),
+        2,
+        "{log:?}"
+    );
+    assert!(
+        launches(&log, PROBED)
+            .iter()
+            .all(|l| l.ends_with("probed=1")),
+        "{log:?}"
+    );
     let labels: Vec<String> = read_events(&f.path("trace"))
         .into_iter()
         .filter_map(|e| match e {
@@ -414,5 +423,9 @@ fn ptx_given_to_the_linker_is_instrumented_once() {
         .collect();
     assert_eq!(labels, ["link input 1 (app.ptx)"]);
     let snap = bpf2ptx_interposer::snapshot::read(&f.path("trace")).expect("snapshot");
-    assert_eq!(snap.modules.len(), 1, "the linked module's maps are snapshotted");
+    assert_eq!(
+        snap.modules.len(),
+        1,
+        "the linked module's maps are snapshotted"
+    );
 }

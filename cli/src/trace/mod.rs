@@ -40,6 +40,7 @@ mod json;
 mod snapshot;
 mod text;
 mod types;
+pub mod wire;
 
 pub use args::{parse_interval, Format, Hist, HistSpec, TraceArgs};
 pub use events::{trace_events, Launch};

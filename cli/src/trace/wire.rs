@@ -1,0 +1,256 @@
+//! The session folder `bpf2ptx trace` shares with the interposer it preloads into the
+//! application (specs/trace.md, "Interposer"): the one definition of its files, which the
+//! front end writes and reads here and the interposer (bpf2ptx-interposer) through this
+//! module.
+//!
+//! The front end starts the application with two environment variables:
+//!
+//! - [`DIR_VAR`]: the session folder. The front end wrote `config.json` there
+//!   ([`Config`]); the interposer appends one JSON line per event to `events.jsonl`
+//!   ([`Event`]) and writes map snapshots to `snapshot.json` ([`RawSnapshot`]), replaced
+//!   atomically.
+//! - `LD_PRELOAD`: the interposer, ahead of whatever the user preloads.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The environment variable naming the session folder.
+pub const DIR_VAR: &str = "BPF2PTX_TRACE_DIR";
+/// Set to `jit` to make every JIT fail (the fallback path's test: the application must
+/// run unmodified, with one line saying why).
+pub const FAULT_VAR: &str = "BPF2PTX_TRACE_FAULT";
+
+/// `config.json`: the probes and how to inject them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Config {
+    /// The probe object (absolute path), verified by the front end before the start.
+    pub probes: PathBuf,
+    /// Granularity of probes whose section does not name one: `thread`, `warp`, `block`.
+    #[serde(default)]
+    pub granularity: Option<String>,
+    /// `NAME=device|host|sharded` map options, as `bpf2ptx inject --map`.
+    #[serde(default)]
+    pub maps: Vec<String>,
+    /// `--loop-budget N`.
+    #[serde(default)]
+    pub loop_budget: Option<u64>,
+    /// Milliseconds between map snapshots (0: only the last one, at exit).
+    #[serde(default)]
+    pub interval_ms: u64,
+    /// Where JIT results are cached (by content): `None` disables the cache.
+    #[serde(default)]
+    pub cache: Option<PathBuf>,
+}
+
+impl Config {
+    /// Writes `dir/config.json` (atomically: the interposer may read it as soon as the
+    /// application starts).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let tmp = dir.join("config.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
+        std::fs::rename(tmp, dir.join("config.json"))
+    }
+
+    /// Reads `dir/config.json`.
+    pub fn read(dir: &Path) -> Result<Config, String> {
+        let path = dir.join("config.json");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// One line of `events.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A module or library was loaded (`label`: the interposer's name for it).
+    Loaded {
+        /// `module N` / `library N`.
+        label: String,
+        /// Bytes of the image copied (0: it could not be read).
+        bytes: usize,
+    },
+    /// A kernel the probes match was first launched from a module, which is now
+    /// instrumented (or runs unmodified: `fallback`).
+    Instrumented {
+        /// The module.
+        label: String,
+        /// The kernels the probes matched.
+        kernels: Vec<String>,
+        /// Milliseconds spent injecting.
+        inject_ms: f64,
+        /// Milliseconds the driver spent assembling (0 when cached).
+        jit_ms: f64,
+        /// The JIT result came from the cache.
+        cached: bool,
+    },
+    /// Instrumenting failed; the module runs unmodified.
+    Fallback {
+        /// The module.
+        label: String,
+        /// Why.
+        reason: String,
+    },
+    /// A module without PTX holds kernels the probes match: they run unmodified.
+    NoPtx {
+        /// The module.
+        label: String,
+        /// The matched kernels launched from it.
+        kernels: Vec<String>,
+        /// SASS architectures it has, as `sm_90`.
+        sass: Vec<String>,
+    },
+    /// A kernel was launched (first launch of each name only).
+    Kernel {
+        /// Its PTX name.
+        name: String,
+        /// Whether a probe matches it.
+        matched: bool,
+    },
+}
+
+/// Reads every event of a session's `events.jsonl`; lines that do not parse (a write cut
+/// short by a crash) are skipped.
+pub fn read_events(dir: &Path) -> Vec<Event> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// One snapshot of raw map bytes: `snapshot.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RawSnapshot {
+    /// Nanoseconds since the session started (the interposer's first use).
+    pub time_ns: u64,
+    /// Taken at the process's exit, after its last kernel.
+    pub last: bool,
+    /// Per instrumented module, its maps (each module has its own instance today).
+    pub modules: Vec<ModuleMaps>,
+}
+
+/// The maps of one instrumented module.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ModuleMaps {
+    /// The module's label (`module N` / `library N`).
+    pub label: String,
+    /// Its maps, in the object's order (maps the probes do not use are absent).
+    pub maps: Vec<RawMap>,
+}
+
+/// One map's bytes, hex-encoded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RawMap {
+    /// The map's name in the object.
+    pub name: String,
+    /// The descriptor's 8 words; empty for global data.
+    pub desc: Vec<u64>,
+    /// The storage (global data: its bytes).
+    pub data: String,
+    /// A hash map's counts block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<String>,
+    /// A ring's `[producer, consumer]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<String>,
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a [`hex`] string; `None` if it is not one.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Writes `snap` as `dir/snapshot.json`, atomically (a temporary file renamed over it).
+pub fn write(dir: &Path, snap: &RawSnapshot) -> std::io::Result<()> {
+    let tmp = dir.join("snapshot.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
+    std::fs::rename(tmp, dir.join("snapshot.json"))
+}
+
+/// Reads `dir/snapshot.json`, if there is one.
+pub fn read(dir: &Path) -> Option<RawSnapshot> {
+    serde_json::from_slice(&std::fs::read(dir.join("snapshot.json")).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_round_trips_and_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("config.json"), r#"{"probes": "/p.bpf.o"}"#).unwrap();
+        let c = Config::read(d).unwrap();
+        assert_eq!(c.probes, PathBuf::from("/p.bpf.o"));
+        assert!(c.maps.is_empty() && c.cache.is_none() && c.loop_budget.is_none());
+        assert_eq!(c.interval_ms, 0);
+        let full = Config {
+            interval_ms: 250,
+            cache: Some("/c".into()),
+            ..c
+        };
+        full.write(d).unwrap();
+        assert_eq!(Config::read(d).unwrap(), full);
+        std::fs::write(d.join("config.json"), "{").unwrap();
+        assert!(Config::read(d).unwrap_err().contains("config.json"));
+    }
+
+    #[test]
+    fn events_read_back_and_a_cut_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Event::Kernel {
+            name: "k".into(),
+            matched: true,
+        };
+        let mut text = serde_json::to_string(&e).unwrap();
+        text.push_str("\n{\"event\": \"kern");
+        std::fs::write(dir.path().join("events.jsonl"), text).unwrap();
+        assert_eq!(read_events(dir.path()), vec![e]);
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let b = [0u8, 1, 0xab, 0xff];
+        assert_eq!(hex(&b), "0001abff");
+        assert_eq!(unhex("0001abff").as_deref(), Some(&b[..]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    #[test]
+    fn snapshots_are_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read(dir.path()), None);
+        let s = RawSnapshot {
+            time_ns: 5,
+            last: true,
+            modules: vec![ModuleMaps {
+                label: "module 1".into(),
+                maps: vec![RawMap {
+                    name: "counts".into(),
+                    desc: vec![2, 0, 0, 0, 0, 0, 0, 0],
+                    data: "0100".into(),
+                    counts: None,
+                    counters: Some("00".into()),
+                }],
+            }],
+        };
+        write(dir.path(), &s).unwrap();
+        assert_eq!(read(dir.path()), Some(s));
+        assert!(!dir.path().join("snapshot.json.tmp").exists());
+    }
+}
