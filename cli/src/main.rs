@@ -222,6 +222,13 @@ enum Command {
     /// rejected, or no probe matches any kernel (the error lists the kernels; nothing is
     /// written; see --allow-no-match); 2 bad input.
     Inject(InjectArgs),
+    /// Run COMMAND with the probes attached: every kernel the probes match is
+    /// instrumented when the application first launches it (the application is not
+    /// rebuilt; its modules need PTX), and the maps are printed every --interval and when
+    /// it ends. Exit: the command's own code (128 + signal); 1 a probe rejected, 2 bad
+    /// input, before the command runs. Needs the interposer library beside bpf2ptx
+    /// (`cargo build --release` puts it there) or in BPF2PTX_INTERPOSER.
+    Trace(bpf2ptx::trace::TraceArgs),
 }
 
 #[derive(Args)]
@@ -295,6 +302,7 @@ fn main() {
             kconfig,
         }) => verify(&file, format, kconfig.as_deref(), cli.loop_budget),
         Some(Command::Inject(args)) => inject_cmd(&args, cli.loop_budget),
+        Some(Command::Trace(args)) => bpf2ptx::trace::trace(&args, cli.loop_budget),
         Some(Command::Run {
             path,
             mem,

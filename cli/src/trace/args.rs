@@ -29,6 +29,10 @@ pub struct TraceArgs {
     /// Repeatable; overrides a `bpf2ptx:hist=...` BTF decl tag on the map.
     #[arg(long = "hist", value_name = "NAME=KIND", value_parser = HistSpec::parse)]
     pub hist: Vec<HistSpec>,
+    /// Write the snapshots to FILE instead of standard output (the command's own output
+    /// stays where it was).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// The command to trace, and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

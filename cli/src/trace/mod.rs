@@ -37,6 +37,7 @@ mod args;
 mod events;
 mod hist;
 mod json;
+mod session;
 mod snapshot;
 mod text;
 mod types;
@@ -44,6 +45,7 @@ pub mod wire;
 
 pub use args::{parse_interval, Format, Hist, HistSpec, TraceArgs};
 pub use events::{trace_events, Launch};
+pub use session::{trace, INTERPOSER_FILE, INTERPOSER_VAR};
 pub use snapshot::{ring_events, AppEnd, Event, EventData, Snapshot, TracedMap};
 pub use types::{map_types, object_btf, Field, MapTypes, Shape, Value, HIST_TAG};
 

@@ -121,7 +121,7 @@ pub fn read_events(dir: &Path) -> Vec<Event> {
 }
 
 /// One snapshot of raw map bytes: `snapshot.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RawSnapshot {
     /// Nanoseconds since the session started (the interposer's first use).
     pub time_ns: u64,

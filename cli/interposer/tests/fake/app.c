@@ -9,9 +9,11 @@
  *   link      linked, the PTX through cuLinkAddData and the linked cubin loaded (as
  *             JITs such as Numba hand PTX over);
  *   graph     linked, each kernel added to a graph as an explicit kernel node, twice;
+ *   crash     linked, then a segmentation fault after the launches;
  *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
  *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading). */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,5 +118,8 @@ int main(int argc, char **argv) {
 			check(launch(f, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
 	}
 	printf("app done\n");
+	fflush(stdout);
+	if (!strcmp(argv[1], "crash"))
+		raise(SIGSEGV);
 	return 0;
 }

@@ -92,7 +92,8 @@ CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, uns
 
 /* Module globals: every `bpf2ptx_*` name has 64 bytes (a descriptor's size), each the
  * length of its name, so a snapshot shows which symbol each copy came from; the same name
- * of one module is the same memory. Device pointers are host pointers. */
+ * of one module is the same memory (FAKE_CUDA_ZERO_GLOBALS=1: zeros, an unbound map).
+ * Device pointers are host pointers. */
 static CUresult global(unsigned long long *addr, size_t *size, void *m, const char *name) {
 	static struct { void *m; char name[128]; unsigned char *b; } seen[256];
 	static int n;
@@ -105,7 +106,7 @@ static CUresult global(unsigned long long *addr, size_t *size, void *m, const ch
 		}
 	if (n == 256) return 2;
 	unsigned char *b = malloc(64);
-	memset(b, (int)strlen(name), 64);
+	memset(b, getenv("FAKE_CUDA_ZERO_GLOBALS") ? 0 : (int)strlen(name), 64);
 	seen[n].m = m;
 	snprintf(seen[n].name, sizeof seen[n].name, "%s", name);
 	seen[n++].b = b;

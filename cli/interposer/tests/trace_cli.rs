@@ -1,0 +1,222 @@
+//! `bpf2ptx trace` end to end under the stand-in driver (tests/fake): the front end
+//! verifies the probes, starts the application with the interposer, prints the snapshots
+//! and says what it instrumented; exit codes, crashes, rejected probes and probes that
+//! match nothing. No GPU: the fake driver's globals are zeros (every map unbound).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PROBED: &str = "_Z9vectorAddPKfS0_Pf";
+const OTHER: &str = "_Z6vecSubPKfS0_Pf";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The fake driver, the app and its two-kernel PTX, built in a scratch folder.
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake");
+    let cc = |args: &[&Path]| {
+        let st = Command::new("cc")
+            .args(args)
+            .status()
+            .expect("cc (gcc) is needed");
+        assert!(st.success());
+    };
+    cc(&[
+        Path::new("-shared"),
+        Path::new("-fPIC"),
+        Path::new("-o"),
+        &d.join("libcuda.so.1"),
+        &fake.join("libcuda.c"),
+    ]);
+    std::os::unix::fs::symlink(d.join("libcuda.so.1"), d.join("libcuda.so")).unwrap();
+    cc(&[
+        Path::new("-o"),
+        &d.join("app"),
+        &fake.join("app.c"),
+        Path::new("-L"),
+        d,
+        Path::new("-lcuda"),
+        Path::new("-ldl"),
+    ]);
+    let src = std::fs::read_to_string(repo().join("examples/apps/vecadd.ptx")).unwrap();
+    let add = src.replace("_Z6vecAddPKfS0_Pfi", PROBED);
+    let start = add.find(".visible .entry").unwrap();
+    let sub = add[start..].replace(PROBED, OTHER);
+    std::fs::write(d.join("app.ptx"), format!("{add}\n{sub}")).unwrap();
+    dir
+}
+
+/// `bpf2ptx trace ARGS -- app MODE app.ptx PROBED OTHER` in `dir`.
+fn trace(dir: &Path, args: &[&str], mode: &str) -> Output {
+    let so = bpf2ptx_tests::bpf2ptx_bin().with_file_name("libbpf2ptx_interposer.so");
+    assert!(so.is_file(), "{} not built", so.display());
+    Command::new(bpf2ptx_tests::bpf2ptx_bin())
+        .arg("trace")
+        .args(args)
+        .arg("--")
+        .arg(dir.join("app"))
+        .args([mode, dir.join("app.ptx").to_str().unwrap(), PROBED, OTHER])
+        .current_dir(repo())
+        .env("LD_LIBRARY_PATH", dir)
+        .env("BPF2PTX_INTERPOSER", so)
+        .env("FAKE_CUDA_ZERO_GLOBALS", "1")
+        .env("FAKE_CUDA_LOG", dir.join("driver.log"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_traced_app_runs_unchanged_and_the_last_snapshot_says_how_it_ended() {
+    let dir = fixture();
+    let snaps = dir.path().join("snaps.txt");
+    let out = trace(
+        dir.path(),
+        &[
+            "--interval",
+            "20ms",
+            "-o",
+            snaps.to_str().unwrap(),
+            "tests/probes/bpftime/cuda_counter.bpf.o",
+        ],
+        "linked",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text(&out.stdout), "app done\n", "the app's own output only");
+    assert!(
+        err.contains(&format!(
+            "bpf2ptx trace: module 1: probes in {PROBED} (inject"
+        )),
+        "{err}"
+    );
+    let printed = std::fs::read_to_string(&snaps).unwrap();
+    assert!(
+        printed.contains("final snapshot (the app exited with code 0)"),
+        "{printed}"
+    );
+    let log = std::fs::read_to_string(dir.path().join("driver.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(PROBED) && l.ends_with("probed=1")),
+        "{log}"
+    );
+}
+
+#[test]
+fn json_snapshots_are_one_object_per_line() {
+    let dir = fixture();
+    let out = trace(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "--interval",
+            "20ms",
+            "tests/probes/bpftime/cuda_counter.bpf.o",
+        ],
+        "linked",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let json: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!json.is_empty(), "{stdout}");
+    assert!(json.last().unwrap().get("end").is_some(), "{stdout}");
+}
+
+#[test]
+fn a_crash_exits_with_its_signal_and_still_prints_the_last_snapshot() {
+    let dir = fixture();
+    let out = trace(
+        dir.path(),
+        &["tests/probes/bpftime/cuda_counter.bpf.o"],
+        "crash",
+    );
+    assert_eq!(out.status.code(), Some(128 + 11), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("app done"), "{stdout}");
+    assert!(stdout.contains("SIGSEGV"), "{stdout}");
+}
+
+#[test]
+fn a_rejected_probe_stops_before_the_app_runs() {
+    let dir = fixture();
+    let out = trace(dir.path(), &["tests/inject/probes/bad_ctx.bpf.o"], "linked");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("rejected"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !dir.path().join("driver.log").exists(),
+        "the app never started"
+    );
+}
+
+#[test]
+fn probes_that_match_nothing_say_so_with_the_kernels_seen() {
+    let dir = fixture();
+    let out = trace(dir.path(), &["tests/inject/probes/empty.bpf.o"], "linked");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "no probe matched a kernel; kernels launched: {PROBED}, {OTHER}"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_interposer_or_command_is_bad_input() {
+    let dir = fixture();
+    let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
+        .args([
+            "trace",
+            "tests/probes/bpftime/cuda_counter.bpf.o",
+            "--",
+            "/nonexistent/app",
+        ])
+        .current_dir(repo())
+        .env("BPF2PTX_INTERPOSER", dir.path().join("nope.so"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("interposer is missing"),
+        "{}",
+        text(&out.stderr)
+    );
+    let so = bpf2ptx_tests::bpf2ptx_bin().with_file_name("libbpf2ptx_interposer.so");
+    let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
+        .args([
+            "trace",
+            "tests/probes/bpftime/cuda_counter.bpf.o",
+            "--",
+            "/nonexistent/app",
+        ])
+        .current_dir(repo())
+        .env("BPF2PTX_INTERPOSER", so)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/app"),
+        "{}",
+        text(&out.stderr)
+    );
+}
