@@ -187,7 +187,7 @@ pub(super) fn needs_frame_address(
             // An inlined array lookup reads its key from the slot directly.
             Kind::Call(_) if inlined_lookup(i, &s) => is_fp(1),
             Kind::Call(_) | Kind::Callx => {
-                (1..=5).any(is_fp) || (ins.kind() == Kind::Callx && is_fp(ins.dst))
+                (1..=5).any(is_fp) || (matches!(ins.kind(), Kind::Callx) && is_fp(ins.dst))
             }
             Kind::Exit => is_fp(0),
             Kind::LdInd(_) => is_fp(ins.src),
