@@ -101,8 +101,9 @@ impl IntoIterator for Succs {
 /// What the queries need is resolved once, when the graph is built: each instruction's
 /// function and the instruction its jump lands on. The backend's frame analysis asks for
 /// an instruction's successors at every visit of its work list and the verifier at every
-/// step, so resolving `pc + 1 + rel` and the function's bounds anew at each query cost a
-/// tiny program's lowering about 5% in instructions (`benches/results/refactor-criterion.md`).
+/// step; resolving `pc + 1 + rel` and the function's slot bounds anew at each query, out
+/// of line, was about 3% of the instructions of lowering a 16-instruction program
+/// (`lower/conformance/prime`, `benches/results/refactor-criterion.md`).
 #[derive(Clone, Debug)]
 pub struct Cfg {
     /// The slot of each instruction, plus one past the end.
