@@ -15,7 +15,8 @@
 //!           │                                 │
 //!           └──────────────┬──────────────────┘
 //!                          ▼
-//!  Cfg::new   slots (pcs), slot → index, function ranges
+//!  Cfg::new   slots (pcs), slot → index, function ranges, each instruction's function
+//!            and the instruction its jump lands on (resolved once, here)
 //!     ├─ jump(i)        target of a jump or branch in i's function, or why not (BadTarget)
 //!     ├─ callee(i)      function a local call or `ld_imm64 func` names
 //!     ├─ target(i, rel) any instruction of the program (the interpreter's view)
@@ -32,8 +33,9 @@
 //!   such targets through [`Cfg::jump`], so for a verified program nothing is left out.
 //! - Successors are listed target first, then the next instruction; a branch whose target
 //!   is the next instruction lists it twice.
+//! - The `insns` a query takes are the instructions the graph was built from: the graph
+//!   holds what it resolved for them, the instructions their own effects.
 
-use crate::isa::effect::Flow;
 use crate::isa::Insn;
 use crate::program::Program;
 use std::ops::Range;
@@ -70,6 +72,7 @@ impl Succs {
         len: 0,
     };
 
+    #[inline]
     fn push(&mut self, i: usize) {
         self.buf[usize::from(self.len)] = i;
         self.len += 1;
@@ -78,6 +81,7 @@ impl Succs {
 
 impl std::ops::Deref for Succs {
     type Target = [usize];
+    #[inline]
     fn deref(&self) -> &[usize] {
         &self.buf[..usize::from(self.len)]
     }
@@ -86,12 +90,20 @@ impl std::ops::Deref for Succs {
 impl IntoIterator for Succs {
     type Item = usize;
     type IntoIter = std::iter::Take<std::array::IntoIter<usize, 2>>;
+    #[inline]
     fn into_iter(self) -> Self::IntoIter {
         self.buf.into_iter().take(usize::from(self.len))
     }
 }
 
 /// The control-flow graph of one program (see the module documentation).
+///
+/// What the queries need is resolved once, when the graph is built: each instruction's
+/// function and the instruction its jump lands on. The backend's frame analysis asks for
+/// an instruction's successors at every visit of its work list and the verifier at every
+/// step; resolving `pc + 1 + rel` and the function's slot bounds anew at each query, out
+/// of line, was about 3% of the instructions of lowering a 16-instruction program
+/// (`lower/conformance/prime`, `benches/results/refactor-criterion.md`).
 #[derive(Clone, Debug)]
 pub struct Cfg {
     /// The slot of each instruction, plus one past the end.
@@ -101,8 +113,20 @@ pub struct Cfg {
     /// Each function's instructions, in code order (the whole program when it lists no
     /// functions).
     funcs: Vec<Range<usize>>,
-    /// By instruction: its function, if it lies in one.
-    func_of: Vec<Option<usize>>,
+    /// By instruction: what the graph resolved for it.
+    nodes: Vec<Node>,
+}
+
+/// What the graph resolves for one instruction when it is built.
+#[derive(Clone, Copy, Debug, Default)]
+struct Node {
+    /// The function the instruction lies in, if any.
+    func: Option<usize>,
+    /// For a jump or branch, the instruction its target names when that is one of its
+    /// function's instructions (the whole program's, outside any function); `None` for
+    /// a bad target, which [`Cfg::jump`] explains on demand, and for an instruction that
+    /// does not jump.
+    jump: Option<usize>,
 }
 
 impl Cfg {
@@ -120,51 +144,92 @@ impl Cfg {
         for (i, &pc) in pcs.iter().enumerate().take(n) {
             index[pc] = Some(i);
         }
-        let starts: Vec<usize> = starts.into_iter().collect();
-        let mut funcs: Vec<Range<usize>> = starts
-            .iter()
-            .enumerate()
-            .map(|(k, &a)| a..starts.get(k + 1).copied().unwrap_or(n))
-            .collect();
+        // Each function ends where the next one starts.
+        let mut starts = starts.into_iter().peekable();
+        let mut funcs: Vec<Range<usize>> = Vec::new();
+        while let Some(a) = starts.next() {
+            funcs.push(a..starts.peek().copied().unwrap_or(n));
+        }
         if funcs.is_empty() {
             funcs.push(0..n);
         }
-        let mut func_of = vec![None; n];
-        for (k, f) in funcs.iter().enumerate() {
-            for slot in func_of.get_mut(f.clone()).into_iter().flatten() {
-                *slot = Some(k);
-            }
-        }
-        Cfg {
+        let mut cfg = Cfg {
             pcs,
             index,
             funcs,
-            func_of,
+            nodes: vec![Node::default(); n],
+        };
+        // Each instruction's function (a later range wins where starts out of order make
+        // two overlap), and its jump resolved within that function's slots.
+        for k in 0..cfg.funcs.len() {
+            let f = cfg.funcs[k].clone();
+            let Some(bounds) = cfg.slots_of(&f) else {
+                continue;
+            };
+            for i in f {
+                let jump = insns[i]
+                    .jump_rel()
+                    .and_then(|rel| cfg.land(i, rel, bounds).ok());
+                cfg.nodes[i] = Node {
+                    func: Some(k),
+                    jump,
+                };
+            }
         }
+        // Instructions before the first function's start jump within the whole program.
+        let whole = cfg.slots_of(&(0..n)).expect("the whole program");
+        for (i, insn) in insns.iter().enumerate() {
+            if cfg.nodes[i].func.is_none() {
+                cfg.nodes[i].jump = insn.jump_rel().and_then(|rel| cfg.land(i, rel, whole).ok());
+            }
+        }
+        cfg
+    }
+
+    /// The slots `start..end` of instructions `f`; `None` when `f` is not a range of them.
+    fn slots_of(&self, f: &Range<usize>) -> Option<(usize, usize)> {
+        (f.start <= f.end && f.end <= self.len()).then(|| (self.pcs[f.start], self.pcs[f.end]))
+    }
+
+    /// The instruction a jump `i` by `rel` slots lands on among the slots `start..end`,
+    /// or why there is none.
+    fn land(&self, i: usize, rel: i64, (start, end): (usize, usize)) -> Result<usize, BadTarget> {
+        let target = self.slot_after(i, rel);
+        if target < start as i64 || target >= end as i64 {
+            return Err(BadTarget::OutsideFunction { target, start, end });
+        }
+        self.at(target).ok_or(BadTarget::SecondSlot {
+            target: target as usize,
+        })
     }
 
     /// The number of instructions.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.func_of.len()
+        self.nodes.len()
     }
 
     /// Whether the program has no instructions.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The slot of each instruction, plus one past the end.
+    #[inline]
     pub fn pcs(&self) -> &[usize] {
         &self.pcs
     }
 
     /// The slot of instruction `i` (`i` may be one past the end).
+    #[inline]
     pub fn pc(&self, i: usize) -> usize {
         self.pcs[i]
     }
 
     /// The instruction starting at `slot`: none for a slot outside the program or the
     /// second slot of an `ld_imm64`.
+    #[inline]
     pub fn at(&self, slot: i64) -> Option<usize> {
         usize::try_from(slot)
             .ok()
@@ -173,18 +238,21 @@ impl Cfg {
 
     /// The slot `rel` slots after the one following instruction `i`, where a pc-relative
     /// jump or call of `i` lands.
+    #[inline]
     pub fn slot_after(&self, i: usize, rel: i64) -> i64 {
         (self.pcs[i] as i64).saturating_add(1).saturating_add(rel)
     }
 
     /// Each function's instructions, in code order.
+    #[inline]
     pub fn funcs(&self) -> &[Range<usize>] {
         &self.funcs
     }
 
     /// The function instruction `i` lies in.
+    #[inline]
     pub fn func_of(&self, i: usize) -> Option<usize> {
-        self.func_of.get(i).copied().flatten()
+        self.nodes.get(i).and_then(|n| n.func)
     }
 
     /// The function that starts at `slot`.
@@ -196,6 +264,7 @@ impl Cfg {
 
     /// The instruction `rel` slots after the one following `i`, anywhere in the program,
     /// or the slot it names when no instruction starts there.
+    #[inline]
     pub fn target(&self, i: usize, rel: i64) -> Result<usize, i64> {
         let slot = self.slot_after(i, rel);
         self.at(slot).ok_or(slot)
@@ -203,23 +272,25 @@ impl Cfg {
 
     /// The instruction a jump or branch `i` goes to, within its function; `None` when
     /// `insns[i]` does not jump.
+    #[inline]
     pub fn jump(&self, insns: &[Insn], i: usize) -> Option<Result<usize, BadTarget>> {
         let rel = insns[i].jump_rel()?;
-        let target = self.slot_after(i, rel);
-        let f = self
-            .func_of(i)
-            .map_or(0..self.len(), |k| self.funcs[k].clone());
-        let (start, end) = (self.pcs[f.start], self.pcs[f.end]);
-        if target < start as i64 || target >= end as i64 {
-            return Some(Err(BadTarget::OutsideFunction { target, start, end }));
-        }
-        Some(self.at(target).ok_or(BadTarget::SecondSlot {
-            target: target as usize,
-        }))
+        Some(match self.nodes[i].jump {
+            Some(t) => Ok(t),
+            // Only a program the structural pass refuses gets here: say why again.
+            None => {
+                let f = self
+                    .func_of(i)
+                    .map_or(0..self.len(), |k| self.funcs[k].clone());
+                let bounds = self.slots_of(&f).expect("a function's instructions");
+                self.land(i, rel, bounds)
+            }
+        })
     }
 
     /// The function a local call or an `ld_imm64 func` names: its index, or the slot it
     /// names when no function starts there; `None` when `insns[i]` names none.
+    #[inline]
     pub fn callee(&self, insns: &[Insn], i: usize) -> Option<Result<usize, i64>> {
         let slot = self.slot_after(i, insns[i].func_rel()?);
         Some(self.func_at(slot).ok_or(slot))
@@ -228,18 +299,15 @@ impl Cfg {
     /// Where control may go right after instruction `i`, within its function: the
     /// jump target (when it is one of the function's instructions) and the next
     /// instruction (when control may fall through and the function has one).
+    #[inline]
     pub fn successors(&self, insns: &[Insn], i: usize) -> Succs {
-        let flow = insns[i].flow();
+        let node = self.nodes[i];
         let mut out = Succs::NONE;
-        if let Some(Ok(t)) = self.jump(insns, i) {
+        if let Some(t) = node.jump {
             out.push(t);
         }
-        let end = self.func_of(i).map_or(self.len(), |k| self.funcs[k].end);
-        let next = match flow {
-            Flow::Next | Flow::Branch(_) | Flow::Call(_) | Flow::Callx => true,
-            Flow::Jump(_) | Flow::Exit => false,
-        };
-        if next && i + 1 < end {
+        let end = node.func.map_or(self.len(), |k| self.funcs[k].end);
+        if insns[i].flow().falls_through() && i + 1 < end {
             out.push(i + 1);
         }
         out
@@ -308,5 +376,32 @@ mod tests {
         assert_eq!(cfg.successors(&code, 0).to_vec(), vec![1]);
         assert_eq!(cfg.func_of(4), Some(1));
         assert!(cfg.successors(&code, 2).is_empty());
+    }
+
+    #[test]
+    fn instructions_before_the_first_function_jump_in_the_whole_program() {
+        // One function starting at 2: instructions 0 and 1 lie in none, and the `ja` among
+        // them may land inside it; the function's own jump may not leave it.
+        let code = insns(
+            "ja +1
+exit
+mov %r0, 0
+ja -4
+exit
+",
+        );
+        let cfg = Cfg::from_parts(&code, [2]);
+        assert_eq!(cfg.func_of(0), None);
+        assert_eq!(cfg.jump(&code, 0), Some(Ok(2)));
+        assert_eq!(cfg.successors(&code, 0).to_vec(), vec![2]);
+        assert_eq!(
+            cfg.jump(&code, 3),
+            Some(Err(BadTarget::OutsideFunction {
+                target: 0,
+                start: 2,
+                end: 5
+            }))
+        );
+        assert_eq!(cfg.successors(&code, 3).to_vec(), Vec::<usize>::new());
     }
 }

@@ -28,6 +28,11 @@
 //! ([`RegEffect::args`], all of r1-r5; which of them a helper really takes is its
 //! prototype's business), defines r0 and leaves r1-r5 undefined. A pass that knows
 //! more (the verifier's helper prototypes) narrows these sets itself.
+//!
+//! The accessors are `#[inline]`: the verifier and the backend are other crates and ask
+//! for effects in their inner loops (every step, every instruction of a frame analysis),
+//! where a call per query would also keep the caller from dropping the parts it ignores
+//! (the backend's frame bound reads only a call's [`RegEffect::args`]).
 
 use super::insn::Insn;
 use super::table::{AluOp, AtomicOp, CallKind, Kind, Pseudo, Size, Src};
@@ -43,6 +48,7 @@ pub enum Field {
 
 impl Field {
     /// The field's value in an instruction.
+    #[inline]
     pub fn read(self, insn: &Insn) -> i64 {
         match self {
             Field::Off => i64::from(insn.off),
@@ -77,6 +83,7 @@ pub enum Flow {
 
 impl Flow {
     /// Whether control may continue at the next instruction.
+    #[inline]
     pub const fn falls_through(self) -> bool {
         match self {
             Flow::Next | Flow::Branch(_) | Flow::Call(_) | Flow::Callx => true,
@@ -85,6 +92,7 @@ impl Flow {
     }
 
     /// The field holding the jump target, for a jump or branch.
+    #[inline]
     pub const fn jump_field(self) -> Option<Field> {
         match self {
             Flow::Jump(f) | Flow::Branch(f) => Some(f),
@@ -95,6 +103,7 @@ impl Flow {
 
 impl Kind {
     /// Where control goes after an instruction of this kind.
+    #[inline]
     pub const fn flow(self) -> Flow {
         match self {
             Kind::Alu(..)
@@ -171,17 +180,20 @@ pub enum AccessOp {
 
 impl Insn {
     /// Where control goes after the instruction.
+    #[inline]
     pub fn flow(&self) -> Flow {
         self.kind().flow()
     }
 
     /// The pc-relative target (in slots, from the next slot) of a jump or branch.
+    #[inline]
     pub fn jump_rel(&self) -> Option<i64> {
         self.flow().jump_field().map(|f| f.read(self))
     }
 
     /// The pc-relative start of the function a local call enters or an `ld_imm64 func`
     /// takes the address of.
+    #[inline]
     pub fn func_rel(&self) -> Option<i64> {
         match self.kind() {
             Kind::Call(CallKind::Local) => Some(self.imm),
@@ -216,6 +228,7 @@ impl Insn {
     }
 
     /// The registers the instruction reads and writes.
+    #[inline]
     pub fn regs(&self) -> RegEffect {
         let d: Regs = 1 << self.dst;
         let s: Regs = 1 << self.src;
@@ -287,6 +300,7 @@ impl Insn {
     /// The memory the instruction accesses through a register, if any. The legacy packet
     /// loads read the socket buffer, not an address in a register, and calls access
     /// memory only as their callee does: neither has one.
+    #[inline]
     pub fn access(&self) -> Option<Access> {
         let (op, base, size) = match self.kind() {
             Kind::Ldx(size, _) => (AccessOp::Load, self.src, size),

@@ -101,7 +101,8 @@ pub(super) fn analyse_frame(prog: &Program, k: usize, cfg: &Cfg) -> Frame {
     let mut low: i64 = 0;
     let mut unbounded = false;
     for i in a..b {
-        let Some(s) = before[i] else { continue };
+        // Borrowed: a copy of the facts per instruction costs more than this loop's tests.
+        let Some(s) = &before[i] else { continue };
         let ins = &insns[i];
         let mut base = |r: u8, off: i64, unbounded: &mut bool| match s[r as usize] {
             Fp::At(k) => low = low.min(k + off),
@@ -113,9 +114,11 @@ pub(super) fn analyse_frame(prog: &Program, k: usize, cfg: &Cfg) -> Frame {
         }
         // A call's arguments may point into the frame; the callee may use them at any
         // offset it proves in bounds, so only the pointer itself is known.
-        let args = ins.regs().args;
-        for r in (1..=5).filter(|r| args & (1 << r) != 0) {
-            base(r, 0, &mut unbounded);
+        // Only calls pass arguments: visit the set bits, not r1-r5 for every instruction.
+        let mut args = ins.regs().args;
+        while args != 0 {
+            base(args.trailing_zeros() as u8, 0, &mut unbounded);
+            args &= args - 1;
         }
         // A frame pointer stored to memory could come back from anywhere.
         if matches!(ins.kind(), Kind::Stx(_) | Kind::Atomic(..)) && s[ins.src as usize] != Fp::No {
@@ -187,7 +190,7 @@ pub(super) fn needs_frame_address(
             // An inlined array lookup reads its key from the slot directly.
             Kind::Call(_) if inlined_lookup(i, &s) => is_fp(1),
             Kind::Call(_) | Kind::Callx => {
-                (1..=5).any(is_fp) || (ins.kind() == Kind::Callx && is_fp(ins.dst))
+                (1..=5).any(is_fp) || (matches!(ins.kind(), Kind::Callx) && is_fp(ins.dst))
             }
             Kind::Exit => is_fp(0),
             Kind::LdInd(_) => is_fp(ins.src),

@@ -155,10 +155,14 @@ impl<'a> FuncWriter<'a> {
         let prog = self.prog;
         let (a, b) = (cfg.funcs()[self.k].start, cfg.funcs()[self.k].end);
         let frame = analyse_frame(prog, self.k, cfg);
-        // Jump targets need labels.
-        let targets: BTreeSet<usize> = (a..b)
-            .filter_map(|i| cfg.jump(&prog.insns, i)?.ok())
-            .collect();
+        // Jump targets need labels. By instruction of the function: one allocation, where a
+        // set of targets cost a sort and a tree per function.
+        let mut labelled = vec![false; b - a];
+        for i in a..b {
+            if let Some(Ok(t)) = cfg.jump(&prog.insns, i) {
+                labelled[t - a] = true;
+            }
+        }
         let materialise = frame.size > 0
             && needs_frame_address(prog, self.k, cfg, &frame, &|i, fp| {
                 self.lookup_map(i, fp, frame.size).is_some()
@@ -175,8 +179,12 @@ impl<'a> FuncWriter<'a> {
         } else if frame.size > 0 {
             self.l(format!(".local .align 8 .b8 bpf_stack[{}];", frame.size));
         }
+        // By reference: copying each instruction's register facts out of the frame costs
+        // more than the test itself for all but the helper calls.
         self.memo = (a..b).any(|i| {
-            frame.before[i].is_some_and(|fp| self.hash_inline(i, &fp, frame.size).is_some())
+            frame.before[i]
+                .as_ref()
+                .is_some_and(|fp| self.hash_inline(i, fp, frame.size).is_some())
         });
         if self.memo {
             for line in bpf2ptx_runtime::maps::MEMO_REGS.lines() {
@@ -196,7 +204,9 @@ impl<'a> FuncWriter<'a> {
             }
         }
         let regs = LoopRegs {
-            may_goto: prog.insns[a..b].iter().any(|x| x.kind() == Kind::MayGoto),
+            may_goto: prog.insns[a..b]
+                .iter()
+                .any(|x| matches!(x.kind(), Kind::MayGoto)),
             budget: self
                 .facts
                 .loop_budget
@@ -220,7 +230,7 @@ impl<'a> FuncWriter<'a> {
             self.l("mov.u64 %r10, 0;");
         }
         for i in a..b {
-            if targets.contains(&i) {
+            if labelled[i - a] {
                 let _ = writeln!(self.out, "$L{}:", cfg.pc(i));
                 // Another path joins here: nothing is known about r0.
                 self.nonnull_r0 = false;
@@ -230,8 +240,8 @@ impl<'a> FuncWriter<'a> {
             {
                 self.budget_head(cfg.pc(i));
             }
-            let fp = frame.before[i].unwrap_or([Fp::Any; 11]);
-            self.insn(i, cfg, &fp, frame.size)?;
+            let fp = frame.before[i].as_ref().unwrap_or(&[Fp::Any; 11]);
+            self.insn(i, cfg, fp, frame.size)?;
         }
         Ok(())
     }

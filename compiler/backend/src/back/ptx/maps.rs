@@ -8,6 +8,7 @@ use super::func::FuncWriter;
 use super::module::SPEC_NEED;
 use super::symbols::{map_data_symbol, map_desc_symbol};
 use super::SHARDS;
+use crate::isa::insn::Insn;
 use crate::isa::table::{CallKind, Kind, Size};
 use bpf2ptx_runtime::{desc, MapKind};
 use bpf2ptx_runtime::{is_helper, Lowering};
@@ -70,19 +71,35 @@ impl FuncWriter<'_> {
     /// plain one (hash, GPU hash) that the verifier pinned to one map, whose key of 1, 2, 4
     /// or 8 bytes is one aligned slot of this frame: inlined
     /// ([`FuncWriter::inline_hash_lookup`], [`FuncWriter::inline_hash_update`]).
+    ///
+    /// The instruction kind is tested first, inline at the caller: this runs for every
+    /// instruction of a function (the memo scan), and the rest is for helper calls only.
+    /// `matches!`, not `!=`: `Kind`'s derived `eq` is an out-of-line call from this crate.
+    #[inline]
     pub(super) fn hash_inline(
         &self,
         i: usize,
         fp: &[Fp; 11],
         frame: u32,
     ) -> Option<(u32, i64, Size)> {
-        use bpf2ptx_runtime::maps;
-        // The instruction kind first: this runs for every instruction of a function (the
-        // memo scan), and the catalogue lookups are for helper calls only.
         let ins = self.prog.insns.get(i)?;
-        if ins.kind() != Kind::Call(CallKind::Helper) {
+        if !matches!(ins.kind(), Kind::Call(CallKind::Helper)) {
             return None;
         }
+        self.hash_inline_call(i, ins, fp, frame)
+    }
+
+    /// [`FuncWriter::hash_inline`] for a helper call `ins` at `i`. Never inlined, so that
+    /// the kind test in front of it stays small enough to inline into the scans.
+    #[inline(never)]
+    fn hash_inline_call(
+        &self,
+        i: usize,
+        ins: &Insn,
+        fp: &[Fp; 11],
+        frame: u32,
+    ) -> Option<(u32, i64, Size)> {
+        use bpf2ptx_runtime::maps;
         let lookup = is_helper(ins.imm, LOOKUP);
         if !(lookup || is_helper(ins.imm, UPDATE)) {
             return None;
