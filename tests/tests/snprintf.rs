@@ -17,7 +17,8 @@ use bpf2ptx_compiler::interp::{self, Interp};
 use bpf2ptx_compiler::isa;
 use bpf2ptx_tests::kernel::build_testrun;
 use bpf2ptx_tests::{files_with_ext, repo_root};
-use bpf2ptx_verifier::{verify_with, Entry, Options};
+use bpf2ptx_backend::back::ptx;
+use bpf2ptx_verifier::{verify_with, Entry, Options, Verified};
 use std::process::Command;
 
 struct Case {
@@ -98,28 +99,29 @@ fn cases_verify_and_interpret_as_expected() {
     }
 }
 
-/// Each case compiles, and ptxas (when installed) accepts the PTX.
+/// Each case compiles (with its memory as the entry, as `bpf2ptx run` compiles it), and
+/// ptxas (when installed) accepts the PTX.
 #[test]
 fn cases_compile_and_assemble() {
     let dir = tempfile::tempdir().unwrap();
     let ptxas = bpf2ptx_tests::ptxas();
     for c in cases() {
-        let src = repo_root().join("tests/snprintf").join(&c.name);
-        let ptx = dir.path().join("x.ptx");
-        let st = Command::new(bpf2ptx_tests::bpf2ptx_bin())
-            .arg(&src)
-            .args(["--target", "sm_90", "--entry", "-o"])
-            .arg(&ptx)
-            .status()
-            .unwrap();
-        assert!(st.success(), "{}: compile", c.name);
-        let text = std::fs::read_to_string(&ptx).unwrap();
-        assert!(text.contains("bpf2ptx_fmt_end"), "{}", c.name);
+        let v = Verified::new(&c.obj, |_| Entry::conformance(c.mem))
+            .unwrap_or_else(|e| panic!("{}: {e:?}", c.name));
+        let opts = ptx::Options {
+            target: "sm_90".into(),
+            entry: true,
+            ..Default::default()
+        };
+        let text = ptx::write_string(&v, &opts).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        assert!(text.contains("call.uni bpf2ptx_fmt_end"), "{}", c.name);
         let Some(ptxas) = &ptxas else { continue };
+        let path = dir.path().join("x.ptx");
+        std::fs::write(&path, text).unwrap();
         let out = Command::new(ptxas)
             .args(["-arch=sm_90", "-o"])
             .arg(dir.path().join("x.cubin"))
-            .arg(&ptx)
+            .arg(&path)
             .output()
             .unwrap();
         assert!(
