@@ -13,11 +13,11 @@
 //! print the same bytes and return the same value (`kernel_formats_the_same`). The GPU
 //! runs them with `bpf2ptx run` (tests/gpu/README.md).
 
+use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::interp::{self, Interp};
 use bpf2ptx_compiler::isa;
 use bpf2ptx_tests::kernel::build_testrun;
 use bpf2ptx_tests::{files_with_ext, repo_root};
-use bpf2ptx_backend::back::ptx;
 use bpf2ptx_verifier::{verify_with, Entry, Options, Verified};
 use std::process::Command;
 
@@ -84,7 +84,7 @@ fn expected_mem(c: &Case) -> Vec<u8> {
 fn cases_verify_and_interpret_as_expected() {
     for c in cases() {
         verify_with(&c.obj, 0, &Entry::conformance(c.mem), &Options::default())
-        .unwrap_or_else(|d| panic!("{}: rejected: {d:?}", c.name));
+            .unwrap_or_else(|d| panic!("{}: rejected: {d:?}", c.name));
         let mut mem = vec![0u8; c.mem];
         let r0 = Interp::new(&c.obj, interp::Options::default())
             .run(0, &mut mem)
@@ -178,7 +178,12 @@ fn kernel_formats_the_same() {
         };
         let retval = field("retval")
             .unwrap_or_else(|| panic!("{}: the kernel did not run it: {stdout}", c.name));
-        assert_eq!(retval.parse::<u64>().unwrap(), c.r0, "{}: kernel r0", c.name);
+        assert_eq!(
+            retval.parse::<u64>().unwrap(),
+            c.r0,
+            "{}: kernel r0",
+            c.name
+        );
         let kmem: Vec<u8> = field("mem")
             .map(|h| {
                 (0..h.len() / 2)

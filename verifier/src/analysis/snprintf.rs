@@ -156,7 +156,7 @@ impl Explorer<'_> {
                 for b in o..0 {
                     let bit = 1u8 << (7 - (-(b + 1) % 8) as u8);
                     let init = f.slot((-(b + 1) / 8) as usize).init_mask();
-                    if !init.is_some_and(|m| m & bit != 0) {
+                    if init.is_none_or(|m| m & bit == 0) {
                         break;
                     }
                     n += 1;
