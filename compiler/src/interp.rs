@@ -26,6 +26,10 @@
 //!   `ktime_get_ns`, made deterministic: it returns the number of instructions executed so
 //!   far in this run, so it never decreases and two runs agree. `callx rX` takes the
 //!   register's value as a helper id, which is what bpf_conformance's `callx` test expects.
+//!   Helper 165 is `bpf_snprintf`, formatted by the runtime's reference
+//!   ([`bpf2ptx_runtime::snprintf`]) as Linux does; a `%s` reads up to its NUL or the end
+//!   of the pointer's region, and a pointer outside every region prints as the empty
+//!   string (Linux's failed `copy_from_kernel_nofault`).
 //!   Any other helper, kfunc calls, legacy packet loads and map handles are errors
 //!   ([`InterpError::UnknownHelper`], [`InterpError::Unsupported`]), never a guess.
 //!
@@ -63,7 +67,7 @@ use crate::isa::table::{
 };
 use crate::isa::Insn;
 use crate::program::{MapOrigin, Object, Program};
-use bpf2ptx_runtime::{Kfunc, BPF_MAX_LOOPS};
+use bpf2ptx_runtime::{snprintf, Kfunc, BPF_MAX_LOOPS};
 use thiserror::Error;
 
 /// Distance between the bases of two regions of the address space (`1 << 44`).
@@ -195,7 +199,7 @@ pub enum InterpError {
     },
     /// A helper the interpreter does not have.
     #[error(
-        "insn {pc}: helper {helper} is not available in the interpreter (it has 5, ktime_get_ns)"
+        "insn {pc}: helper {helper} is not available in the interpreter (it has 5, ktime_get_ns, and 165, snprintf)"
     )]
     UnknownHelper {
         /// Slot index of the call.
@@ -408,6 +412,19 @@ struct Memory<'a> {
 impl Memory<'_> {
     /// The `size` bytes at `addr`, if they lie wholly inside one region.
     fn bytes(&mut self, addr: u64, size: usize) -> Option<&mut [u8]> {
+        let (buf, off) = self.region(addr)?;
+        buf.get_mut(off..off.checked_add(size)?)
+    }
+
+    /// The bytes from `addr` to the end of its region, if it lies in one (a string a
+    /// helper reads up to its NUL).
+    fn rest(&mut self, addr: u64) -> Option<&[u8]> {
+        let (buf, off) = self.region(addr)?;
+        buf.get(off..)
+    }
+
+    /// The bytes of the region `addr` is in, and its offset there.
+    fn region(&mut self, addr: u64) -> Option<(&mut [u8], usize)> {
         let region = addr >> REGION_SHIFT;
         let off = usize::try_from(addr & (REGION_SIZE - 1)).ok()?;
         let buf: &mut [u8] = match region {
@@ -422,7 +439,7 @@ impl Memory<'_> {
             }
             _ => return None,
         };
-        buf.get_mut(off..off.checked_add(size)?)
+        Some((buf, off))
     }
 }
 
@@ -589,8 +606,49 @@ impl Machine<'_> {
         match id {
             // ktime_get_ns, deterministic: instructions executed so far in this run.
             5 => Ok(self.executed),
+            165 => self.snprintf(pc),
             helper => Err(InterpError::UnknownHelper { pc, helper }),
         }
+    }
+
+    /// `bpf_snprintf(str, str_size, fmt, data, data_len)` (helper 165) as Linux runs it:
+    /// `-EINVAL` for a data length that is not a multiple of 8 or above 96 bytes, or a
+    /// format Linux refuses (only an unverified program gets there); else the formatted
+    /// text written as [`snprintf::write_truncated`] writes it, and its length plus 1.
+    fn snprintf(&mut self, pc: usize) -> Result<u64, InterpError> {
+        let [out, size, fmt, data, len] = [1, 2, 3, 4, 5].map(|r| self.regs[r]);
+        let (size, len) = (size as u32 as usize, len as u32 as usize);
+        if len % 8 != 0 || len > 8 * snprintf::MAX_ARGS {
+            return Ok(snprintf::EINVAL as u64);
+        }
+        let bytes = self
+            .mem
+            .rest(fmt)
+            .ok_or(InterpError::OutOfBounds {
+                pc,
+                access: Access::Load,
+                addr: fmt,
+                size: 1,
+            })?
+            .to_vec();
+        let Ok(format) = snprintf::parse(&bytes, len / 8) else {
+            return Ok(snprintf::EINVAL as u64);
+        };
+        let args = (0..len / 8)
+            .map(|k| self.load(pc, Access::Load, data.wrapping_add(8 * k as u64), Size::DW))
+            .collect::<Result<Vec<u64>, _>>()?;
+        let mem = &mut self.mem;
+        let text = format.render(&args, &mut |_, p| {
+            let s = mem.rest(p).unwrap_or(&[]);
+            s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())].to_vec()
+        });
+        let dst = self.mem.bytes(out, size).ok_or(InterpError::OutOfBounds {
+            pc,
+            access: Access::Store,
+            addr: out,
+            size: size as u32,
+        })?;
+        Ok(snprintf::write_truncated(dst, &text))
     }
 
     fn step(&mut self, insn: Insn, i: usize, pc: usize) -> Result<Step, InterpError> {

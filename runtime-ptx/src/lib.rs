@@ -14,6 +14,7 @@ pub mod map_kind;
 pub mod maps;
 pub mod printk;
 pub mod ringbuf;
+pub mod snprintf;
 
 pub use map_kind::MapKind;
 
@@ -274,6 +275,9 @@ pub enum Lowering {
     /// `bpf_loop`: a PTX loop in the calling function that calls the callback's `.func`
     /// with (index, ctx) up to `nr_loops` times (specs/verifier.md, "Loops").
     Loop,
+    /// `bpf_snprintf`: the constant format parsed at compile time ([`snprintf::parse`]),
+    /// each piece a literal store or a call of a [`snprintf::FUNCTIONS`] routine.
+    Snprintf,
 }
 
 use Access::{Read, Write};
@@ -449,6 +453,29 @@ pub static HELPERS: &[Helper] = &[
             regs: &["%r1", "%r2"],
             returns: true,
         },
+    },
+    Helper {
+        id: 165,
+        name: "snprintf",
+        args: &[
+            Mem {
+                size_arg: 1,
+                access: Write,
+            },
+            Size { zero_ok: true },
+            ConstStr,
+            Mem {
+                size_arg: 4,
+                access: Read,
+            },
+            WordsSize {
+                max_words: snprintf::MAX_ARGS as u8,
+            },
+        ],
+        ret: Ret::Integer,
+        gpu: "formats into str on the GPU, as Linux: truncated to str_size with a NUL; returns the \
+              untruncated length plus 1 (the format is checked and specialised at compile time)",
+        lowering: Lowering::Snprintf,
     },
     Helper {
         id: 177,
@@ -761,7 +788,10 @@ pub(crate) mod tests {
                     );
                     assert!(!regs.is_empty(), "{}", h.name);
                 }
-                Lowering::Inline | Lowering::Printk { .. } | Lowering::Loop => {}
+                Lowering::Inline
+                | Lowering::Printk { .. }
+                | Lowering::Loop
+                | Lowering::Snprintf => {}
             }
         }
     }

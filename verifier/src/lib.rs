@@ -48,6 +48,8 @@
 //! - `helper-unknown` / `helper-arg`: calls only helpers of the runtime catalogue
 //!   (`bpf2ptx-runtime`), with arguments of the prototype's types and sizes, maps of the
 //!   types the helper takes, and direct value addresses only into global data and arrays;
+//! - `bpf_snprintf`'s format is parsed at load time as Linux does, and each `%s` argument
+//!   is a pointer the verifier bounds (`helper-arg`; [`SnprintfCall`]);
 //! - `ringbuf-leak`: a reserved ringbuf record is submitted or discarded on every path;
 //! - `call-depth`: at most 8 frames; `stack-size`: the combined stack of any call chain
 //!   the exploration goes through is at most 512 bytes;
@@ -442,6 +444,10 @@ pub struct Facts {
     /// call there calls back, the same on every path (the verifier rejects a call whose
     /// callback differs between paths).
     pub loop_callback: Vec<Option<usize>>,
+    /// Per instruction: a `bpf_snprintf` call, with its format and how far each `%s`
+    /// argument may be read (the format is the same on every path; the verifier rejects a
+    /// call whose paths disagree).
+    pub snprintf: Vec<Option<SnprintfCall>>,
     /// Every loop instance the exploration bounded by construction (`bpf_loop`, numeric
     /// iterators, `may_goto`, `--loop-budget`), with its trip bound and longest iteration:
     /// the cost bound counts `trips × body` for each.
@@ -453,6 +459,20 @@ pub struct Facts {
     /// The budget of `--loop-budget` (units per function invocation) when `budget_heads`
     /// is not empty.
     pub loop_budget: Option<u64>,
+}
+
+/// A `bpf_snprintf` call as the verifier proved it (`Facts::snprintf`): where its format
+/// is, so the backend parses the same bytes ([`bpf2ptx_runtime::snprintf::parse`]), and
+/// for each `%s` the most bytes its string may be read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SnprintfCall {
+    /// The read-only global-data map holding the format.
+    pub fmt_map: u32,
+    /// The format's byte offset in the map's value.
+    pub fmt_offset: u32,
+    /// `(argument index, bytes)` per `%s` conversion: the least, over every path, of the
+    /// bytes readable from the pointer in that word of the data array.
+    pub str_max: Vec<(usize, u32)>,
 }
 
 /// The form of a loop the verifier bounds by construction (specs/verifier.md, "Loops").
@@ -512,6 +532,7 @@ impl Facts {
             call_size: vec![None; n],
             plain_add: vec![None; n],
             loop_callback: vec![None; n],
+            snprintf: vec![None; n],
             ..Facts::default()
         }
     }

@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* bpf_snprintf (165): the probe formats a line into its own stack buffer from a .rodata
- * format and a u64 argument array, then hands the text to bpftime's puts (501). Only
- * thread (0,0,0) of each block formats. */
+ * format and a u64 argument array, then sends the text through a GPU ringbuf (1527) with
+ * perf_event_output and a NULL context, as bpftime's examples send events. (puts (501)
+ * takes only a constant string in bpf2ptx: its printk record holds the string's address
+ * for the host to read, which a stack buffer does not have.) Only thread (0,0,0) of each
+ * block formats. */
 #define BPF_NO_GLOBAL_DATA
 #include "bpftime_gpu.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_GPU_RINGBUF_MAP);
+	__uint(max_entries, 16);
+	__type(key, u32);
+	__type(value, char[96]);
+} lines SEC(".maps");
 
 SEC("kretprobe/" VEC_ADD)
 int cuda__format_exit()
@@ -24,7 +34,7 @@ int cuda__format_exit()
 	args[3] = bpf_get_globaltimer();
 	n = bpf_snprintf(line, sizeof(line), fmt, args, sizeof(args));
 	if (n > 0)
-		ebpf_puts(line);
+		bpf_perf_event_output(NULL, &lines, 0, line, sizeof(line));
 	return 0;
 }
 

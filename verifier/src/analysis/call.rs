@@ -102,6 +102,13 @@ impl<'a> Explorer<'a> {
                 ),
             ));
         }
+        // bpf_snprintf's format and %s pointers, checked before the prototype's generic
+        // checks so that the data array's read below may see pointers in the %s words.
+        let str_words = if h.lowering == bpf2ptx_runtime::Lowering::Snprintf {
+            self.snprintf(&st, i)?
+        } else {
+            Vec::new()
+        };
         let mut map_arg: Option<u32> = None;
         let mut record: Option<(u32, u32)> = None;
         for (k, arg) in h.args.iter().enumerate() {
@@ -221,15 +228,32 @@ impl<'a> Explorer<'a> {
                             format!("{}: the size (r{sr}) has no upper bound", h.name),
                         ));
                     }
-                    self.helper_mem(
-                        &mut st,
-                        i,
-                        r,
-                        size.umin as i64,
-                        size.umax as i64,
-                        access,
-                        h.name,
-                    )?;
+                    if str_words.is_empty() || access != Access::Read {
+                        self.helper_mem(
+                            &mut st,
+                            i,
+                            r,
+                            size.umin as i64,
+                            size.umax as i64,
+                            access,
+                            h.name,
+                        )?;
+                    } else {
+                        // snprintf's data: the %s words hold the pointers `snprintf`
+                        // bounded; every other word must be initialised bytes (a pointer
+                        // printed as a number would leak it).
+                        let mut view = st.clone();
+                        self.mask_pointer_words(&mut view, r, &str_words);
+                        self.helper_mem(
+                            &mut view,
+                            i,
+                            r,
+                            size.umin as i64,
+                            size.umax as i64,
+                            access,
+                            h.name,
+                        )?;
+                    }
                 }
                 Arg::Size { zero_ok } => {
                     if let Reg::Scalar(x) = &v {
@@ -240,20 +264,11 @@ impl<'a> Explorer<'a> {
                         return Err(bad(self, "a size"));
                     }
                 }
-                Arg::WordsSize { max_words } => match &v {
-                    Reg::Scalar(x)
-                        if x.as_const()
-                            .is_some_and(|c| c % 8 == 0 && c <= 8 * u64::from(max_words)) => {}
-                    _ => {
-                        return Err(bad(
-                            self,
-                            &format!(
-                                "a known constant multiple of 8, at most {}",
-                                8 * u64::from(max_words)
-                            ),
-                        ))
+                Arg::WordsSize { max_words } => {
+                    if words_size(&v, max_words).is_none() {
+                        return Err(bad(self, &words_size_rule(max_words)));
                     }
-                },
+                }
                 Arg::FixedMem { size, access } => {
                     self.helper_mem(&mut st, i, r, size.into(), size.into(), access, h.name)?
                 }
@@ -440,7 +455,7 @@ impl<'a> Explorer<'a> {
         }
     }
 
-    fn const_str(&self, st: &State, i: usize, reg: u8, v: &Reg, name: &str) -> R<()> {
+    pub(super) fn const_str(&self, st: &State, i: usize, reg: u8, v: &Reg, name: &str) -> R<()> {
         let bad = |why: &str| {
             self.diag(
                 Rule::HelperArg,
@@ -468,4 +483,23 @@ impl<'a> Explorer<'a> {
             _ => Err(bad("no NUL before the end of the data")),
         }
     }
+}
+
+/// The byte count of an [`Arg::WordsSize`] argument holding `v`: a known constant, a
+/// multiple of 8, at most `8 * max_words`.
+pub(super) fn words_size(v: &Reg, max_words: u8) -> Option<u64> {
+    match v {
+        Reg::Scalar(x) => x
+            .as_const()
+            .filter(|c| c % 8 == 0 && *c <= 8 * u64::from(max_words)),
+        _ => None,
+    }
+}
+
+/// What [`words_size`] asks for, for diagnostics.
+pub(super) fn words_size_rule(max_words: u8) -> String {
+    format!(
+        "a known constant multiple of 8, at most {}",
+        8 * u64::from(max_words)
+    )
 }

@@ -37,6 +37,7 @@ mod jmp;
 mod loops;
 mod mem;
 mod relevance;
+mod snprintf;
 mod step;
 
 use crate::plain_add::Triple;

@@ -437,6 +437,7 @@ impl<'a> FuncWriter<'a> {
                     }
                 }
                 Some(Lowering::Inline) => self.helper(ins.imm),
+                Some(Lowering::Snprintf) => self.snprintf(i, pcs[i])?,
                 Some(Lowering::Loop) => match self.facts.loop_callback.get(i).copied().flatten() {
                     Some(k) => self.bpf_loop(pcs[i], k),
                     None => {

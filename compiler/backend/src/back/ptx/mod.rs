@@ -52,6 +52,7 @@ mod maps;
 mod mem;
 mod module;
 mod rings;
+mod snprintf;
 mod symbols;
 #[cfg(test)]
 mod tests;

@@ -298,6 +298,9 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
     if need.contains("ringbuf") {
         out.push_str(bpf2ptx_runtime::ringbuf::declarations());
     }
+    if need.contains("snprintf") {
+        out.push_str(bpf2ptx_runtime::snprintf::DECLARATIONS);
+    }
     out.push('\n');
     out.push_str(&bodies);
     for n in need.iter().filter(|n| n.starts_with("bpf2ptx_")) {
@@ -314,6 +317,9 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
     }
     if need.contains("ringbuf") {
         out.push_str(&bpf2ptx_runtime::ringbuf::functions_at(scope));
+    }
+    if need.contains("snprintf") {
+        out.push_str(bpf2ptx_runtime::snprintf::FUNCTIONS);
     }
     if opts.entry {
         for (pi, prog) in obj.programs.iter().enumerate() {

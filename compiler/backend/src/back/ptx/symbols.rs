@@ -156,6 +156,7 @@ fn runtime_symbols() -> &'static BTreeSet<String> {
             bpf2ptx_runtime::maps::declarations().to_string(),
             bpf2ptx_runtime::ringbuf::declarations().to_string(),
             bpf2ptx_runtime::COPY_FUNCTION.to_string(),
+            bpf2ptx_runtime::snprintf::FUNCTIONS.to_string(),
         ];
         for scope in [bpf2ptx_runtime::Scope::Gpu, bpf2ptx_runtime::Scope::Sys] {
             texts.push(bpf2ptx_runtime::maps::functions_at(scope));

@@ -1,0 +1,46 @@
+# bpf_snprintf: a format without conversions and an empty data array
+# The text is formatted into a zeroed stack buffer and copied into the memory (r1) word
+# by word, so that Linux can run it too (a syscall program's context is not helper memory).
+# entry: mem 64
+# r0: 11
+# out: plain text
+.map .rodata array 4 64 1 0x80 init=706c61696e2074657874000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000
+r6 = r1
+r1 = 0
+*(u64 *)(r10 - 256) = r1
+*(u64 *)(r10 - 248) = r1
+*(u64 *)(r10 - 240) = r1
+*(u64 *)(r10 - 232) = r1
+*(u64 *)(r10 - 224) = r1
+*(u64 *)(r10 - 216) = r1
+*(u64 *)(r10 - 208) = r1
+*(u64 *)(r10 - 200) = r1
+r1 = 0
+*(u64 *)(r10 - 8) = r1
+r1 = r10
+r1 += -256
+r2 = 64
+r3 = map_idx_value(0, 0) ll
+r4 = r10
+r4 += -8
+r5 = 0
+call 165
+r7 = r0
+r1 = *(u64 *)(r10 - 256)
+*(u64 *)(r6 + 0) = r1
+r1 = *(u64 *)(r10 - 248)
+*(u64 *)(r6 + 8) = r1
+r1 = *(u64 *)(r10 - 240)
+*(u64 *)(r6 + 16) = r1
+r1 = *(u64 *)(r10 - 232)
+*(u64 *)(r6 + 24) = r1
+r1 = *(u64 *)(r10 - 224)
+*(u64 *)(r6 + 32) = r1
+r1 = *(u64 *)(r10 - 216)
+*(u64 *)(r6 + 40) = r1
+r1 = *(u64 *)(r10 - 208)
+*(u64 *)(r6 + 48) = r1
+r1 = *(u64 *)(r10 - 200)
+*(u64 *)(r6 + 56) = r1
+r0 = r7
+exit
