@@ -12,14 +12,16 @@
 //! which gives the kernel's "verification time", "processed N insns" and states without an
 //! instruction trace, and the wall time of the call. bpf2ptx's side is the release binary's
 //! `bpf2ptx verify FILE` as a process (start-up, parsing and printing included, so its
-//! figure is the larger share of what it measures), under `/usr/bin/time` for its user time
-//! and peak memory. The two alternate, `--runs` times each (default 5); the table shows
+//! figures cover more than the kernel's), under `/usr/bin/time` for its CPU time (user and
+//! system) and peak memory. Each side gets a wall time and a CPU time (`getrusage` around
+//! the kernel's load): on a busy machine the wall times grow with the other load, the CPU
+//! times do not. The two alternate, `--runs` times each (default 5); the table shows
 //! medians. Needs root, gcc, libbpf-dev and a kernel that allows bpf(2); it says why and
 //! exits 2 otherwise.
 //!
 //! `--write` puts the table into `benches/results/verifier-explosion.md` between its
-//! `verifier-time` markers. The exit status is 1 when bpf2ptx's median wall time is above
-//! the kernel's on any program.
+//! `verifier-time` markers. The exit status is 1 when bpf2ptx's median wall or CPU time is
+//! above the kernel's on any program.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,9 @@ struct KernelRun {
     /// Its last log line that is not a statistic (empty when it accepts).
     reason: String,
     wall_us: u64,
+    /// CPU time of the load (user and system), which other load on the machine does not
+    /// inflate.
+    cpu_us: u64,
     verification_us: u64,
     processed: u64,
     /// "total/peak" states, as the kernel counts them.
@@ -52,7 +57,8 @@ struct OurRun {
     /// The first error's rule and message, or the accepted line's worst case.
     reason: String,
     wall_us: u64,
-    user_s: f64,
+    /// User and system CPU time.
+    cpu_us: u64,
     max_rss_kb: u64,
 }
 
@@ -100,8 +106,9 @@ fn main() {
         eprintln!("{name}: {runs} runs each");
         let k_wall = median(kernel.iter().map(|r| r.wall_us));
         let k_time = median(kernel.iter().map(|r| r.verification_us));
+        let k_cpu = median(kernel.iter().map(|r| r.cpu_us));
         let o_wall = median(ours.iter().map(|r| r.wall_us));
-        let o_user = median_f(ours.iter().map(|r| r.user_s));
+        let o_cpu = median(ours.iter().map(|r| r.cpu_us));
         let o_rss = ours.iter().map(|r| r.max_rss_kb).max().unwrap_or(0);
         let (k, o) = (&kernel[0], &ours[0]);
         // A verdict that changes between runs would make the medians meaningless.
@@ -110,17 +117,17 @@ fn main() {
                 && ours.iter().all(|r| r.verdict == o.verdict),
             "{name}: the verdict changed between runs"
         );
-        if o_wall > k_wall {
+        if o_wall > k_wall || o_cpu > k_cpu {
             slower.push(name.clone());
         }
         writeln!(
             table,
             "\n### {name}\n\n{} instructions.\n\n\
-             | verifier | result | reason | processed | states (total/peak) | verification time | wall | user | max RSS |\n\
+             | verifier | result | reason | processed | states (total/peak) | verification time | wall | CPU | max RSS |\n\
              |---|---|---|---:|---:|---:|---:|---:|---:|\n\
-             | Linux {} | {} | {} | {} | {} | {} | {} | | |\n\
-             | bpf2ptx | {} | {} | | | | {} | {:.2} s | {} KB |\n\n\
-             bpf2ptx / Linux, wall: **{:.2}** (against the kernel's own verification time: {:.2}).",
+             | Linux {} | {} | {} | {} | {} | {} | {} | {} | |\n\
+             | bpf2ptx | {} | {} | | | | {} | {} | {} KB |\n\n\
+             bpf2ptx / Linux: wall **{:.2}**, CPU **{:.2}**.",
             insns.len(),
             release(),
             k.verdict,
@@ -129,13 +136,14 @@ fn main() {
             k.states,
             ms(k_time),
             ms(k_wall),
+            ms(k_cpu),
             o.verdict,
             cell(&o.reason),
             ms(o_wall),
-            o_user,
+            ms(o_cpu),
             o_rss,
             o_wall as f64 / k_wall.max(1) as f64,
-            o_wall as f64 / k_time.max(1) as f64,
+            o_cpu as f64 / k_cpu.max(1) as f64,
         )
         .unwrap();
     }
@@ -191,6 +199,7 @@ fn kernel_load(testrun: &Path, prog: &Path) -> KernelRun {
         verdict: field("verdict"),
         reason: field("reason"),
         wall_us: number("wall_us"),
+        cpu_us: number("cpu_us"),
         verification_us: number("verification_us"),
         processed: number("processed"),
         states: field("states"),
@@ -204,7 +213,7 @@ fn verify(bpf2ptx: &Path, file: &Path, tmp: &Path) -> OurRun {
     let out = Command::new("/usr/bin/time")
         .arg("-o")
         .arg(&times)
-        .args(["-f", "%U %M"])
+        .args(["-f", "%U %S %M"])
         .arg(bpf2ptx)
         .arg("verify")
         .arg(file)
@@ -240,25 +249,28 @@ fn verify(bpf2ptx: &Path, file: &Path, tmp: &Path) -> OurRun {
     };
     // The figures are the last line: a failing command's exit status comes first.
     let time = std::fs::read_to_string(&times).expect("read /usr/bin/time's output");
-    let mut fields = time.lines().last().unwrap_or("").split_whitespace();
+    let fields: Vec<&str> = time
+        .lines()
+        .last()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let seconds = |k: usize| fields.get(k).and_then(|s| s.parse::<f64>().ok());
+    let (Some(user), Some(sys), Some(rss)) = (seconds(0), seconds(1), seconds(2)) else {
+        panic!("/usr/bin/time printed `{time}`");
+    };
     OurRun {
         verdict: verdict.into(),
         reason,
         wall_us,
-        user_s: fields.next().and_then(|u| u.parse().ok()).unwrap_or(0.0),
-        max_rss_kb: fields.next().and_then(|m| m.parse().ok()).unwrap_or(0),
+        cpu_us: ((user + sys) * 1e6) as u64,
+        max_rss_kb: rss as u64,
     }
 }
 
 fn median(v: impl Iterator<Item = u64>) -> u64 {
     let mut v: Vec<u64> = v.collect();
     v.sort_unstable();
-    v[v.len() / 2]
-}
-
-fn median_f(v: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = v.collect();
-    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 

@@ -41,6 +41,9 @@
  * verdict it also prints:
  *   wall_us=<N>                         microseconds of the bpf_prog_load() call
  *                                       (CLOCK_MONOTONIC around it)
+ *   cpu_us=<N>                          CPU time of the call, user and system
+ *                                       (getrusage), which other load on the
+ *                                       machine does not inflate
  *   verification_us=<N>                 the kernel's "verification time N usec"
  *   processed=<N>                       the kernel's "processed N insns"
  *   states=<total>/<peak>               its "total_states N peak_states N"
@@ -67,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -140,12 +144,13 @@ static void print_figure(const char *log, const char *label, const char *key)
 }
 
 /* The --stats lines (see the top comment); `log` is left as it was. */
-static void print_stats(const char *log, uint64_t wall_ns)
+static void print_stats(const char *log, uint64_t wall_ns, uint64_t cpu_us)
 {
 	const char *at = strstr(log, "total_states ");
 	unsigned long long total, peak;
 
 	printf("wall_us=%llu\n", (unsigned long long)(wall_ns / 1000));
+	printf("cpu_us=%llu\n", (unsigned long long)cpu_us);
 	print_figure(log, "verification time ", "verification_us");
 	print_figure(log, "processed ", "processed");
 	if (at && sscanf(at, "total_states %llu peak_states %llu", &total, &peak) == 2)
@@ -158,6 +163,16 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* User and system CPU time of this process so far, in microseconds. */
+static uint64_t cpu_now_us(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return (uint64_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000u +
+	       (uint64_t)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 static int probe(void)
@@ -283,7 +298,7 @@ int main(int argc, char **argv)
 	void *prog, *mem = NULL;
 	int map_fds[MAX_MAPS];
 	int n_maps = 0, load_only = 0, stats = 0;
-	uint64_t start;
+	uint64_t start, cpu_start;
 	int fd;
 
 	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
@@ -350,22 +365,26 @@ int main(int argc, char **argv)
 	/* The kernel loads syscall programs only as sleepable ones. */
 	if (type == BPF_PROG_TYPE_SYSCALL)
 		load.prog_flags = BPF_F_SLEEPABLE;
+	cpu_start = cpu_now_us();
 	start = now_ns();
 	fd = bpf_prog_load(type, "kernel_diff", "GPL", prog, prog_len / sizeof(struct bpf_insn),
 			   &load);
 	if (fd < 0) {
 		int e = errno;
-		uint64_t wall = now_ns() - start;
+		uint64_t wall = now_ns() - start, cpu = cpu_now_us() - cpu_start;
 
 		fputs(log_buf, stderr);
 		if (stats)
-			print_stats(log_buf, wall);
+			print_stats(log_buf, wall, cpu);
 		printf("verdict=rejected\nerrno=%s\nreason=%s\n", strerror(e),
 		       log_buf[0] ? last_reason(log_buf) : strerror(e));
 		return 0;
 	}
-	if (stats)
-		print_stats(log_buf, now_ns() - start);
+	if (stats) {
+		uint64_t wall = now_ns() - start, cpu = cpu_now_us() - cpu_start;
+
+		print_stats(log_buf, wall, cpu);
+	}
 	if (load_only) {
 		printf("verdict=accepted\n");
 		close(fd);
