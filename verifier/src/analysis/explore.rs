@@ -52,6 +52,8 @@ impl<'a> Explorer<'a> {
             history: Vec::new(),
             next_id: 1,
             processed: 0,
+            jumps: 0,
+            last_store: (0, 0),
             errors: Vec::new(),
             facts: Facts {
                 map_only_adds: vec![true; obj.maps.len()],
@@ -156,7 +158,8 @@ impl<'a> Explorer<'a> {
                     }
                 }
                 // A loop head bounded by construction: converge, widen, or open it.
-                if let Some(form) = self.head_form(at) {
+                let head = self.head_form(at);
+                if let Some(form) = head {
                     match self.head_visit(st, at, form, steps, &mut work) {
                         Ok(Some(s)) => st = s,
                         Ok(None) => {
@@ -189,7 +192,9 @@ impl<'a> Explorer<'a> {
                         self.finish_path(total);
                         break;
                     }
-                    let fp = self.may_repeat[at].then(|| st.fingerprint());
+                    let store = self.should_store(at, head.is_some());
+                    let fp = (self.may_repeat[at] && (store || !self.live[at].is_empty()))
+                        .then(|| st.fingerprint());
                     let repeat = match fp {
                         Some(fp) if self.live[at].contains_key(&fp) => self.store[at]
                             .iter()
@@ -207,10 +212,9 @@ impl<'a> Explorer<'a> {
                         self.report(e);
                         break;
                     }
-                    if self.store[at].len() - self.evicted_at[at] < STATES_PER_INSN
-                        && self.stored < STATES_TOTAL
-                    {
+                    if store {
                         self.stored += 1;
+                        self.last_store = (self.jumps, self.processed);
                         if let Some(fp) = fp {
                             *self.live[at].entry(fp).or_insert(0) += 1;
                         }
@@ -229,6 +233,9 @@ impl<'a> Explorer<'a> {
                     }
                 }
                 self.processed += 1;
+                if !matches!(self.prog.insns[at].flow(), Flow::Next) {
+                    self.jumps += 1;
+                }
                 self.visits[at] += 1;
                 if self.processed > self.limit {
                     // Blame the loop: the most visited backward jump the walk took (its
@@ -342,6 +349,35 @@ impl<'a> Explorer<'a> {
             .collect();
         self.facts.reached = self.visits.iter().map(|&v| v > 0).collect();
         self.finish_plain_adds();
+    }
+
+    /// Whether a visit to prune point `at` that was neither pruned nor an exact repeat
+    /// remembers its state, as Linux's `is_state_visited` decides: only after 2 jumps
+    /// and 8 instructions since the last state remembered (anywhere), and, where a state
+    /// remembered at `at` is still being explored (the walk is going around a loop through
+    /// `at`), only after 20 jumps or 100 instructions; always at the head of a loop
+    /// bounded by construction (`forced`, as Linux forces a checkpoint at `may_goto`, an
+    /// iterator's `next` and a callback call); never beyond [`STATES_PER_INSN`] at `at` or
+    /// [`STATES_TOTAL`] in all.
+    ///
+    /// Most visits then store nothing, which saves the copy, and the states a later visit
+    /// is compared with are fewer: where a program's paths do not merge, nearly every
+    /// stored state is one that nothing will match. Storing fewer states is sound: it only
+    /// removes chances to prune. An exact repeat is still found: a loop whose state repeats
+    /// comes back with the same state to where one of its iterations stored it.
+    fn should_store(&self, at: usize, forced: bool) -> bool {
+        if self.store[at].len() - self.evicted_at[at] >= STATES_PER_INSN
+            || self.stored >= STATES_TOTAL
+        {
+            return false;
+        }
+        if forced {
+            return true;
+        }
+        let jumps = self.jumps - self.last_store.0;
+        let insns = self.processed - self.last_store.1;
+        let in_loop = self.store[at].len() > self.done_at[at];
+        jumps >= 2 && insns >= 8 && (!in_loop || jumps >= 20 || insns >= 100)
     }
 
     /// The first fully explored state remembered at `at` that subsumes `st`, counting a

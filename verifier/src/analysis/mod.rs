@@ -159,6 +159,10 @@ pub(crate) struct Explorer<'a> {
     history: Vec<(usize, bool)>,
     next_id: u32,
     processed: u64,
+    /// Jumps, branches, calls and exits processed (of `processed`).
+    jumps: u64,
+    /// `jumps` and `processed` when a state was last remembered (`Explorer::should_store`).
+    last_store: (u64, u64),
     pub(crate) errors: Vec<Diagnostic>,
     pub(crate) facts: Facts,
     /// Deepest stack byte used per function (positive number of bytes below r10).
