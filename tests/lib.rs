@@ -82,7 +82,8 @@ pub fn require_ptxas() -> Option<PathBuf> {
 /// The `bpf2ptx` binary of this build. The tests crate depends only on the `bpf2ptx`
 /// library, so cargo does not build the binary for it: build it here (a no-op when it is
 /// fresh; cargo has released the target-dir lock by the time tests run) into the profile
-/// directory this test binary lives in (`<target>/<profile>/deps/..`).
+/// directory this test binary lives in (`<target>/<profile>/deps/..`, or `examples/..` for
+/// an example such as `benches/verifier-time.rs`).
 pub fn bpf2ptx_bin() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
@@ -91,7 +92,7 @@ pub fn bpf2ptx_bin() -> PathBuf {
             let profile_dir = exe
                 .parent()
                 .and_then(|deps| deps.parent())
-                .expect("test binary lives in <target>/<profile>/deps");
+                .expect("test binary lives in <target>/<profile>/deps or examples");
             let target_dir = profile_dir.parent().expect("<target>/<profile>");
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let mut cmd = std::process::Command::new(cargo);

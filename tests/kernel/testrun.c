@@ -4,7 +4,7 @@
  * through BPF_PROG_TEST_RUN. The kernel side of tests/tests/kernel_diff.rs.
  *
  *     gcc -O2 -Wall -Wextra testrun.c -lbpf -o testrun
- *     testrun [--type T] [--map SPEC]... [--load-only] PROG.bin [MEM.bin]
+ *     testrun [--type T] [--map SPEC]... [--load-only] [--stats] PROG.bin [MEM.bin]
  *     testrun --probe
  *
  * PROG.bin holds the program as raw little-endian 8-byte instruction slots,
@@ -34,6 +34,21 @@
  * --load-only stops after the load: it prints `verdict=accepted` instead of
  * running the program.
  *
+ * --stats loads with log_level BPF_LOG_STATS (4), which makes the kernel log
+ * its error (when it rejects) and its statistics but no instruction trace, so
+ * the load costs what a load without a log costs plus a few lines of text
+ * (benches/verifier-time.rs compares the verifiers' times with it). With the
+ * verdict it also prints:
+ *   wall_us=<N>                         microseconds of the bpf_prog_load() call
+ *                                       (CLOCK_MONOTONIC around it)
+ *   cpu_us=<N>                          CPU time of the call, user and system
+ *                                       (getrusage), which other load on the
+ *                                       machine does not inflate
+ *   verification_us=<N>                 the kernel's "verification time N usec"
+ *   processed=<N>                       the kernel's "processed N insns"
+ *   states=<total>/<peak>               its "total_states N peak_states N"
+ * A figure the log lacks is left out.
+ *
  * Output, one `key=value` per line on stdout, exit status 0 for all three:
  *   retval=<u32>                        the program ran; the low 32 bits of r0
  *   mem=<hex>                           after retval when MEM is not empty: MEM as
@@ -51,14 +66,20 @@
  * that works, else prints why bpf(2) cannot be used here and exits 1.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 
 #define LOG_SIZE (1u << 22)
+
+/* The kernel's log level for statistics only (include/linux/bpf_verifier.h; not uapi). */
+#define LOG_STATS 4
 
 static char log_buf[LOG_SIZE];
 
@@ -112,6 +133,48 @@ static const char *last_reason(char *log)
 	return lines[1] ? lines[1] : "(empty verifier log)";
 }
 
+/* Prints `key=N` for the number that follows `label` in the log, if it is there. */
+static void print_figure(const char *log, const char *label, const char *key)
+{
+	const char *at = strstr(log, label);
+	unsigned long long n;
+
+	if (at && sscanf(at + strlen(label), "%llu", &n) == 1)
+		printf("%s=%llu\n", key, n);
+}
+
+/* The --stats lines (see the top comment); `log` is left as it was. */
+static void print_stats(const char *log, uint64_t wall_ns, uint64_t cpu_us)
+{
+	const char *at = strstr(log, "total_states ");
+	unsigned long long total, peak;
+
+	printf("wall_us=%llu\n", (unsigned long long)(wall_ns / 1000));
+	printf("cpu_us=%llu\n", (unsigned long long)cpu_us);
+	print_figure(log, "verification time ", "verification_us");
+	print_figure(log, "processed ", "processed");
+	if (at && sscanf(at, "total_states %llu peak_states %llu", &total, &peak) == 2)
+		printf("states=%llu/%llu\n", total, peak);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* User and system CPU time of this process so far, in microseconds. */
+static uint64_t cpu_now_us(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return (uint64_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000u +
+	       (uint64_t)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 static int probe(void)
 {
 	/* r0 = 0; exit */
@@ -159,6 +222,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: testrun [--type syscall|socket_filter|xdp|raw_tp|kprobe]\n"
 			"               [--map TYPE:KEY:VALUE:ENTRIES:FLAGS[:HEXINIT]]... [--load-only]\n"
+			"               [--stats]\n"
 			"               PROG.bin [MEM.bin]\n"
 			"       testrun --probe\n");
 	return 2;
@@ -233,7 +297,8 @@ int main(int argc, char **argv)
 	unsigned char *out = NULL;
 	void *prog, *mem = NULL;
 	int map_fds[MAX_MAPS];
-	int n_maps = 0, load_only = 0;
+	int n_maps = 0, load_only = 0, stats = 0;
+	uint64_t start, cpu_start;
 	int fd;
 
 	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
@@ -268,6 +333,10 @@ int main(int argc, char **argv)
 			load_only = 1;
 			argv += 1;
 			argc -= 1;
+		} else if (argc >= 2 && strcmp(argv[1], "--stats") == 0) {
+			stats = 1;
+			argv += 1;
+			argc -= 1;
 		} else {
 			break;
 		}
@@ -286,22 +355,35 @@ int main(int argc, char **argv)
 	if (argc == 3)
 		mem = read_file(argv[2], &mem_len);
 
-	/* Log only when the load fails: libbpf then retries with log_level 1. */
+	/*
+	 * Without --stats, log only when the load fails: libbpf then retries with
+	 * log_level 1. With it, one load at LOG_STATS, which libbpf does not retry.
+	 */
 	load.log_buf = log_buf;
 	load.log_size = sizeof(log_buf);
-	load.log_level = 0;
+	load.log_level = stats ? LOG_STATS : 0;
 	/* The kernel loads syscall programs only as sleepable ones. */
 	if (type == BPF_PROG_TYPE_SYSCALL)
 		load.prog_flags = BPF_F_SLEEPABLE;
+	cpu_start = cpu_now_us();
+	start = now_ns();
 	fd = bpf_prog_load(type, "kernel_diff", "GPL", prog, prog_len / sizeof(struct bpf_insn),
 			   &load);
 	if (fd < 0) {
 		int e = errno;
+		uint64_t wall = now_ns() - start, cpu = cpu_now_us() - cpu_start;
 
 		fputs(log_buf, stderr);
+		if (stats)
+			print_stats(log_buf, wall, cpu);
 		printf("verdict=rejected\nerrno=%s\nreason=%s\n", strerror(e),
 		       log_buf[0] ? last_reason(log_buf) : strerror(e));
 		return 0;
+	}
+	if (stats) {
+		uint64_t wall = now_ns() - start, cpu = cpu_now_us() - cpu_start;
+
+		print_stats(log_buf, wall, cpu);
 	}
 	if (load_only) {
 		printf("verdict=accepted\n");

@@ -297,12 +297,40 @@ impl State {
 
     /// Whether register value `a` alone subsumes `b` (ids matched afresh).
     pub fn reg_subsumes_alone(a: &Reg, b: &Reg) -> bool {
-        reg_subsumes(a, b, &mut IdMap::default())
+        reg_subsumes(a, b, &mut Cmp::new(false))
     }
 
     /// Whether slot `a` alone subsumes `b` (ids matched afresh).
     pub fn slot_subsumes_alone(a: &Slot, b: &Slot) -> bool {
-        slot_subsumes(a, b, &mut IdMap::default())
+        slot_subsumes(a, b, &mut Cmp::new(false))
+    }
+
+    /// Brings every number the state holds (registers, pointer offsets, spilled values)
+    /// into normal form ([`Scalar::normalize`]), which leaves the set of values each
+    /// stands for unchanged. `false` when one of them turns out empty: the state stands for
+    /// no execution, and it is left with that number as it was.
+    pub fn normalize_numbers(&mut self) -> bool {
+        fn reg(r: &mut Reg) -> bool {
+            match r {
+                Reg::Scalar(x) | Reg::Ptr(_, x) => normal(x),
+                _ => true,
+            }
+        }
+        fn normal(x: &mut Scalar) -> bool {
+            let mut y = *x;
+            y.normalize() && {
+                *x = y;
+                true
+            }
+        }
+        self.frames.iter_mut().all(|f| {
+            f.regs.iter_mut().all(reg)
+                && f.stack.iter_mut().all(|slot| match slot {
+                    Slot::Spill(r) => reg(r),
+                    Slot::Narrow { value, .. } => normal(value),
+                    Slot::Bytes(_) | Slot::Iter { .. } => true,
+                })
+        })
     }
 
     /// Whether every concrete state `other` stands for is also one `self` stands for, as far
@@ -321,10 +349,20 @@ impl State {
     /// stack slot); a register outside it holding a number in both states matches whatever
     /// number it holds. A frame without an entry in `relevant` compares every register.
     pub fn subsumes_with(&self, other: &State, relevant: &[u16]) -> bool {
+        self.subsumes_in(other, relevant, Cmp::new(false))
+    }
+
+    /// [`State::subsumes_with`] for an `other` whose numbers are normalized
+    /// ([`State::normalize_numbers`]): its numbers are compared view by view
+    /// ([`Scalar::subsumes_view_by_view`]), not normalized again for each comparison.
+    pub fn subsumes_normalized(&self, other: &State, relevant: &[u16]) -> bool {
+        self.subsumes_in(other, relevant, Cmp::new(true))
+    }
+
+    fn subsumes_in(&self, other: &State, relevant: &[u16], mut ids: Cmp) -> bool {
         if self.frames.len() != other.frames.len() || self.refs.len() != other.refs.len() {
             return false;
         }
-        let mut ids = IdMap::default();
         for (a, b) in self.refs.iter().zip(&other.refs) {
             if !ids.same(a.0, b.0) {
                 return false;
@@ -373,13 +411,18 @@ fn links_implied(f: &Frame, g: &Frame, mask: u16) -> bool {
 }
 
 impl State {
-    /// A hash of everything `==` compares: equal states have equal fingerprints (the
-    /// explorer looks for an exactly repeating state only among those with its own).
+    /// A hash of the state: equal states have equal fingerprints (the explorer looks for
+    /// an exactly repeating state only among those with its own).
+    /// foldhash with a fixed seed: fast, and the same on every run, so an exploration
+    /// does not depend on a random seed. It hashes a part of what `==` compares, enough to
+    /// tell apart the states a loop produces (a number's known bits and unsigned range,
+    /// which nearly always change with its other views; not the links, which follow from
+    /// the registers' history): the explorer computes it at every visit to a prune point
+    /// inside a loop, and a collision only costs one full comparison.
     pub fn fingerprint(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
+        use std::hash::{BuildHasher, Hash, Hasher};
         fn scalar(h: &mut impl Hasher, x: &Scalar) {
-            (x.bits.value, x.bits.mask, x.umin, x.umax, x.smin, x.smax).hash(h);
-            (x.u32min, x.u32max, x.s32min, x.s32max).hash(h);
+            (x.bits.value, x.bits.mask, x.umin, x.umax).hash(h);
         }
         fn reg(h: &mut impl Hasher, r: &Reg) {
             std::mem::discriminant(r).hash(h);
@@ -396,10 +439,10 @@ impl State {
                 Reg::Func(k) => k.hash(h),
             }
         }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
         self.refs.hash(&mut h);
         for f in &self.frames {
-            (f.func, f.ret_to, f.callback, f.links, f.stack.len()).hash(&mut h);
+            (f.func, f.ret_to, f.callback, f.stack.len()).hash(&mut h);
             f.regs.iter().for_each(|r| reg(&mut h, r));
             for slot in &f.stack {
                 std::mem::discriminant(slot).hash(&mut h);
@@ -429,28 +472,51 @@ impl State {
     }
 }
 
-/// A bijection between the ids of two states being compared.
-#[derive(Default)]
-struct IdMap(HashMap<u32, u32>, HashMap<u32, u32>);
+/// One comparison of two states: the bijection between their ids, and how numbers compare.
+struct Cmp {
+    ids: HashMap<u32, u32>,
+    back: HashMap<u32, u32>,
+    /// The second state's numbers are normalized ([`State::normalize_numbers`]).
+    normalized: bool,
+}
 
-impl IdMap {
+impl Cmp {
+    fn new(normalized: bool) -> Cmp {
+        Cmp {
+            ids: HashMap::new(),
+            back: HashMap::new(),
+            normalized,
+        }
+    }
+
+    /// Whether id `a` of the first state and `b` of the second correspond (the first time
+    /// either is seen, they are paired).
     fn same(&mut self, a: u32, b: u32) -> bool {
-        match (self.0.get(&a), self.1.get(&b)) {
+        match (self.ids.get(&a), self.back.get(&b)) {
             (None, None) => {
-                self.0.insert(a, b);
-                self.1.insert(b, a);
+                self.ids.insert(a, b);
+                self.back.insert(b, a);
                 true
             }
             (Some(&x), Some(&y)) => x == b && y == a,
             _ => false,
         }
     }
+
+    /// Whether number `a` of the first state subsumes `b` of the second.
+    fn number(&self, a: &Scalar, b: &Scalar) -> bool {
+        if self.normalized {
+            a.subsumes_view_by_view(b)
+        } else {
+            a.subsumes(b)
+        }
+    }
 }
 
-fn reg_subsumes(a: &Reg, b: &Reg, ids: &mut IdMap) -> bool {
+fn reg_subsumes(a: &Reg, b: &Reg, ids: &mut Cmp) -> bool {
     match (a, b) {
         (Reg::Uninit, _) => true,
-        (Reg::Scalar(x), Reg::Scalar(y)) => x.subsumes(y),
+        (Reg::Scalar(x), Reg::Scalar(y)) => ids.number(x, y),
         (Reg::Ptr(ra, oa), Reg::Ptr(rb, ob)) => {
             let same_region = match (ra, rb) {
                 (Region::Record { size: s1, id: i1 }, Region::Record { size: s2, id: i2 }) => {
@@ -458,7 +524,7 @@ fn reg_subsumes(a: &Reg, b: &Reg, ids: &mut IdMap) -> bool {
                 }
                 _ => ra == rb,
             };
-            same_region && oa.subsumes(ob)
+            same_region && ids.number(oa, ob)
         }
         (Reg::MapValueOrNull { map: m1, id: i1 }, Reg::MapValueOrNull { map: m2, id: i2 }) => {
             m1 == m2 && ids.same(*i1, *i2)
@@ -472,7 +538,7 @@ fn reg_subsumes(a: &Reg, b: &Reg, ids: &mut IdMap) -> bool {
     }
 }
 
-fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut IdMap) -> bool {
+fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut Cmp) -> bool {
     match (a, b) {
         // Bytes `a` marks initialised must be initialised in `b` too, and `b` must not
         // hide a pointer where `a` has plain bytes.
@@ -516,7 +582,7 @@ fn slot_subsumes(a: &Slot, b: &Slot, ids: &mut IdMap) -> bool {
                 size: sb,
                 value: vb,
             },
-        ) => aa == ab && sa == sb && ma & !mb == 0 && va.subsumes(vb),
+        ) => aa == ab && sa == sb && ma & !mb == 0 && ids.number(va, vb),
         (Slot::Spill(_), Slot::Bytes(_) | Slot::Narrow { .. })
         | (Slot::Narrow { .. }, Slot::Bytes(_) | Slot::Spill(_)) => false,
     }

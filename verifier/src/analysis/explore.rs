@@ -10,7 +10,7 @@ use crate::scalar::Scalar;
 use crate::state::{Frame, Reg, Region, State};
 use crate::{Entry, Facts, Rule};
 use bpf2ptx_compiler::cfg::Cfg;
-use bpf2ptx_compiler::isa::Flow;
+use bpf2ptx_compiler::isa::{Flow, Kind};
 use bpf2ptx_compiler::program::{Object, Program};
 
 impl<'a> Explorer<'a> {
@@ -31,6 +31,7 @@ impl<'a> Explorer<'a> {
         for f in &prog.funcs {
             prune_point[f.start] = true;
         }
+        let may_repeat = may_repeat(prog, &cfg);
         let relevant = relevance(prog, &cfg);
         let triples = plain_add::triples(prog, &cfg);
         let mut triple_of = vec![None; n];
@@ -44,12 +45,15 @@ impl<'a> Explorer<'a> {
             entry,
             cfg,
             prune_point,
+            may_repeat,
             relevant,
             store: (0..n).map(|_| Vec::new()).collect(),
             path: Vec::new(),
             history: Vec::new(),
             next_id: 1,
             processed: 0,
+            jumps: 0,
+            last_store: (0, 0),
             errors: Vec::new(),
             facts: Facts {
                 map_only_adds: vec![true; obj.maps.len()],
@@ -59,7 +63,7 @@ impl<'a> Explorer<'a> {
             visits: vec![0; n],
             limit,
             stored: 0,
-            live: vec![std::collections::HashMap::new(); n],
+            live: vec![super::FpCounts::default(); n],
             done_at: vec![0; n],
             evicted_at: vec![0; n],
             done_list: vec![Vec::new(); n],
@@ -154,7 +158,8 @@ impl<'a> Explorer<'a> {
                     }
                 }
                 // A loop head bounded by construction: converge, widen, or open it.
-                if let Some(form) = self.head_form(at) {
+                let head = self.head_form(at);
+                if let Some(form) = head {
                     match self.head_visit(st, at, form, steps, &mut work) {
                         Ok(Some(s)) => st = s,
                         Ok(None) => {
@@ -176,10 +181,10 @@ impl<'a> Explorer<'a> {
                             None => self.relevant[at],
                         })
                         .collect();
-                    let pruned = if self.done_at[at] == 0 {
+                    let pruned = if self.done_list[at].is_empty() {
                         None
                     } else {
-                        self.prune_against(at, &st, &masks)
+                        self.prune_against(at, &mut st, &masks)
                     };
                     if let Some(k) = pruned {
                         let total = steps + self.store[at][k].remaining;
@@ -187,13 +192,14 @@ impl<'a> Explorer<'a> {
                         self.finish_path(total);
                         break;
                     }
-                    let fp = st.fingerprint();
-                    let repeat = if self.live[at].contains_key(&fp) {
-                        self.store[at]
+                    let store = self.should_store(at, head.is_some());
+                    let fp = (self.may_repeat[at] && (store || !self.live[at].is_empty()))
+                        .then(|| st.fingerprint());
+                    let repeat = match fp {
+                        Some(fp) if self.live[at].contains_key(&fp) => self.store[at]
                             .iter()
-                            .position(|s| !s.done && s.fp == fp && s.state == st)
-                    } else {
-                        None
+                            .position(|s| !s.done && s.fp == Some(fp) && s.state == st),
+                        _ => None,
                     };
                     if let Some(k) = repeat.filter(|&k| self.repeat_converges(at, k, &st, steps)) {
                         self.end_iteration(steps);
@@ -206,11 +212,12 @@ impl<'a> Explorer<'a> {
                         self.report(e);
                         break;
                     }
-                    if self.store[at].len() - self.evicted_at[at] < STATES_PER_INSN
-                        && self.stored < STATES_TOTAL
-                    {
+                    if store {
                         self.stored += 1;
-                        *self.live[at].entry(fp).or_insert(0) += 1;
+                        self.last_store = (self.jumps, self.processed);
+                        if let Some(fp) = fp {
+                            *self.live[at].entry(fp).or_insert(0) += 1;
+                        }
                         let loop_key = self.loop_key();
                         self.store[at].push(Stored {
                             state: st.clone(),
@@ -226,6 +233,9 @@ impl<'a> Explorer<'a> {
                     }
                 }
                 self.processed += 1;
+                if !matches!(self.prog.insns[at].flow(), Flow::Next) {
+                    self.jumps += 1;
+                }
                 self.visits[at] += 1;
                 if self.processed > self.limit {
                     // Blame the loop: the most visited backward jump the walk took (its
@@ -341,13 +351,46 @@ impl<'a> Explorer<'a> {
         self.finish_plain_adds();
     }
 
+    /// Whether a visit to prune point `at` that was neither pruned nor an exact repeat
+    /// remembers its state, as Linux's `is_state_visited` decides: only after 2 jumps
+    /// and 8 instructions since the last state remembered (anywhere), and, where a state
+    /// remembered at `at` is still being explored (the walk is going around a loop through
+    /// `at`), only after 20 jumps or 100 instructions; always at the head of a loop
+    /// bounded by construction (`forced`, as Linux forces a checkpoint at `may_goto`, an
+    /// iterator's `next` and a callback call); never beyond [`STATES_PER_INSN`] at `at` or
+    /// [`STATES_TOTAL`] in all.
+    ///
+    /// Most visits then store nothing, which saves the copy, and the states a later visit
+    /// is compared with are fewer: where a program's paths do not merge, nearly every
+    /// stored state is one that nothing will match. Storing fewer states is sound: it only
+    /// removes chances to prune. An exact repeat is still found: a loop whose state repeats
+    /// comes back with the same state to where one of its iterations stored it.
+    fn should_store(&self, at: usize, forced: bool) -> bool {
+        if self.store[at].len() - self.evicted_at[at] >= STATES_PER_INSN
+            || self.stored >= STATES_TOTAL
+        {
+            return false;
+        }
+        if forced {
+            return true;
+        }
+        let jumps = self.jumps - self.last_store.0;
+        let insns = self.processed - self.last_store.1;
+        let in_loop = self.store[at].len() > self.done_at[at];
+        jumps >= 2 && insns >= 8 && (!in_loop || jumps >= 20 || insns >= 100)
+    }
+
     /// The first fully explored state remembered at `at` that subsumes `st`, counting a
     /// hit for it and a miss for each one tested before it; a state that misses too often
     /// is evicted ([`Stored::should_evict`]), so that a prune point whose states keep
     /// missing (a loop whose states never repeat) stops costing a scan of all of them at
     /// every visit.
-    fn prune_against(&mut self, at: usize, st: &State, masks: &[u16]) -> Option<usize> {
+    ///
+    /// `st`'s numbers are normalized first (the same sets of values), once, so that the
+    /// comparisons need not normalize them again each.
+    fn prune_against(&mut self, at: usize, st: &mut State, masks: &[u16]) -> Option<usize> {
         let key = self.loop_key();
+        let normalized = st.normalize_numbers();
         let mut j = 0;
         while let Some(&k) = self.done_list[at].get(j) {
             let s = &mut self.store[at][k];
@@ -358,7 +401,12 @@ impl<'a> Explorer<'a> {
                 j += 1;
                 continue;
             }
-            if s.state.subsumes_with(st, masks) {
+            let subsumed = if normalized {
+                s.state.subsumes_normalized(st, masks)
+            } else {
+                s.state.subsumes_with(st, masks)
+            };
+            if subsumed {
                 s.hits += 1;
                 return Some(k);
             }
@@ -383,11 +431,12 @@ impl<'a> Explorer<'a> {
     fn mark_done(&mut self, i: usize, k: usize) {
         let s = &mut self.store[i][k];
         s.done = true;
-        let fp = s.fp;
-        if let Some(c) = self.live[i].get_mut(&fp) {
-            *c -= 1;
-            if *c == 0 {
-                self.live[i].remove(&fp);
+        if let Some(fp) = s.fp {
+            if let Some(c) = self.live[i].get_mut(&fp) {
+                *c -= 1;
+                if *c == 0 {
+                    self.live[i].remove(&fp);
+                }
             }
         }
         self.done_at[i] += 1;
@@ -468,4 +517,37 @@ impl<'a> Explorer<'a> {
             self.errors.push(*e);
         }
     }
+}
+
+/// Per instruction: whether a path can reach it twice with the same frames, so that a
+/// state there can repeat exactly on its own path (the `infinite-loop` check, which needs
+/// the state's [`State::fingerprint`]). In the entry function that takes a cycle through
+/// the instruction, and a cycle through `i` crosses `i` by a backward jump from `j >= i`
+/// to `t <= i` (the walk must get from above `i` back to below it): `i` is in the span of
+/// a backward jump. Another function may run again from a caller's loop or as a
+/// `bpf_loop` callback, and a call or `may_goto` may head a loop bounded by construction
+/// (`loops.rs`): those count as possible repeats too. Elsewhere (all of a loop-free
+/// program) the check could never succeed, and its hash is not computed.
+fn may_repeat(prog: &Program, cfg: &Cfg) -> Vec<bool> {
+    let n = prog.insns.len();
+    // +1 where a backward jump's span starts, -1 after it ends: the running sum is the
+    // number of spans an instruction is in.
+    let mut spans = vec![0i64; n + 1];
+    for i in 0..n {
+        if let Some(Ok(t)) = cfg.jump(&prog.insns, i) {
+            if t <= i {
+                spans[t] += 1;
+                spans[i + 1] -= 1;
+            }
+        }
+    }
+    let mut inside = 0;
+    (0..n)
+        .map(|i| {
+            inside += spans[i];
+            inside > 0
+                || cfg.func_of(i) != Some(0)
+                || matches!(prog.insns[i].kind(), Kind::Call(_) | Kind::MayGoto)
+        })
+        .collect()
 }

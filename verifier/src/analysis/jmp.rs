@@ -23,6 +23,13 @@ fn narrow_linked(f: &mut crate::state::Frame, r: u8, v: &Scalar) {
         let Reg::Scalar(old) = f.regs[o] else {
             continue;
         };
+        // A copy (same delta) that admits all of `v`: the intersection is `v` itself, with
+        // no addition and no refinement to compute (the common case: `r6 = r0`, then
+        // branches on r6).
+        if odelta == delta && old.subsumes_view_by_view(v) {
+            f.regs[o] = Reg::Scalar(*v);
+            continue;
+        }
         let c = Scalar::constant(odelta.wrapping_sub(delta));
         let shifted = Scalar::alu(AluOp::Add, Width::W64, v, &c);
         if let Some((met, _)) = Scalar::refine(Cond::Eq, Width::W64, &old, &shifted, true) {

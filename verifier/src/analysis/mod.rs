@@ -65,8 +65,9 @@ const RDONLY_PROG: u32 = 0x80;
 /// A remembered state at a prune point.
 struct Stored {
     state: State,
-    /// [`State::fingerprint`] of `state`.
-    fp: u64,
+    /// [`State::fingerprint`] of `state`, where a state can repeat on its own path
+    /// (`Explorer::may_repeat`).
+    fp: Option<u64>,
     /// Longest path (in instructions) from here to an exit found so far.
     remaining: u64,
     /// Every path from here has been explored.
@@ -97,6 +98,10 @@ impl Stored {
 
 /// The factor and the constant of the eviction rule ([`Stored::should_evict`]).
 const EVICT_MISSES: u32 = 3;
+
+/// How many remembered states still being explored have each fingerprint. The keys are
+/// hashes already, hashed again by foldhash (fast; a fixed seed keeps runs identical).
+type FpCounts = std::collections::HashMap<u64, u32, foldhash::fast::FixedState>;
 
 /// A branch left for later.
 struct Pending {
@@ -141,6 +146,9 @@ pub(crate) struct Explorer<'a> {
     /// Slots, functions and jump targets.
     cfg: Cfg,
     prune_point: Vec<bool>,
+    /// Per instruction: a path may come back to it with the same frames, so the state
+    /// there is checked for an exact repeat (`explore::may_repeat`).
+    may_repeat: Vec<bool>,
     /// Per instruction: the registers whose value matters from there ([`relevance`]).
     ///
     /// [`relevance`]: relevance::relevance
@@ -152,6 +160,10 @@ pub(crate) struct Explorer<'a> {
     history: Vec<(usize, bool)>,
     next_id: u32,
     processed: u64,
+    /// Jumps, branches, calls and exits processed (of `processed`).
+    jumps: u64,
+    /// `jumps` and `processed` when a state was last remembered (`Explorer::should_store`).
+    last_store: (u64, u64),
     pub(crate) errors: Vec<Diagnostic>,
     pub(crate) facts: Facts,
     /// Deepest stack byte used per function (positive number of bytes below r10).
@@ -161,7 +173,7 @@ pub(crate) struct Explorer<'a> {
     /// States remembered so far (all instructions).
     stored: usize,
     /// Per instruction: fingerprints of its remembered states still being explored.
-    live: Vec<std::collections::HashMap<u64, u32>>,
+    live: Vec<FpCounts>,
     /// Per instruction: how many of its remembered states are fully explored.
     done_at: Vec<usize>,
     /// Per instruction: how many of its stored states were evicted.

@@ -83,12 +83,14 @@ fn wrap(lo: i128, hi: i128, bits: u32) -> Iv {
     // products get there) the view is full anyway, and the arithmetic below stays in range.
     let limit = 1i128 << 126;
     if -limit <= lo && hi <= limit && hi - lo < n {
-        let (ql, qh) = (lo.div_euclid(n), hi.div_euclid(n));
+        // `x >> bits` is `x.div_euclid(n)` for n = 2^bits (an arithmetic shift rounds
+        // towards minus infinity), without a 128-bit division.
+        let (ql, qh) = (lo >> bits, hi >> bits);
         if ql == qh {
             r.umin = (lo - ql * n) as u64;
             r.umax = (hi - ql * n) as u64;
         }
-        let (ql, qh) = ((lo + half).div_euclid(n), (hi + half).div_euclid(n));
+        let (ql, qh) = ((lo + half) >> bits, (hi + half) >> bits);
         if ql == qh {
             r.smin = (lo - ql * n) as i64;
             r.smax = (hi - ql * n) as i64;

@@ -218,6 +218,15 @@ impl Scalar {
         if !o.normalize() {
             return true;
         }
+        self.subsumes_view_by_view(&o)
+    }
+
+    /// [`Scalar::subsumes`] without normalizing `other` first: every view of `other`
+    /// inside the same view of `self`. Sound for any `other` (a value that satisfies all of
+    /// `other`'s views then satisfies all of `self`'s), and as precise as `subsumes` when
+    /// `other` is normalized, which saves the normalization when one value is compared with
+    /// many (the explorer normalizes a state once and tests it against every stored one).
+    pub fn subsumes_view_by_view(&self, o: &Scalar) -> bool {
         o.bits.is_subset_of(self.bits)
             && self.umin <= o.umin
             && o.umax <= self.umax

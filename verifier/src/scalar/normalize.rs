@@ -44,19 +44,24 @@ fn meet_us(iv: Iv, bits: u32) -> Option<Iv> {
     })
 }
 
+/// `x.div_euclid(2^32)` and `x.rem_euclid(2^32)` by a shift and a mask (the arithmetic
+/// shift rounds towards minus infinity), without a 128-bit division.
+fn block(x: i128) -> (i128, i128) {
+    (x >> 32, x & (TWO32 - 1))
+}
+
 /// For `x` in `lo..=hi`: if every `x + off` lies in one aligned 2^32 block, the range of
 /// `(x + off) mod 2^32 - off` (the low-half view: `off` 0 unsigned, 2^31 signed).
 fn project(lo: i128, hi: i128, off: i128) -> Option<(i128, i128)> {
-    let (a, b) = (lo + off, hi + off);
-    (a.div_euclid(TWO32) == b.div_euclid(TWO32))
-        .then(|| (a.rem_euclid(TWO32) - off, b.rem_euclid(TWO32) - off))
+    let ((ba, ra), (bb, rb)) = (block(lo + off), block(hi + off));
+    (ba == bb).then(|| (ra - off, rb - off))
 }
 
 /// Shrinks `lo..=hi` to the least and greatest `x` whose `(x + off) mod 2^32` lies in
 /// `l..=h` (`0 <= l <= h < 2^32`); `None` if there is none.
 fn tighten(lo: i128, hi: i128, off: i128, l: i128, h: i128) -> Option<(i128, i128)> {
     let (a, b) = (lo + off, hi + off);
-    let (ba, ra) = (a.div_euclid(TWO32), a.rem_euclid(TWO32));
+    let (ba, ra) = block(a);
     let a = if ra < l {
         ba * TWO32 + l
     } else if ra > h {
@@ -64,7 +69,7 @@ fn tighten(lo: i128, hi: i128, off: i128, l: i128, h: i128) -> Option<(i128, i12
     } else {
         a
     };
-    let (bb, rb) = (b.div_euclid(TWO32), b.rem_euclid(TWO32));
+    let (bb, rb) = block(b);
     let b = if rb > h {
         bb * TWO32 + h
     } else if rb < l {
@@ -89,6 +94,17 @@ impl Scalar {
     /// impossible path); the fields are then meaningless.
     #[must_use]
     pub fn normalize(&mut self) -> bool {
+        // A known constant (the commonest value) is the one value every view must admit:
+        // no propagation needed.
+        if self.bits.mask == 0 {
+            let v = self.bits.value;
+            let admitted = (self.umin..=self.umax).contains(&v)
+                && (self.smin..=self.smax).contains(&(v as i64))
+                && (self.u32min..=self.u32max).contains(&(v as u32))
+                && (self.s32min..=self.s32max).contains(&(v as i32));
+            *self = Scalar::constant(v);
+            return admitted;
+        }
         // Every step only shrinks a view, so this terminates; the bound keeps pathological
         // ping-pong between views cheap, and stopping early is sound.
         for _ in 0..16 {
