@@ -6,16 +6,13 @@
 //! probes), and launches each twice. The fake driver logs every load and launch, and
 //! whether the launched function's module holds bpf2ptx code. Each test reads that log.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-const PROBES: &str = "tests/probes/bpftime/cuda_counter.bpf.o";
-const PROBED: &str = "_Z9vectorAddPKfS0_Pf";
-const OTHER: &str = "_Z6vecSubPKfS0_Pf";
+mod common;
+use common::{repo, OTHER, PROBED};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+const PROBES: &str = "tests/probes/bpftime/cuda_counter.bpf.o";
 
 /// The interposer cdylib cargo built beside this test's binary.
 fn interposer() -> PathBuf {
@@ -34,39 +31,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake");
-        let d = dir.path();
-        let cc = |args: &[&str]| {
-            let st = Command::new("cc")
-                .args(args)
-                .status()
-                .expect("cc (gcc) is needed");
-            assert!(st.success(), "cc {args:?}");
-        };
-        let lib = d.join("libcuda.so.1");
-        cc(&[
-            "-shared",
-            "-fPIC",
-            "-o",
-            lib.to_str().unwrap(),
-            fake.join("libcuda.c").to_str().unwrap(),
-        ]);
-        std::os::unix::fs::symlink(&lib, d.join("libcuda.so")).unwrap();
-        cc(&[
-            "-o",
-            d.join("app").to_str().unwrap(),
-            fake.join("app.c").to_str().unwrap(),
-            "-L",
-            d.to_str().unwrap(),
-            "-lcuda",
-            "-ldl",
-        ]);
-        // Two kernels: nvcc's vecAdd under bpftime's name, and a copy under another.
-        let src = std::fs::read_to_string(repo().join("examples/apps/vecadd.ptx")).unwrap();
-        let add = src.replace("_Z6vecAddPKfS0_Pfi", PROBED);
-        let start = add.find(".visible .entry").unwrap();
-        let sub = add[start..].replace(PROBED, OTHER);
-        std::fs::write(d.join("app.ptx"), format!("{add}\n{sub}")).unwrap();
+        common::build(dir.path());
         Fixture { dir }
     }
 

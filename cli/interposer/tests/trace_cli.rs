@@ -3,50 +3,16 @@
 //! and says what it instrumented; exit codes, crashes, rejected probes and probes that
 //! match nothing. No GPU: the fake driver's globals are zeros (every map unbound).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const PROBED: &str = "_Z9vectorAddPKfS0_Pf";
-const OTHER: &str = "_Z6vecSubPKfS0_Pf";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{repo, OTHER, PROBED};
 
 /// The fake driver, the app and its two-kernel PTX, built in a scratch folder.
 fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake");
-    let cc = |args: &[&Path]| {
-        let st = Command::new("cc")
-            .args(args)
-            .status()
-            .expect("cc (gcc) is needed");
-        assert!(st.success());
-    };
-    cc(&[
-        Path::new("-shared"),
-        Path::new("-fPIC"),
-        Path::new("-o"),
-        &d.join("libcuda.so.1"),
-        &fake.join("libcuda.c"),
-    ]);
-    std::os::unix::fs::symlink(d.join("libcuda.so.1"), d.join("libcuda.so")).unwrap();
-    cc(&[
-        Path::new("-o"),
-        &d.join("app"),
-        &fake.join("app.c"),
-        Path::new("-L"),
-        d,
-        Path::new("-lcuda"),
-        Path::new("-ldl"),
-    ]);
-    let src = std::fs::read_to_string(repo().join("examples/apps/vecadd.ptx")).unwrap();
-    let add = src.replace("_Z6vecAddPKfS0_Pfi", PROBED);
-    let start = add.find(".visible .entry").unwrap();
-    let sub = add[start..].replace(PROBED, OTHER);
-    std::fs::write(d.join("app.ptx"), format!("{add}\n{sub}")).unwrap();
+    common::build(dir.path());
     dir
 }
 
