@@ -167,6 +167,30 @@ impl Launch {
     }
 }
 
+/// The module-scope variables PTX text defines: the name of every `.global` declaration
+/// outside functions (`[.visible] .global [.align N] .type NAME[...] [= ...];`; `.extern`
+/// ones are not defined here).
+pub fn global_names(ptx: &str) -> std::collections::HashSet<String> {
+    ptx.lines()
+        .map(str::trim_start)
+        .filter(|l| {
+            let l = l
+                .strip_prefix(".visible")
+                .or_else(|| l.strip_prefix(".weak"))
+                .unwrap_or(l);
+            l.trim_start().starts_with(".global")
+        })
+        .filter_map(|l| {
+            // The first word that is neither a directive nor a number (`.align 8`).
+            let name = l
+                .split_whitespace()
+                .find(|t| !t.starts_with('.') && !t.starts_with(|c: char| c.is_ascii_digit()))?;
+            let end = name.find(['[', ';', '=']).unwrap_or(name.len());
+            Some(name[..end].to_string()).filter(|n| !n.is_empty())
+        })
+        .collect()
+}
+
 /// A three-dimensional launch shape, as `cuLaunchKernel` takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dims {
@@ -388,6 +412,10 @@ impl CopyStream {
 pub struct Module {
     module: sys::CUmodule,
     ctx: Arc<CudaContext>,
+    /// The module-scope variables its PTX declares (`.global`), so that [`Gpu::global`]
+    /// never asks the driver for a name the module lacks: a failed `cuModuleGetGlobal` is
+    /// an API error compute-sanitizer counts, even where the caller expects it.
+    globals: std::collections::HashSet<String>,
 }
 
 // SAFETY: a CUmodule is a handle valid in any thread once its context is bound, which every
@@ -456,6 +484,9 @@ impl Gpu {
         let c = CString::new(name).map_err(|_| GpuError::NoEntry {
             entry: name.to_string(),
         })?;
+        if !module.globals.contains(name) {
+            return Ok(None);
+        }
         self.ctx.bind_to_thread().map_err(driver("bind context"))?;
         let (mut ptr, mut size): (sys::CUdeviceptr, usize) = (0, 0);
         // SAFETY: the module is loaded in this context; the out-pointers are valid.
@@ -572,6 +603,7 @@ impl Gpu {
             CUresult::CUDA_SUCCESS => Ok(Module {
                 module,
                 ctx: self.ctx.clone(),
+                globals: global_names(ptx),
             }),
             code => {
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -754,6 +786,21 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn global_names_are_the_defined_module_variables() {
+        let ptx = ".version 8.0\n.visible .global .align 8 .u64 bpf2ptx_map_a[8] = {1, 2};\n\
+                   .global .align 128 .b8 bpf2ptx_mapcnt_a[384];\n\
+                   .visible .global .align 8 .u64 bpf2ptx_loopcnt_p = 0;\n\
+                   .extern .global .align 8 .b8 elsewhere[16];\n\
+                   .visible .entry k() {\n\tld.global.u64 %rd1, [bpf2ptx_map_a];\n}\n";
+        let mut names: Vec<String> = global_names(ptx).into_iter().collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["bpf2ptx_loopcnt_p", "bpf2ptx_map_a", "bpf2ptx_mapcnt_a"]
+        );
+    }
 
     /// Follows the entry ABI: r0 = mem_len + 2^32, and mem[0] = 0xab when there is memory.
     const PTX: &str = r#"
