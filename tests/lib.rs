@@ -82,36 +82,58 @@ pub fn require_ptxas() -> Option<PathBuf> {
 /// The `bpf2ptx` binary of this build. The tests crate depends only on the `bpf2ptx`
 /// library, so cargo does not build the binary for it: build it here (a no-op when it is
 /// fresh; cargo has released the target-dir lock by the time tests run) into the profile
-/// directory this test binary lives in (`<target>/<profile>/deps/..`, or `examples/..` for
-/// an example such as `benches/verifier-time.rs`).
+/// directory this test binary lives in (`<target>/<profile>/deps/..`).
 pub fn bpf2ptx_bin() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let exe = std::env::current_exe().expect("current_exe");
-            let profile_dir = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("test binary lives in <target>/<profile>/deps or examples");
-            let target_dir = profile_dir.parent().expect("<target>/<profile>");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = std::process::Command::new(cargo);
-            cmd.args(["build", "--quiet", "-p", "bpf2ptx", "--bin", "bpf2ptx"])
-                .current_dir(repo_root())
-                .env("CARGO_TARGET_DIR", target_dir);
-            // `target/debug` is the `dev` profile; any other directory is named after its
-            // profile (`release`, custom ones).
-            let profile = profile_dir.file_name().and_then(|n| n.to_str());
-            if let Some(p) = profile.filter(|&p| p != "debug") {
-                cmd.args(["--profile", p]);
-            }
-            let status = cmd.status().expect("run cargo build -p bpf2ptx");
-            assert!(status.success(), "cargo build -p bpf2ptx failed: {status}");
-            let bin = profile_dir.join(format!("bpf2ptx{}", std::env::consts::EXE_SUFFIX));
-            assert!(bin.is_file(), "{} was not built", bin.display());
-            bin
+            let name = format!("bpf2ptx{}", std::env::consts::EXE_SUFFIX);
+            build_artifact(&["-p", "bpf2ptx", "--bin", "bpf2ptx"], &name)
         })
         .clone()
+}
+
+/// The interposer library `bpf2ptx trace` preloads (`libbpf2ptx_interposer.so`), built as
+/// [`bpf2ptx_bin`] is: a test links the crate's rlib, and cargo builds the cdylib only
+/// when asked.
+pub fn interposer_lib() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            build_artifact(
+                &["-p", "bpf2ptx-interposer", "--lib"],
+                "libbpf2ptx_interposer.so",
+            )
+        })
+        .clone()
+}
+
+/// Runs `cargo build --quiet ARGS` into the profile directory of this test binary and
+/// returns the path of `file` there.
+fn build_artifact(args: &[&str], file: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in <target>/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("<target>/<profile>");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--quiet"])
+        .args(args)
+        .current_dir(repo_root())
+        .env("CARGO_TARGET_DIR", target_dir);
+    // `target/debug` is the `dev` profile; any other directory is named after its
+    // profile (`release`, custom ones).
+    let profile = profile_dir.file_name().and_then(|n| n.to_str());
+    if let Some(p) = profile.filter(|&p| p != "debug") {
+        cmd.args(["--profile", p]);
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success(), "cargo build {args:?} failed: {status}");
+    let out = profile_dir.join(file);
+    assert!(out.is_file(), "{} was not built", out.display());
+    out
 }
 
 /// The kernel oracle shared by the differential tests: `tests/kernel/testrun.c` built with

@@ -14,13 +14,9 @@ use common::{repo, OTHER, PROBED};
 
 const PROBES: &str = "tests/probes/bpftime/cuda_counter.bpf.o";
 
-/// The interposer cdylib cargo built beside this test's binary.
+/// The interposer cdylib, built for this test's profile.
 fn interposer() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let so = dir.join("libbpf2ptx_interposer.so");
-    assert!(so.exists(), "{} not built", so.display());
-    so
+    bpf2ptx_tests::interposer_lib()
 }
 
 /// A scratch folder with the fake driver, the app and the app's PTX built in it.

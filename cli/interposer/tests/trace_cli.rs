@@ -18,8 +18,7 @@ fn fixture() -> tempfile::TempDir {
 
 /// `bpf2ptx trace ARGS -- app MODE app.ptx PROBED OTHER` in `dir`.
 fn trace(dir: &Path, args: &[&str], mode: &str) -> Output {
-    let so = bpf2ptx_tests::bpf2ptx_bin().with_file_name("libbpf2ptx_interposer.so");
-    assert!(so.is_file(), "{} not built", so.display());
+    let so = bpf2ptx_tests::interposer_lib();
     Command::new(bpf2ptx_tests::bpf2ptx_bin())
         .arg("trace")
         .args(args)
@@ -167,7 +166,7 @@ fn a_missing_interposer_or_command_is_bad_input() {
         "{}",
         text(&out.stderr)
     );
-    let so = bpf2ptx_tests::bpf2ptx_bin().with_file_name("libbpf2ptx_interposer.so");
+    let so = bpf2ptx_tests::interposer_lib();
     let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
         .args([
             "trace",
