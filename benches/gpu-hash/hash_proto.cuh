@@ -472,11 +472,14 @@ template <bool AGG = true, bool EARLY = false> HD int update(const HMap &m, u32 
 	u64 hash = fnv1a(key);
 	u64 home = hash & mask;
 	u32 *lock = metap(m, home);
+	// Whether the round reads the count and the lock word with acquire (maps.ptx: after a
+	// wait, or after the recheck below).
+	bool ordered = false;
 	for (u32 round = 0; round < UPDATE_ROUNDS; round++) {
 		// maps.rs at 1b8a677: weak reads before any wait for the lock (the twin waits
 		// only inside lock_home, after them).
-		u64 cnt = EARLY ? 0 : ld_weak_u64(m.cnt);
-		u32 lw = EARLY ? 0 : ld_weak_u32(lock);
+		u64 cnt = EARLY ? 0 : ordered ? ld_acquire_u64(m.cnt) : ld_weak_u64(m.cnt);
+		u32 lw = EARLY ? 0 : ordered ? ld_acquire_u32(lock) : ld_weak_u32(lock);
 		long long d = find(m, key, home);
 		if (d < 0) {
 			if (flags == EXIST)
@@ -495,6 +498,12 @@ template <bool AGG = true, bool EARLY = false> HD int update(const HMap &m, u32 
 			} else if (!m.lru && cnt >= m.max && !(lw & LOCK)) {
 				note(m, C_FULL);
 				return -E_2BIG;
+			} else if (!m.lru && !ordered && cnt < m.max && ld_acquire_u64(m.cnt) >= m.max) {
+				// maps.ptx: a weak count that said room, rechecked with acquire before
+				// the lock; full: the round again with acquire reads (not counted).
+				ordered = true;
+				round--;
+				continue;
 			}
 			if (!lock_home(lock)) {
 				if (EARLY)
