@@ -413,8 +413,9 @@ fn assigned(text: &str, at: usize) -> Option<(usize, usize)> {
         }
         (op, at)
     };
-    // `==`, `<=`, `>=`, `!=` are comparisons.
-    if op == eq && eq > 0 && b"=!<>".contains(&b[eq - 1]) {
+    // `==`, `<=`, `>=`, `!=` are comparisons (`<<=` and `>>=` are not).
+    if matches!(&b[op..eq], b"<" | b">") || (op == eq && eq > 0 && b"=!<>".contains(&b[eq - 1]))
+    {
         return None;
     }
     let head = &text[..op];
