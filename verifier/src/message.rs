@@ -71,6 +71,15 @@ pub fn scalar_range(s: &Scalar) -> String {
     }
 }
 
+/// `1 byte`, `8 bytes`.
+pub fn bytes(n: i64) -> String {
+    if n == 1 {
+        "1 byte".into()
+    } else {
+        format!("{} bytes", number(n.into()))
+    }
+}
+
 /// A stack offset from the frame pointer: `r10-8`, `r10`, `r10+8`.
 pub fn stack_offset(off: i64) -> String {
     match off {

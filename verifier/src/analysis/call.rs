@@ -154,11 +154,20 @@ impl<'a> Explorer<'a> {
                                 .map(|(_, n)| *n)
                                 .collect();
                             let takes = takes.join(", ");
-                            return Err(bad(
-                                self,
-                                &format!("a map of a type this helper takes ({takes})"),
-                            )
-                            .with_help(format!(
+                            return Err(self
+                                .diag(
+                                    Rule::HelperArg,
+                                    i,
+                                    &st,
+                                    &[r],
+                                    format!(
+                                        "{}: argument {} (r{r}) must be a map of a type this helper takes, not {}",
+                                        h.name,
+                                        k + 1,
+                                        self.speaker().map_with_kind(m)
+                                    ),
+                                )
+                                .with_help(format!(
                                 "{} takes {takes} maps: pass one of those, or declare `{}` with one of those types",
                                 h.name, map.name
                             )));

@@ -5,7 +5,7 @@ use super::{same_on_every_path, Explorer, MAX_STACK, R, RDONLY_PROG};
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
 use super::diag::INIT_STACK;
-use crate::message::{number, range, stack_offset, stack_range};
+use crate::message::{bytes, number, range, stack_offset, stack_range};
 use crate::Rule;
 use bpf2ptx_compiler::isa::table::{AluOp, Kind, Size, Width};
 
@@ -146,7 +146,7 @@ impl<'a> Explorer<'a> {
                 format!("offsets {}", range(lo.into(), hi.into()))
             }
         };
-        let what = format!("{verb} of {size} bytes");
+        let what = format!("{verb} of {}", bytes(size));
         match r {
             Region::MapValue { map } => {
                 let speaker = self.speaker();
