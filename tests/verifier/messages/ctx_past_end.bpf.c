@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Read past the context: an entry probe's context is struct bpf2ptx_kernel_ctx (8 bytes),
 // not the 24-byte struct bpf2ptx_mem_ctx of a memory-access probe.
-// expect: mem-bounds; names: context; range: 8..; help: 8 bytes
+// expect: mem-bounds; names: the context; value: offset 8; help: context is 8 bytes
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

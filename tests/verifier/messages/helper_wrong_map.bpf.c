@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Helper argument of the wrong type: bpf_ringbuf_output needs a ringbuf map, and
 // `times` is an array.
-// expect: helper-arg; names: times; help: BPF_MAP_TYPE_RINGBUF
+// expect: helper-arg; names: `times`; value: the map `times` (array); help: takes ringbuf, gpu_ringbuf maps
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

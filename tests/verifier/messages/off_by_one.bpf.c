@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Off-by-one index: `<=` lets the index reach the array's length, one past its end.
-// expect: mem-bounds; names: counts; range: 0..256; help: `<`
+// expect: mem-bounds; names: `counts`; value: index may be 0..256; help: `<` instead of `<=`
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

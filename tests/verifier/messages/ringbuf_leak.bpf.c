@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Ringbuf reservation leak: an early return keeps a reserved record.
-// expect: ringbuf-leak; names: events; help: bpf_ringbuf_discard
+// expect: ringbuf-leak; names: `events`; value: line 22; help: bpf_ringbuf_discard
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

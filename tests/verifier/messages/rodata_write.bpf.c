@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Write to a read-only map: a `const volatile` global lives in .rodata, which the
 // program may only read.
-// expect: rodata-write; names: sample_every; help: const
+// expect: rodata-write; names: `sample_every`; value: a pointer to `sample_every`; help: drop `const` to make it writable
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Stack out of bounds: an index into a stack array that may run past the frame.
-// expect: mem-bounds; names: stack; range: ; help: 512 bytes
+// expect: mem-bounds; names: the stack frame; value: r10-256..r10+248; help: bound the index below 32
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

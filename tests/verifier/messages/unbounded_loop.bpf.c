@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Unbounded loop: the bound comes from a map value, so nothing limits the iterations.
-// expect: loop-bound; names: limits; range: 0..; help: bpf_loop
+// expect: loop-bound; names: `limits`; value: w3 = 0..4294967295; help: bpf_loop
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Unchecked lookup: bpf_map_lookup_elem returns NULL for a key the map does not hold.
-// expect: null-deref; names: warp_hist; help: NULL
+// expect: null-deref; names: `warp_hist`; value: a value of `warp_hist`, or NULL; help: check the pointer against NULL first
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpf2ptx_helpers.h"

@@ -133,8 +133,8 @@ impl<'a> Explorer<'a> {
                 "kconfig externs are read-only: copy the value into a writable variable first".to_string(),
             ),
             (MapOrigin::GlobalData, Some(p)) if !p.map.fields.is_empty() => (
-                format!("{}, a read-only global ({})", p.name, m.name),
-                format!("{} is declared `const`: drop `const` to make it writable (it moves to .data)", p.name),
+                format!("{}, a `const` global", p.name),
+                format!("{} is declared `const`, so it lives in read-only {}: drop `const` to make it writable", p.name, m.name),
             ),
             (MapOrigin::GlobalData, _) => (
                 format!("read-only global data `{}`", m.name),
