@@ -80,11 +80,21 @@ pub fn bytes(n: i64) -> String {
     }
 }
 
+/// `1 entry`, `256 entries`.
+pub fn entries(n: i64) -> String {
+    if n == 1 {
+        "1 entry".into()
+    } else {
+        format!("{} entries", number(n.into()))
+    }
+}
+
 /// A stack offset from the frame pointer: `r10-8`, `r10`, `r10+8`.
 pub fn stack_offset(off: i64) -> String {
     match off {
         0 => "r10".into(),
-        o => format!("r10{o:+}"),
+        o if o < 0 => format!("r10-{}", number(-i128::from(o))),
+        o => format!("r10+{}", number(o.into())),
     }
 }
 
@@ -190,6 +200,7 @@ impl<'a> Speaker<'a> {
             Some(0) => String::new(),
             Some(c) if c < 0 => format!(" - {}", number(-i128::from(c))),
             Some(c) => format!(" + {}", number(c.into())),
+            None if *off == Scalar::unknown() => " + an unknown offset".into(),
             None => format!(" + {}", scalar_range(off)),
         }
     }
@@ -201,6 +212,7 @@ impl<'a> Speaker<'a> {
             Reg::Uninit => "not set".into(),
             Reg::Scalar(s) => match s.as_const() {
                 Some(_) => format!("the number {}", scalar_range(s)),
+                None if *s == Scalar::unknown() => "any number".into(),
                 None => format!("a number, {}", scalar_range(s)),
             },
             Reg::Ptr(region, off) => match region {
@@ -247,7 +259,10 @@ impl<'a> Speaker<'a> {
                 format!("a value of {name}, or NULL")
             }
             Reg::RecordOrNull { size, .. } => format!("a ringbuf record of {size} bytes, or NULL"),
-            Reg::Map(m) => format!("the map {}", self.map_with_kind(*m)),
+            Reg::Map(m) => match self.obj.maps.get(*m as usize) {
+                Some(map) if map.origin == MapOrigin::GlobalData => self.map(*m),
+                _ => format!("the map {}", self.map_with_kind(*m)),
+            },
             Reg::Func(k) => match self.prog.funcs.get(*k) {
                 Some(f) => format!("the address of function {}", f.name),
                 None => format!("the address of function {k}"),
@@ -601,6 +616,10 @@ mod tests {
         assert_eq!(scalar_range(&s), "-256..248");
         assert_eq!(stack_range(-256, 248), "r10-256..r10+248");
         assert_eq!(stack_range(-8, -8), "r10-8");
+        assert_eq!(stack_range(i64::MIN, i64::MAX), "r10-2^63..r10+2^63-1");
+        assert_eq!(entries(1), "1 entry");
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(8), "8 bytes");
     }
 
     #[test]

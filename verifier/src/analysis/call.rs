@@ -176,7 +176,7 @@ impl<'a> Explorer<'a> {
                             || bpf2ptx_runtime::is_helper(id, "map_delete_elem"))
                             && map.flags & RDONLY_PROG != 0
                         {
-                            return Err(self.read_only(i, &st, r, m, None, h.name));
+                            return Err(self.read_only(i, &st, r, m, None, &format!("{} would change", h.name)));
                         }
                         map_arg = Some(m)
                     }
@@ -440,7 +440,7 @@ impl<'a> Explorer<'a> {
                 if access == Access::Write
                     && self.obj.maps[map as usize].flags & RDONLY_PROG != 0 =>
             {
-                Err(self.read_only(i, st, reg, map, Some(o.smin), &format!("{name}'s write")))
+                Err(self.read_only(i, st, reg, map, Some(o.smin), &format!("{name} would write into")))
             }
             Region::IterValue { .. } if access == Access::Write => Err(self.diag(
                 Rule::Iterator,

@@ -112,8 +112,8 @@ impl<'a> Explorer<'a> {
         })
     }
 
-    /// The `rodata-write` diagnostic: `what` (`write`, `atomic update`, `map_update_elem`)
-    /// changes byte `at` (or anything, `None`) of a value of read-only map `map`. It
+    /// The `rodata-write` diagnostic: `what` (`write into`, `map_update_elem would
+    /// change`) changes byte `at` (or anything, `None`) of a value of read-only map `map`. It
     /// names the variable (a `const` global) or the map, and says how to make it
     /// writable.
     pub(super) fn read_only(
@@ -150,7 +150,7 @@ impl<'a> Explorer<'a> {
             i,
             st,
             &[reg],
-            format!("{what} into {name}"),
+            format!("{what} {name}"),
         )
         .with_help(help)
     }

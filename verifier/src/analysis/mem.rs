@@ -5,7 +5,7 @@ use super::{same_on_every_path, Explorer, MAX_STACK, R, RDONLY_PROG};
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
 use super::diag::INIT_STACK;
-use crate::message::{bytes, number, range, stack_offset, stack_range};
+use crate::message::{bytes, entries, number, range, stack_offset, stack_range};
 use crate::Rule;
 use bpf2ptx_compiler::isa::table::{AluOp, Kind, Size, Width};
 
@@ -154,7 +154,7 @@ impl<'a> Explorer<'a> {
                     return self.diag(Rule::MemBounds, i, st, &[reg], format!("{what} at {} is outside the value of map {map}", at(0)));
                 };
                 let (lo, hi) = (first.saturating_sub(p.base), last.saturating_sub(p.base));
-                let bytes = format!("{what} at {} of {} ({} bytes)", at(p.base), p.name, p.size);
+                let whole = format!("{what} at {} of {} ({})", at(p.base), p.name, bytes(p.size));
                 if let Some(a) = p.array {
                     let e = i64::from(a.elem_size);
                     let n = i64::from(a.len);
@@ -166,13 +166,14 @@ impl<'a> Explorer<'a> {
                             st,
                             &[reg],
                             format!(
-                                "index may be {} but {} has {n} entries{}",
+                                "index may be {} but {} has {}{}",
                                 range(ilo.into(), ihi.into()),
                                 p.name,
+                                entries(n),
                                 if n > 0 { format!(" (0..{})", n - 1) } else { String::new() }
                             ),
                         )
-                        .with_note(format!("{bytes}, entries of {e} bytes"));
+                        .with_note(format!("{whole}, entries of {}", bytes(e)));
                         let help = if ilo < 0 {
                             "the index may be negative: give it an unsigned type, or check it against 0 as well".to_string()
                         } else if ihi == n {
@@ -190,7 +191,7 @@ impl<'a> Explorer<'a> {
                     i,
                     st,
                     &[reg],
-                    format!("{what} at {} is outside {} ({} bytes)", at(p.base), p.name, p.size),
+                    format!("{what} at {} is outside {} ({})", at(p.base), p.name, bytes(p.size)),
                 );
                 // An access exactly one element (its own size) past the end: a `<=`
                 // where `<` was meant, as far as bytes can tell.
@@ -219,8 +220,10 @@ impl<'a> Explorer<'a> {
                     // fit below r10; an index counting them must stay below it.
                     let fit = -first / size;
                     d.with_help(format!(
-                        "{frame}: from {}, {fit} entries of {size} bytes fit, so bound the index below {fit}",
-                        stack_offset(first)
+                        "{frame}: from {}, {} of {} fit, so bound the index below {fit}",
+                        stack_offset(first),
+                        entries(fit),
+                        bytes(size)
                     ))
                 } else {
                     d.with_help(format!("{frame}: keep every access inside it"))
@@ -468,7 +471,7 @@ impl<'a> Explorer<'a> {
                 "the context is read-only".into(),
             )),
             Region::MapValue { map } if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 => {
-                Err(self.read_only(i, st, base, map, Some(first), "write"))
+                Err(self.read_only(i, st, base, map, Some(first), "write into"))
             }
             Region::IterValue { .. } => Err(self.diag(
                 Rule::Iterator,

@@ -361,7 +361,7 @@ impl<'a> Explorer<'a> {
                 if let Reg::Ptr(Region::MapValue { map }, ref o) = base {
                     if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 {
                         let at = o.smin.saturating_add(ins.off.into());
-                        return Err(self.read_only(i, &st, d, map, Some(at), "atomic update"));
+                        return Err(self.read_only(i, &st, d, map, Some(at), "atomic update into"));
                     }
                 }
                 if op == AtomicOp::Add && !fetch {
@@ -396,7 +396,8 @@ impl<'a> Explorer<'a> {
                         &st,
                         &[d],
                         format!(
-                            "an atomic on a spilled pointer ({old}) would turn it into a number"
+                            "an atomic on a spilled pointer ({}) would turn it into a number",
+                            self.speaker().value(&old)
                         ),
                     ));
                 }
