@@ -76,8 +76,14 @@ fn check_text(name: &str, text: &str, e: &Expect) -> Vec<String> {
         text.contains(&format!("error[{}]: ", e.rule)),
         format!("no `error[{}]`", e.rule),
     );
-    need(text.contains(&e.names), format!("does not name {}", e.names));
-    need(text.contains(&e.value), format!("does not show `{}`", e.value));
+    need(
+        text.contains(&e.names),
+        format!("does not name {}", e.names),
+    );
+    need(
+        text.contains(&e.value),
+        format!("does not show `{}`", e.value),
+    );
     // The source line: `NN | code`, then the caret line under it.
     let caret = text.lines().collect::<Vec<_>>().windows(2).any(|w| {
         w[0].split_once(" | ")
@@ -92,10 +98,16 @@ fn check_text(name: &str, text: &str, e: &Expect) -> Vec<String> {
                 .any(|l| l.starts_with("help: ") && l.contains(h.as_str())),
             format!("no `help:` line with `{h}`"),
         ),
-        None => need(!text.contains("\nhelp: "), "a help line where none is expected".into()),
+        None => need(
+            !text.contains("\nhelp: "),
+            "a help line where none is expected".into(),
+        ),
     }
     for raw in ["map#", "umax=", "var=(", "`.bss`", "map_value(", "fp0"] {
-        need(!text.contains(raw), format!("shows raw state `{raw}` without --verbose"));
+        need(
+            !text.contains(raw),
+            format!("shows raw state `{raw}` without --verbose"),
+        );
     }
     bad
 }
@@ -146,7 +158,10 @@ fn messages_for_probe_authors() {
         }
         let d = &doc["programs"][0]["errors"][0];
         if d["rule"] != e.rule.as_str() || d["line"]["col"].as_u64().unwrap_or(0) == 0 {
-            failures.push(format!("{name}: JSON's first error is not {} with a column: {d}", e.rule));
+            failures.push(format!(
+                "{name}: JSON's first error is not {} with a column: {d}",
+                e.rule
+            ));
         }
         if e.help.is_some() != d["help"].is_string() {
             failures.push(format!("{name}: JSON help is {}", d["help"]));

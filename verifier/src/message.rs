@@ -412,7 +412,9 @@ fn underline(text: &str, col: u32) -> (usize, usize) {
                 end = k + 1;
             }
             Some(b'.') if b.get(end + 1).is_some_and(|&c| ident(c)) => end += 1,
-            Some(b'-') if b.get(end + 1) == Some(&b'>') && b.get(end + 2).is_some_and(|&c| ident(c)) => {
+            Some(b'-')
+                if b.get(end + 1) == Some(&b'>') && b.get(end + 2).is_some_and(|&c| ident(c)) =>
+            {
                 end += 2
             }
             _ => return (start, end),
@@ -438,8 +440,7 @@ fn assigned(text: &str, at: usize) -> Option<(usize, usize)> {
         (op, at)
     };
     // `==`, `<=`, `>=`, `!=` are comparisons (`<<=` and `>>=` are not).
-    if matches!(&b[op..eq], b"<" | b">") || (op == eq && eq > 0 && b"=!<>".contains(&b[eq - 1]))
-    {
+    if matches!(&b[op..eq], b"<" | b">") || (op == eq && eq > 0 && b"=!<>".contains(&b[eq - 1])) {
         return None;
     }
     let head = &text[..op];
@@ -515,10 +516,7 @@ impl Render<'_> {
         for n in &d.notes {
             note(&format!("note: {n}"));
         }
-        note(&format!(
-            "note: in {}, insn {}: `{}`",
-            d.func, d.pc, d.insn
-        ));
+        note(&format!("note: in {}, insn {}: `{}`", d.func, d.pc, d.insn));
         for r in &d.regs {
             note(&format!("note: r{} = {}", r.reg, r.shown));
         }
@@ -570,7 +568,10 @@ impl std::fmt::Display for PathStep {
             } => {
                 let how = if *taken { "taken" } else { "not taken" };
                 let which = line.map_or_else(|| format!("insn {pc}"), |l| format!("line {l}"));
-                write!(f, "around the loop at {which}, {times} times (insn {pc} {how})")
+                write!(
+                    f,
+                    "around the loop at {which}, {times} times (insn {pc} {how})"
+                )
             }
         }
     }

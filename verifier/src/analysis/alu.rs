@@ -37,17 +37,18 @@ impl<'a> Explorer<'a> {
             {
                 Ok(Reg::Scalar(Scalar::unknown()))
             }
-            (l @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }), _) => Err(self.diag(
-                Rule::NullDeref,
-                i,
-                st,
-                &[d],
-                format!(
-                    "arithmetic on r{d} before it is checked against NULL: it is {}",
-                    self.speaker().value(&l)
-                ),
-            )
-            .with_help(CHECK_NULL)),
+            (l @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }), _) => Err(self
+                .diag(
+                    Rule::NullDeref,
+                    i,
+                    st,
+                    &[d],
+                    format!(
+                        "arithmetic on r{d} before it is checked against NULL: it is {}",
+                        self.speaker().value(&l)
+                    ),
+                )
+                .with_help(CHECK_NULL)),
             (l, r) => {
                 let which = if l.is_pointer() { d } else { s };
                 let p = if l.is_pointer() { l } else { r };

@@ -2,9 +2,9 @@
 //! against the runtime catalogue's prototypes (maps, memory arguments, ringbuf references,
 //! constant strings). BPF-to-BPF calls push their frame in `step`.
 
+use super::diag::INIT_STACK;
 use super::mem::spill_bytes;
 use super::{same_on_every_path, Explorer, Step, MAX_STACK, R, RDONLY_PROG};
-use super::diag::INIT_STACK;
 use crate::message::stack_offset;
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
@@ -176,7 +176,14 @@ impl<'a> Explorer<'a> {
                             || bpf2ptx_runtime::is_helper(id, "map_delete_elem"))
                             && map.flags & RDONLY_PROG != 0
                         {
-                            return Err(self.read_only(i, &st, r, m, None, &format!("{} would change", h.name)));
+                            return Err(self.read_only(
+                                i,
+                                &st,
+                                r,
+                                m,
+                                None,
+                                &format!("{} would change", h.name),
+                            ));
                         }
                         map_arg = Some(m)
                     }
@@ -363,7 +370,12 @@ impl<'a> Explorer<'a> {
             }
             Ret::NoReturn => {
                 if let Some(&(_, at)) = st.refs.first() {
-                    return Err(self.record_leak(&st, i, at, &format!("{} ends the program", h.name)));
+                    return Err(self.record_leak(
+                        &st,
+                        i,
+                        at,
+                        &format!("{} ends the program", h.name),
+                    ));
                 }
                 return Ok(Step::End);
             }
@@ -440,7 +452,14 @@ impl<'a> Explorer<'a> {
                 if access == Access::Write
                     && self.obj.maps[map as usize].flags & RDONLY_PROG != 0 =>
             {
-                Err(self.read_only(i, st, reg, map, Some(o.smin), &format!("{name} would write into")))
+                Err(self.read_only(
+                    i,
+                    st,
+                    reg,
+                    map,
+                    Some(o.smin),
+                    &format!("{name} would write into"),
+                ))
             }
             Region::IterValue { .. } if access == Access::Write => Err(self.diag(
                 Rule::Iterator,

@@ -4,11 +4,11 @@
 
 use super::Explorer;
 use crate::message::{condense, range, scalar_range, Speaker};
-use bpf2ptx_compiler::isa::table::{AluOp, Kind, Src, Width};
-use std::fmt::Write as _;
 use crate::state::{Reg, State};
 use crate::{Diagnostic, Rule};
+use bpf2ptx_compiler::isa::table::{AluOp, Kind, Src, Width};
 use bpf2ptx_compiler::program::{LineRef, MapOrigin};
+use std::fmt::Write as _;
 
 /// The help of every NULL check a program misses: the fix is the same everywhere.
 pub(super) const CHECK_NULL: &str =
@@ -145,14 +145,8 @@ impl<'a> Explorer<'a> {
                 format!("drop BPF_F_RDONLY_PROG from `{}`'s map_flags to make it writable by the program", m.name),
             ),
         };
-        self.diag(
-            Rule::RodataWrite,
-            i,
-            st,
-            &[reg],
-            format!("{what} {name}"),
-        )
-        .with_help(help)
+        self.diag(Rule::RodataWrite, i, st, &[reg], format!("{what} {name}"))
+            .with_help(help)
     }
 
     /// The `null-deref` diagnostic: register `reg` holds `v`, a lookup or reservation
@@ -169,7 +163,10 @@ impl<'a> Explorer<'a> {
         let why = match v {
             Reg::MapValueOrNull { map, .. } => format!(
                 "bpf_map_lookup_elem on `{}` returns NULL for a key the map does not hold",
-                self.obj.maps.get(*map as usize).map_or("?", |m| m.name.as_str())
+                self.obj
+                    .maps
+                    .get(*map as usize)
+                    .map_or("?", |m| m.name.as_str())
             ),
             _ => "bpf_ringbuf_reserve returns NULL when the ring has no room".to_string(),
         };
@@ -218,7 +215,11 @@ impl<'a> Explorer<'a> {
     fn origin(&self, at: usize, r: u8) -> Option<(usize, u32)> {
         let f = self.func_of(at);
         let start = self.prog.funcs.get(f).map_or(0, |x| x.start);
-        let end = self.prog.funcs.get(f + 1).map_or(self.prog.insns.len(), |x| x.start);
+        let end = self
+            .prog
+            .funcs
+            .get(f + 1)
+            .map_or(self.prog.insns.len(), |x| x.start);
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); end - start];
         for j in start..end {
             for s in self.cfg.successors(&self.prog.insns, j) {
@@ -279,9 +280,7 @@ impl<'a> Explorer<'a> {
         if let (Kind::Jmp(_, w, _), Some((dst, src))) = (ins.kind(), &self.last_test[hot]) {
             let speaker = self.speaker();
             let show = |v: &Reg| match v {
-                Reg::Scalar(x) if w == Width::W32 => {
-                    range(x.u32min.into(), x.u32max.into())
-                }
+                Reg::Scalar(x) if w == Width::W32 => range(x.u32min.into(), x.u32max.into()),
                 Reg::Scalar(x) => scalar_range(x),
                 v => speaker.value(v),
             };

@@ -327,7 +327,12 @@ impl Explorer<'_> {
             return Ok(());
         }
         if let Some(&(_, r)) = st.refs.first() {
-            return Err(self.record_leak(st, at, r, "this loop's budget may run out and end the program"));
+            return Err(self.record_leak(
+                st,
+                at,
+                r,
+                "this loop's budget may run out and end the program",
+            ));
         }
         let l = self.loop_stack.last().expect("a head was just visited").0;
         self.loops[l].deferred.push(Deferred::End);

@@ -1,11 +1,11 @@
 //! Memory: region sizes and bounds checks, the pointer behind a load or store, and the
 //! stack's slots (spills, narrow spills, initialised bytes) as loads and stores see them.
 
+use super::diag::INIT_STACK;
 use super::{same_on_every_path, Explorer, MAX_STACK, R, RDONLY_PROG};
+use crate::message::{bytes, entries, number, range, stack_offset, stack_range};
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
-use super::diag::INIT_STACK;
-use crate::message::{bytes, entries, number, range, stack_offset, stack_range};
 use crate::Rule;
 use bpf2ptx_compiler::isa::table::{AluOp, Kind, Size, Width};
 
@@ -100,7 +100,16 @@ impl<'a> Explorer<'a> {
         let last = smax.checked_add(extra).and_then(|x| x.checked_add(size));
         match (first, last) {
             (Some(f), Some(l)) if f >= lo && l <= hi => Ok((f, l - size)),
-            _ => Err(self.out_of_bounds(st, i, reg, r, smin.saturating_add(extra), smax.saturating_add(extra), size, hi)),
+            _ => Err(self.out_of_bounds(
+                st,
+                i,
+                reg,
+                r,
+                smin.saturating_add(extra),
+                smax.saturating_add(extra),
+                size,
+                hi,
+            )),
         }
     }
 

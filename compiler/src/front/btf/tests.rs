@@ -454,10 +454,7 @@ fn map_fields_name_variables_members_and_arrays() {
         .iter()
         .map(|f| (f.name.as_str(), f.offset, f.size, f.array.map(|a| a.len)))
         .collect();
-    assert_eq!(
-        names,
-        [("threshold", 0, 8, None), ("msg", 8, 10, Some(10))]
-    );
+    assert_eq!(names, [("threshold", 0, 8, None), ("msg", 8, 10, Some(10))]);
     assert_eq!(rodata.field_at(9).map(|f| f.name.as_str()), Some("msg"));
     assert_eq!(rodata.field_at(18), None);
     let events = by_name("events");
@@ -468,7 +465,12 @@ fn map_fields_name_variables_members_and_arrays() {
         .collect();
     assert_eq!(
         members,
-        [("ts", 0, 8), ("pid", 8, 4), ("cpu", 12, 4), ("comm", 16, 16)]
+        [
+            ("ts", 0, 8),
+            ("pid", 8, 4),
+            ("cpu", 12, 4),
+            ("comm", 16, 16)
+        ]
     );
     // `counters` gives sizes, not types: nothing to name.
     assert!(by_name("counters").fields.is_empty());

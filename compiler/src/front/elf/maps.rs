@@ -206,7 +206,9 @@ pub(super) fn read_maps<'a>(
         } else {
             0
         };
-        let fields = btf.as_ref().map_or_else(Vec::new, |b| data_fields(b, &name, size));
+        let fields = btf
+            .as_ref()
+            .map_or_else(Vec::new, |b| data_fields(b, &name, size));
         data_map.insert(di, maps.len());
         maps.push(Map {
             name: name.clone(),
