@@ -348,6 +348,9 @@ pub const MAX_LOOP_BLOCK: usize = 16;
 /// The most path steps the text shows (the latest); JSON has them all.
 pub const SHOWN_STEPS: usize = 8;
 
+/// Reads line `line` (1-based) of the source file at `path`, where that file exists.
+pub type SourceLines<'a> = dyn Fn(&str, u32) -> Option<String> + 'a;
+
 /// How to print a [`Diagnostic`]: `Display` is `Render::default()`.
 #[derive(Default)]
 pub struct Render<'a> {
@@ -358,7 +361,7 @@ pub struct Render<'a> {
     /// (the CLI reads it from disk). Without it, or when the file's line differs from
     /// the text BTF recorded at compile time (the file changed since), the recorded
     /// text is shown.
-    pub source: Option<&'a dyn Fn(&str, u32) -> Option<String>>,
+    pub source: Option<&'a SourceLines<'a>>,
 }
 
 /// Tabs in a shown source line become this many spaces (as rustc shows them), the caret

@@ -224,7 +224,7 @@ impl<'a> Explorer<'a> {
                     ),
                 );
                 let frame = format!("the stack frame is {MAX_STACK} bytes, {}..{}", stack_offset(-MAX_STACK), stack_offset(-1));
-                if first >= -MAX_STACK && first < 0 && last.saturating_add(size) > 0 && last > first {
+                if (-MAX_STACK..0).contains(&first) && last.saturating_add(size) > 0 && last > first {
                     // Over the top: from the lowest start, this many accesses of this size
                     // fit below r10; an index counting them must stay below it.
                     let fit = -first / size;
