@@ -83,16 +83,6 @@ impl<'a> Explorer<'a> {
             .rev()
             .map(|&(pc, taken)| crate::Decision { pc, taken })
             .collect();
-        let line_of = |pc: usize| {
-            let i = self.cfg.at(pc as i64)?;
-            self.line_at(i).map(|l| l.line)
-        };
-        let backward = |pc: usize| {
-            self.cfg
-                .at(pc as i64)
-                .and_then(|i| self.prog.insns[i].jump_rel())
-                .is_some_and(|r| r < 0)
-        };
         Box::new(Diagnostic {
             rule,
             pc: self.cfg.pc(i),
@@ -107,7 +97,8 @@ impl<'a> Explorer<'a> {
             regs,
             path,
             notes: Vec::new(),
-            trail: condense(&self.history, &line_of, &backward),
+            // Filled by `report`, for the one diagnostic of many paths that is kept.
+            trail: Vec::new(),
             help: None,
         })
     }
@@ -310,11 +301,29 @@ impl<'a> Explorer<'a> {
 
     // Diagnostics travel boxed through `R<T>` (they are large); unboxing here would copy.
     #[allow(clippy::boxed_local)]
-    pub(super) fn report(&mut self, e: Box<Diagnostic>) {
+    pub(super) fn report(&mut self, mut e: Box<Diagnostic>) {
         // One report per instruction and rule: another path reaching the same error adds
         // nothing the user can act on.
         if !self.errors.iter().any(|x| x.pc == e.pc && x.rule == e.rule) {
+            e.trail = self.trail();
             self.errors.push(*e);
         }
+    }
+
+    /// The current path condensed ([`condense`]): the diagnostic's `trail`. Computed
+    /// only for a diagnostic that is kept, since the path may be long (a loop's every
+    /// iteration) and many paths may reach one error.
+    pub(super) fn trail(&self) -> Vec<crate::PathStep> {
+        let line_of = |pc: usize| {
+            let i = self.cfg.at(pc as i64)?;
+            self.line_at(i).map(|l| l.line)
+        };
+        let backward = |pc: usize| {
+            self.cfg
+                .at(pc as i64)
+                .and_then(|i| self.prog.insns[i].jump_rel())
+                .is_some_and(|r| r < 0)
+        };
+        condense(&self.history, &line_of, &backward)
     }
 }

@@ -264,7 +264,7 @@ impl<'a> Explorer<'a> {
                             )
                         }
                     };
-                    self.errors.push(*e);
+                    self.report(e);
                     return;
                 }
                 steps += 1;
