@@ -463,7 +463,7 @@ fn assigned(text: &str, at: usize) -> Option<(usize, usize)> {
     (end > start).then_some((start, end))
 }
 
-/// Expands tabs in `text[..upto]` to [`TAB`] spaces: the shown width of that prefix.
+/// The width `text` takes when shown, tabs as [`TAB`] spaces: where the caret goes.
 fn shown_width(text: &str) -> usize {
     text.chars().map(|c| if c == '\t' { TAB } else { 1 }).sum()
 }
