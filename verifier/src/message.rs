@@ -160,23 +160,9 @@ impl<'a> Speaker<'a> {
     /// Offsets outside the value name the field nearest to them (the first or the last),
     /// which is the one an index ran out of.
     pub fn place(&self, m: u32, off: i64) -> Option<Place<'a>> {
-        let map = self.obj.maps.get(m as usize)?;
-        let size = i64::from(map.value_size);
-        let clamped = off.clamp(0, (size - 1).max(0));
-        let whole = || Place {
-            name: self.map(m),
-            base: 0,
-            size,
-            array: None,
-            map,
-        };
-        let whole = match map.origin {
-            MapOrigin::GlobalData => whole(),
-            _ => Place {
-                name: format!("a value of `{}`", map.name),
-                ..whole()
-            },
-        };
+        let whole = self.whole(m)?;
+        let map = whole.map;
+        let clamped = off.clamp(0, (whole.size - 1).max(0));
         let Some(f) = map.field_at(clamped) else {
             return Some(whole);
         };
@@ -192,6 +178,39 @@ impl<'a> Speaker<'a> {
             array: f.array,
             map,
         })
+    }
+
+    /// A whole value of map `m` (global data: the section) as a [`Place`].
+    fn whole(&self, m: u32) -> Option<Place<'a>> {
+        let map = self.obj.maps.get(m as usize)?;
+        let name = match map.origin {
+            MapOrigin::GlobalData => self.map(m),
+            _ => format!("a value of `{}`", map.name),
+        };
+        Some(Place {
+            name,
+            base: 0,
+            size: i64::from(map.value_size),
+            array: None,
+            map,
+        })
+    }
+
+    /// What a pointer with offsets `lo..=hi` into a value of map `m` points into: the
+    /// field at `lo` when no other field starts in `lo+1..=hi` (an index into
+    /// `counts`, even one that runs past its end), else the whole value (`a value of
+    /// `hist` + 0..128` rather than `total` + 0..128 when the offsets cross into `slots`).
+    fn pointer_place(&self, m: u32, lo: i64, hi: i64) -> Option<Place<'a>> {
+        let p = self.place(m, lo)?;
+        let crosses = p.map.fields.iter().any(|f| {
+            let at = i64::from(f.offset);
+            at > p.base && at > lo && at <= hi
+        });
+        if crosses {
+            self.whole(m)
+        } else {
+            Some(p)
+        }
     }
 
     /// The pointer offset `+ 8`, `- 4`, `+ 0..2048`; empty for 0.
@@ -225,9 +244,9 @@ impl<'a> Speaker<'a> {
                     }
                 }
                 Region::MapValue { map } => {
-                    match self.place(*map, off.smin) {
-                        // Relative to the variable: the user's `&counts[i]`.
-                        Some(p) if p.base != 0 || p.map.origin == MapOrigin::GlobalData => {
+                    match self.pointer_place(*map, off.smin, off.smax) {
+                        // Relative to the variable or member: the user's `&counts[i]`.
+                        Some(p) => {
                             let rel = Scalar::alu(
                                 bpf2ptx_compiler::isa::table::AluOp::Sub,
                                 bpf2ptx_compiler::isa::table::Width::W64,
@@ -236,7 +255,6 @@ impl<'a> Speaker<'a> {
                             );
                             format!("a pointer to {}{}", p.name, Self::offset(&rel))
                         }
-                        Some(p) => format!("a pointer to {}{}", p.name, Self::offset(off)),
                         None => format!("a pointer to {}{}", self.map(*map), Self::offset(off)),
                     }
                 }
