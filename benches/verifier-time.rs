@@ -230,16 +230,13 @@ fn verify(bpf2ptx: &Path, file: &Path, tmp: &Path) -> OurRun {
         Some(1) => "rejected",
         _ => panic!("bpf2ptx verify {}: {}", file.display(), text),
     };
-    // An error is `error[rule]: insn ...` with its message on the next line; an
-    // acceptance is one line ending in the worst case.
+    // An error is `error[rule]: message` (specs/verifier.md, "Output"); an acceptance is
+    // one line ending in the worst case.
     let lines: Vec<&str> = text.lines().collect();
-    let reason = match lines.iter().position(|l| l.starts_with("error[")) {
-        Some(i) => {
-            let rule = lines[i]
-                .strip_prefix("error[")
-                .and_then(|l| l.split(']').next())
-                .unwrap_or("");
-            format!("{rule}: {}", lines.get(i + 1).map_or("", |l| l.trim()))
+    let reason = match lines.iter().find_map(|l| l.strip_prefix("error[")) {
+        Some(l) => {
+            let (rule, message) = l.split_once("]: ").unwrap_or((l, ""));
+            format!("{rule}: {}", message.trim())
         }
         None => lines
             .first()

@@ -171,6 +171,10 @@ enum Command {
         /// FILE --kconfig`.
         #[arg(long, value_name = "FILE")]
         kconfig: Option<PathBuf>,
+        /// Also print each error's raw verifier state: register values as the verifier
+        /// holds them (ranges, known bits) and the last branch decisions one by one.
+        #[arg(long, short)]
+        verbose: bool,
     },
     /// Run a program once on the GPU (or the reference interpreter) and print r0; with a
     /// directory, run every .data file in it and print `N passed, N failed`.
@@ -300,7 +304,8 @@ fn main() {
             file,
             format,
             kconfig,
-        }) => verify(&file, format, kconfig.as_deref(), cli.loop_budget),
+            verbose,
+        }) => verify(&file, format, kconfig.as_deref(), cli.loop_budget, verbose),
         Some(Command::Inject(args)) => inject_cmd(&args, cli.loop_budget),
         Some(Command::Trace(args)) => bpf2ptx::trace::trace(&args, cli.loop_budget),
         Some(Command::Run {
@@ -432,7 +437,30 @@ fn dump(file: &Path, format: Format) -> i32 {
     exit::OK
 }
 
-fn verify(file: &Path, format: Format, kconfig: Option<&Path>, loop_budget: Option<u64>) -> i32 {
+/// Line `line` (1-based) of the source file a diagnostic names: at the recorded path
+/// (relative paths from the current directory), else beside the object `obj` when the
+/// recorded path is relative (the object was built where its source is). `None` when
+/// neither exists; the message then shows the line text BTF recorded.
+fn source_line(obj: &Path, path: &str, line: u32) -> Option<String> {
+    let recorded = Path::new(path);
+    let beside = (!recorded.is_absolute())
+        .then(|| obj.parent().map(|d| d.join(recorded)))
+        .flatten();
+    let text = std::fs::read_to_string(recorded)
+        .ok()
+        .or_else(|| std::fs::read_to_string(beside?).ok())?;
+    text.lines()
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)
+        .map(str::to_string)
+}
+
+fn verify(
+    file: &Path,
+    format: Format,
+    kconfig: Option<&Path>,
+    loop_budget: Option<u64>,
+    verbose: bool,
+) -> i32 {
     let mut obj = match load(file) {
         Ok(o) => o,
         Err(c) => return c,
@@ -562,8 +590,13 @@ fn verify(file: &Path, format: Format, kconfig: Option<&Path>, loop_budget: Opti
                             errs.len(),
                             if errs.len() == 1 { "" } else { "s" }
                         );
+                        let read = |path: &str, line: u32| source_line(file, path, line);
+                        let render = bpf2ptx_verifier::message::Render {
+                            verbose,
+                            source: Some(&read),
+                        };
                         for e in errs {
-                            eprintln!("{e}");
+                            eprintln!("{}", render.render(e));
                         }
                     }
                 }

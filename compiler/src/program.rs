@@ -190,6 +190,37 @@ pub struct Map {
     /// For a map of maps: its initial entries, in slot order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<MapSlot>,
+    /// The named parts of a value, where BTF describes them ([`Field`]): what messages
+    /// call the bytes of a value (`counts[3]`, not "offset 24 of .bss"). Empty without
+    /// BTF.
+    #[serde(skip)]
+    pub fields: Vec<Field>,
+}
+
+/// A named part of a map's value, from BTF: a variable of a global-data section (a
+/// `VAR` of its `DATASEC`), a member of a struct value, or the whole value when it is an
+/// array (then the name is empty and the map's name stands for it). The user wrote
+/// `counts[i]` against a `__u64 counts[256]`; the verifier sees byte offsets into `.bss`.
+/// A field turns them back into the variable and the index the user wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Field {
+    /// The variable's or member's name; empty for a whole array value.
+    pub name: String,
+    /// Byte offset in the value.
+    pub offset: u32,
+    /// Bytes.
+    pub size: u32,
+    /// When the field is an array: its elements' size and how many there are.
+    pub array: Option<ArrayShape>,
+}
+
+/// The shape of an array field: `len` elements of `elem_size` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ArrayShape {
+    /// Bytes per element (at least 1).
+    pub elem_size: u32,
+    /// Elements.
+    pub len: u32,
 }
 
 impl Map {
@@ -203,6 +234,13 @@ impl Map {
     /// e.g. `m.is(MapKind::is_array_like)`).
     pub fn is(&self, p: fn(MapKind) -> bool) -> bool {
         self.kind().is_some_and(p)
+    }
+
+    /// The field holding byte `off` of a value, where BTF describes one.
+    pub fn field_at(&self, off: i64) -> Option<&Field> {
+        self.fields
+            .iter()
+            .find(|f| off >= i64::from(f.offset) && off < i64::from(f.offset) + i64::from(f.size))
     }
 }
 

@@ -141,7 +141,7 @@ const CASES: &[Case] = &[
         stdout: &["program direct_inner (exit probe of kernel vecadd, 8-byte context): accepted"],
         stderr: &[
             "program lookup_outer (entry probe of kernel vecadd, 8-byte context): rejected",
-            "not array_of_maps(12)",
+            "not `outer_arr` (array_of_maps)",
         ],
     },
     Case {

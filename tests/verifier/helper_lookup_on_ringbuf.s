@@ -5,6 +5,6 @@ r1 = 0
 r2 = r10
 r2 += -4
 r1 = map_idx(0) ll
-call 1                   ; error: helper-arg not ringbuf
+call 1                   ; error: helper-arg not `rb` (ringbuf)
 r0 = 0
 exit

@@ -7,6 +7,6 @@ r3 = 0
 r4 = r10
 r4 += -8
 r5 = 8
-call 25                  ; error: helper-arg hash(1)
+call 25                  ; error: helper-arg not `h` (hash)
 r0 = 0
 exit

@@ -7,7 +7,7 @@ r2 += -4
 r1 = map_idx(0) ll
 call 1
 if r0 == 0 goto out
-r1 = *(u64 *)(r0 + 1)    ; error: mem-bounds outside the value of map counters
+r1 = *(u64 *)(r0 + 1)    ; error: mem-bounds outside a value of `counters`
 out:
 r0 = 0
 exit

@@ -7,7 +7,7 @@ r2 += -4
 r1 = map_idx(0) ll
 call 1
 if r0 == 0 goto out
-r1 = *(u32 *)(r0 + 13)    ; error: mem-bounds outside the value of map vals (16 bytes)
+r1 = *(u32 *)(r0 + 13)    ; error: mem-bounds outside a value of `vals` (16 bytes)
 out:
 r0 = 0
 exit

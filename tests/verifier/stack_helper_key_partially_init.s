@@ -5,6 +5,6 @@ r1 = 0
 r2 = r10
 r2 += -8
 r1 = map_idx(0) ll
-call 1                   ; error: stack-uninit fp-4
+call 1                   ; error: stack-uninit r10-4
 r0 = 0
 exit

@@ -8,6 +8,6 @@ r2 += -24
 r3 = 24
 r4 = 0
 r1 = map_idx(0) ll
-call 130                 ; error: stack-uninit fp-24
+call 130                 ; error: stack-uninit r10-24
 r0 = 0
 exit

@@ -67,6 +67,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+pub mod message;
 mod plain_add;
 pub mod scalar;
 pub mod state;
@@ -157,6 +158,11 @@ impl Rule {
 }
 
 /// Why a program is rejected, at one instruction.
+///
+/// The text form (`Display`, [`message::Render`]) speaks to the probe author: the message
+/// in the source's names and decimal ranges, the source line with a caret, notes, the
+/// path with loops condensed, and a `help:` line where the fix is mechanical. The JSON
+/// form (`Serialize`) has every field, the raw state included.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// The rule broken.
@@ -169,12 +175,34 @@ pub struct Diagnostic {
     pub func: String,
     /// Its source line, where line information exists.
     pub line: Option<LineRef>,
-    /// What is wrong.
+    /// What is wrong, in the user's terms: maps and variables by their names, values as
+    /// decimal ranges.
     pub message: String,
     /// The abstract state of the registers involved.
     pub regs: Vec<RegState>,
     /// The branch decisions on the path that leads here, oldest first (at most 12).
     pub path: Vec<Decision>,
+    /// More about the error than the message says (the access, the loop's exit test).
+    pub notes: Vec<String>,
+    /// The whole path that leads here, a loop's iterations folded into one step
+    /// ([`message::condense`]).
+    pub trail: Vec<PathStep>,
+    /// What to change, where the fix is mechanical (`<` for `<=`, a NULL check, ...).
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// The diagnostic with a `help:` line.
+    pub(crate) fn with_help(mut self: Box<Self>, help: impl Into<String>) -> Box<Self> {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The diagnostic with one more note.
+    pub(crate) fn with_note(mut self: Box<Self>, note: impl Into<String>) -> Box<Self> {
+        self.notes.push(note.into());
+        self
+    }
 }
 
 /// A register's abstract value in a diagnostic.
@@ -182,8 +210,11 @@ pub struct Diagnostic {
 pub struct RegState {
     /// Register number.
     pub reg: u8,
-    /// Its value, as the verifier knows it (`scalar(umin=0,umax=255)`, `fp0-8`, ...).
+    /// Its value, as the verifier knows it (`scalar(umin=0,umax=255)`, `fp0-8`, ...),
+    /// maps by their names.
     pub value: String,
+    /// Its value in the user's terms (`a number, 0..255`, `a pointer to `counts` + 8`).
+    pub shown: String,
 }
 
 /// A branch decision on the path to a diagnostic.
@@ -195,43 +226,35 @@ pub struct Decision {
     pub taken: bool,
 }
 
+/// One step of a diagnostic's condensed path ([`Diagnostic::trail`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PathStep {
+    /// A branch decision.
+    Branch {
+        /// Slot index of the conditional jump.
+        pc: usize,
+        /// Whether the jump was taken.
+        taken: bool,
+        /// Its source line, where line information exists.
+        line: Option<u32>,
+    },
+    /// The same decisions, iteration after iteration: around a loop `times` times.
+    Loop {
+        /// Slot index of the jump that names the loop (the one back to its head).
+        pc: usize,
+        /// Whether that jump was taken.
+        taken: bool,
+        /// Its source line, where line information exists.
+        line: Option<u32>,
+        /// Iterations.
+        times: u64,
+    },
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "error[{}]: insn {}: `{}` in {}",
-            self.rule.name(),
-            self.pc,
-            self.insn,
-            self.func
-        )?;
-        if let Some(l) = &self.line {
-            let file = l.file.rsplit('/').next().unwrap_or(&l.file);
-            write!(f, " ({file}:{}", l.line)?;
-            if !l.text.is_empty() {
-                write!(f, ": {}", l.text.trim())?;
-            }
-            f.write_str(")")?;
-        }
-        write!(f, "\n  {}", self.message)?;
-        for r in &self.regs {
-            write!(f, "\n  r{} = {}", r.reg, r.value)?;
-        }
-        if !self.path.is_empty() {
-            let steps: Vec<String> = self
-                .path
-                .iter()
-                .map(|d| {
-                    format!(
-                        "insn {} {}",
-                        d.pc,
-                        if d.taken { "taken" } else { "not taken" }
-                    )
-                })
-                .collect();
-            write!(f, "\n  path: {}", steps.join(", "))?;
-        }
-        Ok(())
+        f.write_str(&message::Render::default().render(self))
     }
 }
 
@@ -616,6 +639,9 @@ pub fn verify_with(
                 message: e.message,
                 regs: Vec::new(),
                 path: Vec::new(),
+                notes: Vec::new(),
+                trail: Vec::new(),
+                help: None,
             })
             .collect());
     }

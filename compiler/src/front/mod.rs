@@ -331,6 +331,7 @@ fn map_directives(file: &str, text: &str) -> Result<(Vec<Map>, String), LoadErro
             iproute2: None,
             inner: None,
             slots: vec![],
+            fields: vec![],
         });
     }
     Ok((maps, code))

@@ -325,6 +325,7 @@ fn global_data_is_addressable_and_persists() {
         iproute2: None,
         inner: None,
         slots: vec![],
+        fields: vec![],
     });
     let mut it = Interp::new(&obj, Options::default());
     assert_eq!(it.run(0, &mut []), Ok(41));

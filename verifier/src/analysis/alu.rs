@@ -1,6 +1,7 @@
 //! ALU instructions on registers holding pointers: the pointer-arithmetic rules (plain
 //! numbers go to the scalar domain).
 
+use super::diag::CHECK_NULL;
 use super::{Explorer, R};
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, State};
@@ -36,18 +37,23 @@ impl<'a> Explorer<'a> {
             {
                 Ok(Reg::Scalar(Scalar::unknown()))
             }
-            (l @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }), _) => Err(self.diag(
-                Rule::NullDeref,
-                i,
-                st,
-                &[d],
-                format!("arithmetic on {l}: check it against NULL first"),
-            )),
+            (l @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }), _) => Err(self
+                .diag(
+                    Rule::NullDeref,
+                    i,
+                    st,
+                    &[d],
+                    format!(
+                        "arithmetic on r{d} before it is checked against NULL: it is {}",
+                        self.speaker().value(&l)
+                    ),
+                )
+                .with_help(CHECK_NULL)),
             (l, r) => {
                 let which = if l.is_pointer() { d } else { s };
                 let p = if l.is_pointer() { l } else { r };
                 let _ = which;
-                Err(self.diag(Rule::PointerArith, i, st, &[d, s], format!("{op:?} ({w:?}) on a pointer ({p}) is not allowed: only 64-bit add/sub of a number")))
+                Err(self.diag(Rule::PointerArith, i, st, &[d, s], format!("{op:?} ({w:?}) on a pointer ({}) is not allowed: only 64-bit add/sub of a number", self.speaker().value(&p))))
             }
         }
     }

@@ -2,8 +2,10 @@
 //! against the runtime catalogue's prototypes (maps, memory arguments, ringbuf references,
 //! constant strings). BPF-to-BPF calls push their frame in `step`.
 
+use super::diag::INIT_STACK;
 use super::mem::spill_bytes;
 use super::{same_on_every_path, Explorer, Step, MAX_STACK, R, RDONLY_PROG};
+use crate::message::stack_offset;
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
 use crate::Rule;
@@ -34,7 +36,7 @@ impl<'a> Explorer<'a> {
                 ));
             }
             if let Some(&(_, at)) = st.refs.first() {
-                return Err(self.diag(Rule::RingbufLeak, i, &st, &[], format!("the ringbuf record reserved at insn {at} is neither submitted nor discarded on this path")));
+                return Err(self.record_leak(&st, i, at, "the program returns"));
             }
             return Ok(Step::End);
         }
@@ -126,9 +128,10 @@ impl<'a> Explorer<'a> {
                     &st,
                     &[r],
                     format!(
-                        "{}: argument {} (r{r}) must be {what}, is {v}",
+                        "{}: argument {} (r{r}) must be {what}, is {}",
                         h.name,
-                        k + 1
+                        k + 1,
+                        me.speaker().value(&v)
                     ),
                 )
             };
@@ -145,26 +148,41 @@ impl<'a> Explorer<'a> {
                         // The map kinds the catalogue's column says the helper takes.
                         let map = &self.obj.maps[m as usize];
                         if !map.is(class.predicate()) {
-                            let name = bpf2ptx_compiler::program::map_type_name(map.map_type)
-                                .unwrap_or("unknown");
-                            return Err(bad(
-                                self,
-                                &format!(
-                                    "a map of a type this helper takes (not {name}({}))",
-                                    map.map_type
-                                ),
-                            ));
+                            let takes: Vec<&str> = MapKind::ALL
+                                .iter()
+                                .filter(|(k, _)| class.predicate()(*k))
+                                .map(|(_, n)| *n)
+                                .collect();
+                            let takes = takes.join(", ");
+                            return Err(self
+                                .diag(
+                                    Rule::HelperArg,
+                                    i,
+                                    &st,
+                                    &[r],
+                                    format!(
+                                        "{}: argument {} (r{r}) must be a map of a type this helper takes, not {}",
+                                        h.name,
+                                        k + 1,
+                                        self.speaker().map_with_kind(m)
+                                    ),
+                                )
+                                .with_help(format!(
+                                "{} takes {takes} maps: pass one of those, or declare `{}` with one of those types",
+                                h.name, map.name
+                            )));
                         }
                         if (bpf2ptx_runtime::is_helper(id, "map_update_elem")
                             || bpf2ptx_runtime::is_helper(id, "map_delete_elem"))
                             && map.flags & RDONLY_PROG != 0
                         {
-                            return Err(self.diag(
-                                Rule::RodataWrite,
+                            return Err(self.read_only(
                                 i,
                                 &st,
-                                &[r],
-                                format!("{} would change read-only map {}", h.name, map.name),
+                                r,
+                                m,
+                                None,
+                                &format!("{} would change", h.name),
                             ));
                         }
                         map_arg = Some(m)
@@ -352,7 +370,12 @@ impl<'a> Explorer<'a> {
             }
             Ret::NoReturn => {
                 if let Some(&(_, at)) = st.refs.first() {
-                    return Err(self.diag(Rule::RingbufLeak, i, &st, &[], format!("the ringbuf record reserved at insn {at} is neither submitted nor discarded on this path")));
+                    return Err(self.record_leak(
+                        &st,
+                        i,
+                        at,
+                        &format!("{} ends the program", h.name),
+                    ));
                 }
                 return Ok(Step::End);
             }
@@ -402,15 +425,18 @@ impl<'a> Explorer<'a> {
                         Access::Read => {
                             let ok = cur.init_mask().is_some_and(|m| m & bit != 0);
                             if !ok {
-                                return Err(self.diag(
-                                    Rule::StackUninit,
-                                    i,
-                                    st,
-                                    &[reg],
-                                    format!(
-                                        "{name} reads uninitialised (or pointer) stack at fp{b}"
-                                    ),
-                                ));
+                                return Err(self
+                                    .diag(
+                                        Rule::StackUninit,
+                                        i,
+                                        st,
+                                        &[reg],
+                                        format!(
+                                            "{name} reads uninitialised (or pointer) stack at {}",
+                                            stack_offset(b)
+                                        ),
+                                    )
+                                    .with_help(INIT_STACK));
                             }
                         }
                         Access::Write => {
@@ -426,15 +452,13 @@ impl<'a> Explorer<'a> {
                 if access == Access::Write
                     && self.obj.maps[map as usize].flags & RDONLY_PROG != 0 =>
             {
-                Err(self.diag(
-                    Rule::RodataWrite,
+                Err(self.read_only(
                     i,
                     st,
-                    &[reg],
-                    format!(
-                        "{name} would write into read-only map {}",
-                        self.obj.maps[map as usize].name
-                    ),
+                    reg,
+                    map,
+                    Some(o.smin),
+                    &format!("{name} would write into"),
                 ))
             }
             Region::IterValue { .. } if access == Access::Write => Err(self.diag(

@@ -10,6 +10,7 @@ use crate::scalar::Scalar;
 use crate::state::{Frame, Reg, Region, State};
 use crate::{Entry, Facts, Rule};
 use bpf2ptx_compiler::cfg::Cfg;
+use bpf2ptx_compiler::isa::table::Src;
 use bpf2ptx_compiler::isa::{Flow, Kind};
 use bpf2ptx_compiler::program::{Object, Program};
 
@@ -81,6 +82,8 @@ impl<'a> Explorer<'a> {
             cycles: std::collections::HashMap::new(),
             budget_head: vec![false; n],
             loop_budget: 0,
+            last_test: vec![None; n],
+            load_map: vec![None; n],
         }
     }
 
@@ -247,13 +250,7 @@ impl<'a> Explorer<'a> {
                         .filter(|&i| backward(i) && self.visits[i] > 0)
                         .max_by_key(|&i| self.visits[i]);
                     let e = match hot_loop {
-                        Some(hot) => self.diag(
-                            Rule::LoopBound,
-                            hot,
-                            &st,
-                            &[],
-                            format!("no bound proven for this loop: exploration went around it {} times and stopped after {} instructions", self.visits[hot], self.limit),
-                        ),
+                        Some(hot) => self.loop_bound(&st, hot),
                         None => {
                             let hot = (0..self.visits.len())
                                 .max_by_key(|&i| self.visits[i])
@@ -267,10 +264,22 @@ impl<'a> Explorer<'a> {
                             )
                         }
                     };
-                    self.errors.push(*e);
+                    self.report(e);
                     return;
                 }
                 steps += 1;
+                if let Kind::Jmp(_, _, src) = self.prog.insns[at].kind() {
+                    // What a loop's test compared on its latest trip: what a `loop-bound`
+                    // diagnostic shows (`Explorer::loop_bound`).
+                    if self.prog.insns[at].jump_rel().is_some_and(|r| r < 0) {
+                        let ins = self.prog.insns[at];
+                        let regs = &st.cur().regs;
+                        self.last_test[at] = Some((
+                            regs[ins.dst as usize].clone(),
+                            (src == Src::X).then(|| regs[ins.src as usize].clone()),
+                        ));
+                    }
+                }
                 match self.step(st, at) {
                     Ok(Step::Next(s, n)) => {
                         st = s;

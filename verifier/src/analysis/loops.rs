@@ -327,7 +327,12 @@ impl Explorer<'_> {
             return Ok(());
         }
         if let Some(&(_, r)) = st.refs.first() {
-            return Err(self.diag(Rule::RingbufLeak, at, st, &[], format!("the ringbuf record reserved at insn {r} is held at this loop's head, where the loop budget may run out and end the program")));
+            return Err(self.record_leak(
+                st,
+                at,
+                r,
+                "this loop's budget may run out and end the program",
+            ));
         }
         let l = self.loop_stack.last().expect("a head was just visited").0;
         self.loops[l].deferred.push(Deferred::End);
@@ -428,7 +433,7 @@ impl Explorer<'_> {
                 &[r],
                 format!(
                     "loop: argument {r} (r{r}) must be {what}, is {}",
-                    st.cur().regs[r as usize]
+                    me.speaker().value(&st.cur().regs[r as usize])
                 ),
             )
         };
@@ -503,7 +508,10 @@ impl Explorer<'_> {
                 i,
                 &st,
                 &[0],
-                format!("a bpf_loop callback must return 0 (continue) or 1 (stop), not {r0}"),
+                format!(
+                    "a bpf_loop callback must return 0 (continue) or 1 (stop), not {}",
+                    self.speaker().value(&r0)
+                ),
             ));
         }
         self.frame_end_checks(&st, i)?;
@@ -587,7 +595,10 @@ impl Explorer<'_> {
                             i,
                             st,
                             &[r],
-                            format!("bpf_iter_num_new: r{r} must be a number, is {v}"),
+                            format!(
+                                "bpf_iter_num_new: r{r} must be a number, is {}",
+                                me.speaker().value(&v)
+                            ),
                         )),
                     }
                 };

@@ -1,11 +1,13 @@
 //! Memory: region sizes and bounds checks, the pointer behind a load or store, and the
 //! stack's slots (spills, narrow spills, initialised bytes) as loads and stores see them.
 
+use super::diag::INIT_STACK;
 use super::{same_on_every_path, Explorer, MAX_STACK, R, RDONLY_PROG};
+use crate::message::{bytes, entries, number, range, stack_offset, stack_range};
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
 use crate::Rule;
-use bpf2ptx_compiler::isa::table::{AluOp, Size, Width};
+use bpf2ptx_compiler::isa::table::{AluOp, Kind, Size, Width};
 
 /// The number a load of `n` bytes (sign-extending when `signed`) gets back from a narrow
 /// spill of `v`: its low `n` bytes.
@@ -63,7 +65,7 @@ impl<'a> Explorer<'a> {
                     i,
                     st,
                     &[],
-                    format!("fp{b} is part of the iterator made at insn {at}: only the bpf_iter_num kfuncs may use it"),
+                    format!("{} is part of the iterator made at insn {at}: only the bpf_iter_num kfuncs may use it", stack_offset(b)),
                 ));
             }
         }
@@ -98,54 +100,196 @@ impl<'a> Explorer<'a> {
         let last = smax.checked_add(extra).and_then(|x| x.checked_add(size));
         match (first, last) {
             (Some(f), Some(l)) if f >= lo && l <= hi => Ok((f, l - size)),
-            _ => {
-                let what = match r {
-                    Region::Stack { .. } => "the stack (r10-512..r10)".to_string(),
-                    Region::MapValue { map } => format!(
-                        "the value of map {} ({} bytes)",
-                        self.obj.maps[map as usize].name, hi
-                    ),
-                    Region::Ctx => format!("the context ({hi} bytes)"),
-                    Region::Mem => format!("the input memory ({hi} bytes)"),
-                    Region::Record { size, .. } => format!("the ringbuf record ({size} bytes)"),
-                    Region::IterValue { .. } => "the iterator's value (4 bytes)".to_string(),
+            _ => Err(self.out_of_bounds(
+                st,
+                i,
+                reg,
+                r,
+                smin.saturating_add(extra),
+                smax.saturating_add(extra),
+                size,
+                hi,
+            )),
+        }
+    }
+
+    /// What an instruction does to memory, for messages: `read`, `write`, `atomic
+    /// update`, or the helper's access.
+    fn access_verb(&self, i: usize) -> String {
+        match self.prog.insns[i].kind() {
+            Kind::Ldx(..) => "read".into(),
+            Kind::St(_) | Kind::Stx(_) => "write".into(),
+            Kind::Atomic(..) => "atomic update".into(),
+            Kind::Call(_) => match bpf2ptx_runtime::helper(self.prog.insns[i].imm) {
+                Some(h) => format!("{}'s access", h.name),
+                None => "helper access".into(),
+            },
+            _ => "access".into(),
+        }
+    }
+
+    /// The `mem-bounds` diagnostic of an access of `size` bytes starting anywhere in
+    /// `first..=last` (bytes from the region's start; from r10 on the stack) of a region
+    /// of `end` bytes: in the names the user wrote (the variable, the array and its
+    /// entries where BTF gives them), with the fix where it is mechanical: `<` for `<=`
+    /// when the index reaches exactly the length, a bound or a mask when it goes further,
+    /// the frame's or the context's size.
+    #[allow(clippy::too_many_arguments)]
+    fn out_of_bounds(
+        &self,
+        st: &State,
+        i: usize,
+        reg: u8,
+        r: Region,
+        first: i64,
+        last: i64,
+        size: i64,
+        end: i64,
+    ) -> Box<crate::Diagnostic> {
+        let verb = self.access_verb(i);
+        let at = |base: i64| {
+            let (lo, hi) = (first.saturating_sub(base), last.saturating_sub(base));
+            if lo == hi {
+                format!("offset {}", number(lo.into()))
+            } else {
+                format!("offsets {}", range(lo.into(), hi.into()))
+            }
+        };
+        let what = format!("{verb} of {}", bytes(size));
+        match r {
+            Region::MapValue { map } => {
+                let speaker = self.speaker();
+                let Some(p) = speaker.place(map, first) else {
+                    return self.diag(Rule::MemBounds, i, st, &[reg], format!("{what} at {} is outside the value of map {map}", at(0)));
                 };
-                let range = if smin == smax {
-                    format!("offset {}", smin.saturating_add(extra))
-                } else {
-                    format!(
-                        "offsets {}..{}",
-                        smin.saturating_add(extra),
-                        smax.saturating_add(extra)
-                    )
-                };
-                Err(self.diag(
+                let (lo, hi) = (first.saturating_sub(p.base), last.saturating_sub(p.base));
+                let whole = format!("{what} at {} of {} ({})", at(p.base), p.name, bytes(p.size));
+                if let Some(a) = p.array {
+                    let e = i64::from(a.elem_size);
+                    let n = i64::from(a.len);
+                    let (ilo, ihi) = (lo.div_euclid(e), hi.div_euclid(e));
+                    if ilo < 0 || ihi >= n {
+                        let d = self.diag(
+                            Rule::MemBounds,
+                            i,
+                            st,
+                            &[reg],
+                            format!(
+                                "index may be {} but {} has {}{}",
+                                range(ilo.into(), ihi.into()),
+                                p.name,
+                                entries(n),
+                                if n > 0 { format!(" (0..{})", n - 1) } else { String::new() }
+                            ),
+                        )
+                        .with_note(format!("{whole}, entries of {}", bytes(e)));
+                        let help = if ilo < 0 {
+                            "the index may be negative: give it an unsigned type, or check it against 0 as well".to_string()
+                        } else if ihi == n {
+                            format!("the check lets index {n} through: compare with `<` instead of `<=` (index < {n})")
+                        } else if n > 0 && (n & (n - 1)) == 0 {
+                            format!("check the index before using it (`if (index < {n})`), or mask it (`index & {}`)", n - 1)
+                        } else {
+                            format!("check the index before using it (`if (index < {n})`)")
+                        };
+                        return d.with_help(help);
+                    }
+                }
+                let d = self.diag(
                     Rule::MemBounds,
                     i,
                     st,
                     &[reg],
-                    format!("access of {size} bytes at {range} is outside {what}"),
-                ))
+                    format!("{what} at {} is outside {} ({})", at(p.base), p.name, bytes(p.size)),
+                );
+                // An access exactly one element (its own size) past the end: a `<=`
+                // where `<` was meant, as far as bytes can tell.
+                if lo >= 0 && hi == p.size && lo != hi {
+                    d.with_help(format!("the largest offset is {}, the size itself: if a `<=` bound allows it, compare with `<`", p.size))
+                } else {
+                    d
+                }
             }
+            Region::Stack { .. } => {
+                let d = self.diag(
+                    Rule::MemBounds,
+                    i,
+                    st,
+                    &[reg],
+                    format!(
+                        "{what} at {} is outside the stack frame ({}..{})",
+                        stack_range(first, last),
+                        stack_offset(-MAX_STACK),
+                        stack_offset(-1)
+                    ),
+                );
+                let frame = format!("the stack frame is {MAX_STACK} bytes, {}..{}", stack_offset(-MAX_STACK), stack_offset(-1));
+                if (-MAX_STACK..0).contains(&first) && last.saturating_add(size) > 0 && last > first {
+                    // Over the top: from the lowest start, this many accesses of this size
+                    // fit below r10; an index counting them must stay below it.
+                    let fit = -first / size;
+                    d.with_help(format!(
+                        "{frame}: from {}, {} of {} fit, so bound the index below {fit}",
+                        stack_offset(first),
+                        entries(fit),
+                        bytes(size)
+                    ))
+                } else {
+                    d.with_help(format!("{frame}: keep every access inside it"))
+                }
+            }
+            Region::Ctx => self
+                .diag(
+                    Rule::MemBounds,
+                    i,
+                    st,
+                    &[reg],
+                    format!("{what} at {} is outside the context ({end} bytes)", at(0)),
+                )
+                .with_help(if end == 0 {
+                    "this program has no context (0 bytes): only programs in attach-point sections get one (gpu/entry/K, gpu/exit/K, gpu/mem/K, kprobe/K, kretprobe/K; specs/abi.md)".to_string()
+                } else {
+                    format!("this program's context is {end} bytes (offsets 0..{}): read only fields inside it", end - 1)
+                }),
+            Region::Mem => self.diag(
+                Rule::MemBounds,
+                i,
+                st,
+                &[reg],
+                format!("{what} at {} is outside the input memory ({end} bytes)", at(0)),
+            ),
+            Region::Record { size: rs, .. } => self.diag(
+                Rule::MemBounds,
+                i,
+                st,
+                &[reg],
+                format!("{what} at {} is outside the ringbuf record ({rs} bytes)", at(0)),
+            ),
+            Region::IterValue { .. } => self.diag(
+                Rule::MemBounds,
+                i,
+                st,
+                &[reg],
+                format!("{what} at {} is outside the iterator's value (4 bytes)", at(0)),
+            ),
         }
     }
 
     pub(super) fn pointer_of(&self, st: &State, i: usize, reg: u8) -> R<(Region, Scalar)> {
         match self.read(st, i, reg)? {
             Reg::Ptr(r, off) => Ok((r, off)),
-            v @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }) => Err(self.diag(
-                Rule::NullDeref,
-                i,
-                st,
-                &[reg],
-                format!("r{reg} ({v}) may be NULL: compare it with 0 first"),
-            )),
+            v @ (Reg::MapValueOrNull { .. } | Reg::RecordOrNull { .. }) => {
+                Err(self.maybe_null(st, i, reg, &v, "used as a pointer"))
+            }
             v => Err(self.diag(
                 Rule::MemScalar,
                 i,
                 st,
                 &[reg],
-                format!("r{reg} is not a pointer ({v})"),
+                format!(
+                    "r{reg} is not a pointer: it is {}",
+                    self.speaker().value(&v)
+                ),
             )),
         }
     }
@@ -197,6 +341,14 @@ impl<'a> Explorer<'a> {
         let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
         self.note_region(i, r);
         self.note_alignment(i, &o, off.into(), size.bytes());
+        let map = match r {
+            Region::MapValue { map } => Some(map),
+            _ => None,
+        };
+        self.load_map[i] = match self.load_map[i] {
+            Some(m) if m != map => Some(None),
+            _ => Some(map),
+        };
         let at = (r == Region::Ctx && first == last).then_some(first);
         same_on_every_path(&mut self.seen[i], &mut self.facts.ctx_offset[i], at);
         match r {
@@ -243,19 +395,21 @@ impl<'a> Explorer<'a> {
                                 i,
                                 st,
                                 &[base],
-                                format!("partial read of a spilled pointer at fp{b}"),
+                                format!("partial read of a spilled pointer at {}", stack_offset(b)),
                             ));
                         }
                         Some(m) => m & (1 << (7 - byte)) != 0,
                     };
                     if !ok {
-                        return Err(self.diag(
-                            Rule::StackUninit,
-                            i,
-                            st,
-                            &[base],
-                            format!("reads uninitialised stack at fp{b}"),
-                        ));
+                        return Err(self
+                            .diag(
+                                Rule::StackUninit,
+                                i,
+                                st,
+                                &[base],
+                                format!("reads uninitialised stack at {}", stack_offset(b)),
+                            )
+                            .with_help(INIT_STACK));
                     }
                 }
                 Ok(Reg::Scalar(Scalar::loaded(size.bytes(), signed)))
@@ -326,16 +480,7 @@ impl<'a> Explorer<'a> {
                 "the context is read-only".into(),
             )),
             Region::MapValue { map } if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 => {
-                Err(self.diag(
-                    Rule::RodataWrite,
-                    i,
-                    st,
-                    &[base],
-                    format!(
-                        "write into read-only map {}",
-                        self.obj.maps[map as usize].name
-                    ),
-                ))
+                Err(self.read_only(i, st, base, map, Some(first), "write into"))
             }
             Region::IterValue { .. } => Err(self.diag(
                 Rule::Iterator,

@@ -41,7 +41,7 @@ mod snprintf;
 mod step;
 
 use crate::plain_add::Triple;
-use crate::state::State;
+use crate::state::{Reg, State};
 use crate::{Diagnostic, Entry, Facts};
 use bpf2ptx_compiler::cfg::Cfg;
 use bpf2ptx_compiler::program::{Object, Program};
@@ -216,6 +216,12 @@ pub(crate) struct Explorer<'a> {
     budget_head: Vec<bool>,
     /// The budget of those loops.
     loop_budget: u64,
+    /// Per backward conditional jump: its operands (dst, and src for a register test)
+    /// on the latest visit, for the `loop-bound` message.
+    last_test: Vec<Option<(Reg, Option<Reg>)>>,
+    /// Per load: `Some(Some(m))` when every path so far loaded from a value of map `m`,
+    /// `Some(None)` when some did not; for messages that say where a value came from.
+    load_map: Vec<Option<Option<u32>>>,
 }
 
 /// Keeps a per-instruction fact that must hold on every path: the first visit sets it,

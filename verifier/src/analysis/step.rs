@@ -55,7 +55,10 @@ impl<'a> Explorer<'a> {
                 i,
                 st,
                 &[r],
-                format!("r{r} is a pointer ({other}); {what} needs a number"),
+                format!(
+                    "r{r} is a pointer ({}); {what} needs a number",
+                    self.speaker().value(&other)
+                ),
             )),
         }
     }
@@ -355,18 +358,10 @@ impl<'a> Explorer<'a> {
                 if op == AtomicOp::Cmpxchg {
                     self.scalar(&st, i, 0, "cmpxchg's comparand (r0)")?;
                 }
-                if let Reg::Ptr(Region::MapValue { map }, _) = base {
+                if let Reg::Ptr(Region::MapValue { map }, ref o) = base {
                     if self.obj.maps[map as usize].flags & RDONLY_PROG != 0 {
-                        return Err(self.diag(
-                            Rule::RodataWrite,
-                            i,
-                            &st,
-                            &[d],
-                            format!(
-                                "atomic on read-only map {}",
-                                self.obj.maps[map as usize].name
-                            ),
-                        ));
+                        let at = o.smin.saturating_add(ins.off.into());
+                        return Err(self.read_only(i, &st, d, map, Some(at), "atomic update into"));
                     }
                 }
                 if op == AtomicOp::Add && !fetch {
@@ -401,7 +396,8 @@ impl<'a> Explorer<'a> {
                         &st,
                         &[d],
                         format!(
-                            "an atomic on a spilled pointer ({old}) would turn it into a number"
+                            "an atomic on a spilled pointer ({}) would turn it into a number",
+                            self.speaker().value(&old)
                         ),
                     ));
                 }

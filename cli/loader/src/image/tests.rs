@@ -20,6 +20,7 @@ fn map(kind: MapKind, key_size: u32, value_size: u32, max_entries: u32) -> Map {
         iproute2: None,
         inner: None,
         slots: Vec::new(),
+        fields: Vec::new(),
     }
 }
 

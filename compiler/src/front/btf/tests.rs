@@ -427,3 +427,67 @@ fn relocation_out_of_bounds() {
     .unwrap_err();
     assert!(matches!(err, BtfError::BadRelocation { offset: 0, .. }));
 }
+
+/// Map fields (`Map::fields`) come from BTF: global data's variables with their array
+/// shapes, a struct value's members, an array value as one unnamed field.
+#[test]
+fn map_fields_name_variables_members_and_arrays() {
+    use crate::program::{ArrayShape, Field};
+    let obj = crate::front::load_bytes("multi.clang19.o", MULTI19).unwrap();
+    let by_name = |n: &str| obj.maps.iter().find(|m| m.name == n).unwrap();
+    let bss = by_name(".bss");
+    assert_eq!(
+        bss.fields[0],
+        Field {
+            name: "zeroed".into(),
+            offset: 0,
+            size: 32,
+            array: Some(ArrayShape {
+                elem_size: 8,
+                len: 4
+            }),
+        }
+    );
+    let rodata = by_name(".rodata");
+    let names: Vec<_> = rodata
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.size, f.array.map(|a| a.len)))
+        .collect();
+    assert_eq!(names, [("threshold", 0, 8, None), ("msg", 8, 10, Some(10))]);
+    assert_eq!(rodata.field_at(9).map(|f| f.name.as_str()), Some("msg"));
+    assert_eq!(rodata.field_at(18), None);
+    let events = by_name("events");
+    let members: Vec<_> = events
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.size))
+        .collect();
+    assert_eq!(
+        members,
+        [
+            ("ts", 0, 8),
+            ("pid", 8, 4),
+            ("cpu", 12, 4),
+            ("comm", 16, 16)
+        ]
+    );
+    // `counters` gives sizes, not types: nothing to name.
+    assert!(by_name("counters").fields.is_empty());
+
+    // maps.clang19.o does not load (it has malformed maps on purpose): its BTF does.
+    let btf = btf(MAPS19);
+    let typed = map(&btf, "typed").unwrap();
+    assert_eq!(
+        crate::front::elf::maps::value_fields(&btf, typed.value_type_id.unwrap()),
+        [Field {
+            name: String::new(),
+            offset: 0,
+            size: 48,
+            array: Some(ArrayShape {
+                elem_size: 16,
+                len: 3
+            }),
+        }]
+    );
+}

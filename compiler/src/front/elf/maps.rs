@@ -11,7 +11,7 @@
 
 use super::err;
 use crate::front::{btf, LoadError};
-use crate::program::{map_type_name, ElfMapFields, Map, MapOrigin, MapSlot};
+use crate::program::{map_type_name, ArrayShape, ElfMapFields, Field, Map, MapOrigin, MapSlot};
 use bpf2ptx_runtime::MapKind;
 use goblin::elf::{section_header as sh, sym, Elf};
 use std::collections::HashMap;
@@ -130,6 +130,7 @@ pub(super) fn read_maps<'a>(
                 }),
                 inner: None,
                 slots: vec![],
+                fields: vec![],
             });
         }
         iproute2_inner_maps(file, &mut maps)?;
@@ -167,6 +168,9 @@ pub(super) fn read_maps<'a>(
                 .map(|d| Box::new(btf_map(format!("{name}.inner"), d)));
             let mut m = btf_map(name, &def);
             m.inner = inner;
+            m.fields = def
+                .value_type_id
+                .map_or_else(Vec::new, |t| value_fields(btf, t));
             maps.push(m);
         }
         map_slots(
@@ -202,6 +206,9 @@ pub(super) fn read_maps<'a>(
         } else {
             0
         };
+        let fields = btf
+            .as_ref()
+            .map_or_else(Vec::new, |b| data_fields(b, &name, size));
         data_map.insert(di, maps.len());
         maps.push(Map {
             name: name.clone(),
@@ -218,6 +225,7 @@ pub(super) fn read_maps<'a>(
             iproute2: None,
             inner: None,
             slots: vec![],
+            fields,
         });
     }
     if let Some(size) = kconfig_size {
@@ -238,6 +246,7 @@ pub(super) fn read_maps<'a>(
             iproute2: None,
             inner: None,
             slots: vec![],
+            fields: vec![],
         });
     }
     for m in &maps {
@@ -297,6 +306,82 @@ pub(super) fn read_maps<'a>(
     ))
 }
 
+/// The variables of global-data section `name` (`size` bytes) as fields, from its
+/// `DATASEC`: a message about `.bss` names the variable the user declared. Variables BTF
+/// places outside the section are left out (a malformed object must not make a message
+/// point past the value).
+fn data_fields(btf: &btf::Btf, name: &str, size: u32) -> Vec<Field> {
+    let Ok(vars) = btf.datasec_vars(name) else {
+        return Vec::new();
+    };
+    vars.iter()
+        .filter(|v| !v.name.is_empty() && v.size > 0)
+        .filter(|v| v.offset.checked_add(v.size).is_some_and(|end| end <= size))
+        .map(|v| Field {
+            name: v.name.to_string(),
+            offset: v.offset,
+            size: v.size,
+            array: array_shape(btf, v.type_id),
+        })
+        .collect()
+}
+
+/// The fields of a map value of BTF type `type_id`: a struct's (or union's) named
+/// members, or the whole value when it is an array; nothing for other types.
+pub(crate) fn value_fields(btf: &btf::Btf, type_id: u32) -> Vec<Field> {
+    let Ok(id) = btf.skip_modifiers(type_id) else {
+        return Vec::new();
+    };
+    let Some(t) = btf.type_by_id(id) else {
+        return Vec::new();
+    };
+    match &t.kind {
+        btf::BtfKind::Array { .. } => btf
+            .resolve_size(id)
+            .ok()
+            .map(|size| Field {
+                name: String::new(),
+                offset: 0,
+                size,
+                array: array_shape(btf, id),
+            })
+            .into_iter()
+            .collect(),
+        btf::BtfKind::Struct { members, .. } | btf::BtfKind::Union { members, .. } => members
+            .iter()
+            // Bitfields have no byte range of their own.
+            .filter(|m| m.bitfield_size == 0 && m.bit_offset % 8 == 0)
+            .filter_map(|m| {
+                let name = btf.string_at(m.name_off).filter(|n| !n.is_empty())?;
+                Some(Field {
+                    name: name.to_string(),
+                    offset: m.bit_offset / 8,
+                    size: btf.resolve_size(m.type_id).ok().filter(|&s| s > 0)?,
+                    array: array_shape(btf, m.type_id),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The element size and count of BTF type `type_id` when it is an array (after
+/// modifiers and typedefs) with elements of a known, non-zero size.
+fn array_shape(btf: &btf::Btf, type_id: u32) -> Option<ArrayShape> {
+    let id = btf.skip_modifiers(type_id).ok()?;
+    match btf.type_by_id(id)?.kind {
+        btf::BtfKind::Array {
+            elem_type_id,
+            nelems,
+            ..
+        } => Some(ArrayShape {
+            elem_size: btf.resolve_size(elem_type_id).ok().filter(|&s| s > 0)?,
+            len: nelems,
+        }),
+        _ => None,
+    }
+}
+
 /// A map from its BTF definition.
 fn btf_map(name: String, def: &btf::BtfMapDef) -> Map {
     // libbpf gives a perf event array 4-byte keys and values (cpu index → perf fd) when
@@ -321,6 +406,7 @@ fn btf_map(name: String, def: &btf::BtfMapDef) -> Map {
         iproute2: None,
         inner: None,
         slots: vec![],
+        fields: vec![],
     }
 }
 

@@ -55,7 +55,7 @@ mod externs;
 mod header;
 mod lines;
 mod link;
-mod maps;
+pub(crate) mod maps;
 
 use header::check_header;
 use lines::source_lines;
