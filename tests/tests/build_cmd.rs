@@ -44,7 +44,10 @@ fn gallery_copy() -> tempfile::TempDir {
 
 fn map_sizes(obj: &Path) -> Vec<(String, u32)> {
     let o = bpf2ptx::load_path(obj).unwrap_or_else(|e| panic!("{e}"));
-    o.maps.iter().map(|m| (m.name.clone(), m.max_entries)).collect()
+    o.maps
+        .iter()
+        .map(|m| (m.name.clone(), m.max_entries))
+        .collect()
 }
 
 #[test]
@@ -69,7 +72,10 @@ fn build_writes_a_verified_object_beside_the_source() {
     // -o elsewhere, and the object verifies as `bpf2ptx verify` sees it.
     let out = dir.path().join("sub");
     std::fs::create_dir(&out).unwrap();
-    let r = run(&["build", "launch_count.bpf.c", "-o", "sub/x.o"], dir.path());
+    let r = run(
+        &["build", "launch_count.bpf.c", "-o", "sub/x.o"],
+        dir.path(),
+    );
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     let r = run(&["verify", "sub/x.o"], dir.path());
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
@@ -82,11 +88,21 @@ fn defines_and_includes_reach_clang() {
     }
     let dir = gallery_copy();
     let r = run(
-        &["build", "launch_count.bpf.c", "-D", "MAX_KERNELS=64", "-o", "a.o"],
+        &[
+            "build",
+            "launch_count.bpf.c",
+            "-D",
+            "MAX_KERNELS=64",
+            "-o",
+            "a.o",
+        ],
         dir.path(),
     );
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
-    assert_eq!(map_sizes(&dir.path().join("a.o")), [("launches".to_string(), 64)]);
+    assert_eq!(
+        map_sizes(&dir.path().join("a.o")),
+        [("launches".to_string(), 64)]
+    );
     // The attached form too, and a define without a value.
     let inc = dir.path().join("inc");
     std::fs::create_dir(&inc).unwrap();
@@ -109,10 +125,19 @@ fn defines_and_includes_reach_clang() {
         dir.path(),
     );
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
-    assert_eq!(map_sizes(&dir.path().join("b.o")), [("slots".to_string(), 4096)]);
-    let r = run(&["build", "sized.bpf.c", "-I", "inc", "-o", "c.o"], dir.path());
+    assert_eq!(
+        map_sizes(&dir.path().join("b.o")),
+        [("slots".to_string(), 4096)]
+    );
+    let r = run(
+        &["build", "sized.bpf.c", "-I", "inc", "-o", "c.o"],
+        dir.path(),
+    );
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
-    assert_eq!(map_sizes(&dir.path().join("c.o")), [("slots".to_string(), 16)]);
+    assert_eq!(
+        map_sizes(&dir.path().join("c.o")),
+        [("slots".to_string(), 16)]
+    );
     // Without -I the header is not found: clang says so, and nothing is written.
     let r = run(&["build", "sized.bpf.c", "-o", "d.o"], dir.path());
     assert_eq!(r.status.code(), Some(2));
@@ -155,7 +180,11 @@ fn clang_errors_pass_through_and_end_in_one_line_naming_the_file() {
         );
         assert!(r.stdout.is_empty(), "{args:?}");
     }
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "nothing written");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing written"
+    );
 }
 
 /// No clang: exit 2 with one line that says how to get one, whichever command was given
@@ -222,8 +251,9 @@ fn missing_clang_is_exit_2_with_how_to_install_it() {
         let err = stderr(&r);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
-            err.starts_with("error: launch_count.bpf.c: compiling C needs clang, and none was found")
-                && err.contains("apt-get install clang libbpf-dev")
+            err.starts_with(
+                "error: launch_count.bpf.c: compiling C needs clang, and none was found"
+            ) && err.contains("apt-get install clang libbpf-dev")
                 && err.contains("BPF2PTX_CLANG=/path/to/clang"),
             "{args:?}: {err}"
         );
@@ -250,7 +280,12 @@ fn a_clang_without_the_bpf_target_is_refused() {
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let r = run(
-        &["build", "launch_count.bpf.c", "--clang", fake.to_str().unwrap()],
+        &[
+            "build",
+            "launch_count.bpf.c",
+            "--clang",
+            fake.to_str().unwrap(),
+        ],
         dir.path(),
     );
     assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
@@ -286,7 +321,10 @@ fn keep_object_keeps_it_beside_the_output_or_the_source() {
     assert_eq!(map_sizes(&kept), [("launches".to_string(), 256)]);
     assert!(stderr(&r).contains("kept the object of launch_count.bpf.c as out/launch_count.bpf.o"));
     // A command without an output keeps it beside the source.
-    let r = run(&["verify", "launch_count.bpf.c", "--keep-object"], dir.path());
+    let r = run(
+        &["verify", "launch_count.bpf.c", "--keep-object"],
+        dir.path(),
+    );
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     assert!(dir.path().join("launch_count.bpf.o").is_file());
     // The kept object gives the PTX the C source gave (but for the header line that
@@ -320,7 +358,11 @@ fn a_rejected_probe_is_not_built() {
     .unwrap();
     let r = run(&["build", "oob.bpf.c"], dir.path());
     assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
-    assert!(stderr(&r).contains("oob.bpf.c: program f rejected"), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("oob.bpf.c: program f rejected"),
+        "{}",
+        stderr(&r)
+    );
     assert!(!dir.path().join("oob.bpf.o").exists());
 }
 
@@ -340,7 +382,10 @@ fn c_sources_are_accepted_wherever_objects_are() {
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     assert!(String::from_utf8_lossy(&r.stdout)
         .starts_with("launch_count.bpf.c: program count_launch (entry probe of every kernel"));
-    let r = run(&["launch_count.bpf.c", "-o", "l.ptx", "--target", "sm_90"], dir.path());
+    let r = run(
+        &["launch_count.bpf.c", "-o", "l.ptx", "--target", "sm_90"],
+        dir.path(),
+    );
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     let ptx = std::fs::read_to_string(dir.path().join("l.ptx")).unwrap();
     assert!(ptx.contains(".target sm_90") && ptx.contains("bpf2ptx_map_launches"));

@@ -34,13 +34,19 @@ fn the_gallery_lists_the_probes_the_issue_asks_for() {
         "launch_latency.bpf.c",
         "warp_divergence.bpf.c",
     ] {
-        assert!(g.iter().any(|x| x == p), "{p} missing from the gallery: {g:?}");
+        assert!(
+            g.iter().any(|x| x == p),
+            "{p} missing from the gallery: {g:?}"
+        );
     }
     for p in &g {
         let src = repo_root().join("examples/probes").join(p);
         assert!(src.is_file(), "{p}");
         let obj = src.with_extension("o");
-        assert!(obj.is_file(), "{p}: no committed object (bash examples/probes/build.sh)");
+        assert!(
+            obj.is_file(),
+            "{p}: no committed object (bash examples/probes/build.sh)"
+        );
     }
 }
 
@@ -124,7 +130,11 @@ fn each_gallery_probe_goes_from_c_to_injected_ptx_in_one_command() {
             .current_dir(repo_root())
             .output()
             .unwrap();
-        assert!(r.status.success(), "{stem}.bpf.o: {}", String::from_utf8_lossy(&r.stderr));
+        assert!(
+            r.status.success(),
+            "{stem}.bpf.o: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         let maps = |f: &Path| -> Vec<String> {
             std::fs::read_to_string(f)
                 .unwrap()
@@ -133,7 +143,11 @@ fn each_gallery_probe_goes_from_c_to_injected_ptx_in_one_command() {
                 .map(str::to_string)
                 .collect()
         };
-        assert_eq!(maps(&out), maps(&from_obj), "{p}: the maps differ from the committed object's");
+        assert_eq!(
+            maps(&out),
+            maps(&from_obj),
+            "{p}: the maps differ from the committed object's"
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -155,11 +169,18 @@ fn each_gallery_probe_builds() {
             .current_dir(repo_root())
             .output()
             .unwrap();
-        assert!(r.status.success(), "{p}: {}", String::from_utf8_lossy(&r.stderr));
+        assert!(
+            r.status.success(),
+            "{p}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         let obj = bpf2ptx::load_path(&out).unwrap();
-        let committed =
-            bpf2ptx::load_path(&repo_root().join("examples/probes").join(p.replace(".c", ".o")))
-                .unwrap();
+        let committed = bpf2ptx::load_path(
+            &repo_root()
+                .join("examples/probes")
+                .join(p.replace(".c", ".o")),
+        )
+        .unwrap();
         let names = |o: &bpf2ptx_compiler::program::Object| -> Vec<(String, String)> {
             o.programs
                 .iter()
