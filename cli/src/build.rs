@@ -382,6 +382,19 @@ impl Built {
         &self.deps
     }
 
+    /// A make-style dependency file saying that `target` depends on
+    /// [`dependencies`](Built::dependencies) (spaces escaped as make reads them).
+    pub fn depfile(&self, target: &Path) -> String {
+        let esc = |p: &Path| p.display().to_string().replace(' ', "\\ ");
+        let mut s = format!("{}:", esc(target));
+        for d in &self.deps {
+            s.push_str(" \\\n  ");
+            s.push_str(&esc(d));
+        }
+        s.push('\n');
+        s
+    }
+
     /// The object's bytes.
     pub fn bytes(&self) -> Result<Vec<u8>, BuildError> {
         std::fs::read(&self.object).map_err(|source| BuildError::Io {

@@ -194,6 +194,11 @@ enum Command {
         /// (x.bpf.c -> x.bpf.o). Written atomically.
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Also write a make-style dependency file naming the source and every header
+        /// clang read (`OUT: SOURCE HEADER...`), for Make's `-include` and CMake's
+        /// `DEPFILE`.
+        #[arg(long, value_name = "FILE")]
+        depfile: Option<PathBuf>,
     },
     /// Print what an input holds: sections, maps, programs, disassembly with relocations
     /// and source lines.
@@ -343,9 +348,17 @@ fn main() {
     };
     let flags = cli.clang.flags();
     let code = match cli.command {
-        Some(Command::Build { source, output }) => {
-            build_cmd(&source, output.as_deref(), &flags, cli.loop_budget)
-        }
+        Some(Command::Build {
+            source,
+            output,
+            depfile,
+        }) => build_cmd(
+            &source,
+            output.as_deref(),
+            depfile.as_deref(),
+            &flags,
+            cli.loop_budget,
+        ),
         Some(Command::Dump { file, format }) => dump(&file, format, &flags),
         Some(Command::Verify {
             file,
@@ -501,6 +514,7 @@ fn load(file: &Path, flags: &bpf2ptx::build::Flags) -> Result<Object, i32> {
 fn build_cmd(
     source: &Path,
     output: Option<&Path>,
+    depfile: Option<&Path>,
     flags: &bpf2ptx::build::Flags,
     loop_budget: Option<u64>,
 ) -> i32 {
@@ -508,8 +522,15 @@ fn build_cmd(
         || source.with_file_name(bpf2ptx::build::object_name(source)),
         Path::to_path_buf,
     );
-    match bpf2ptx::build::build_object(source, &out, flags, loop_budget) {
-        Ok(_) => exit::OK,
+    let result =
+        bpf2ptx::build::build_object(source, &out, flags, loop_budget).and_then(
+            |b| match depfile {
+                Some(d) => compile::write_output(d, &b.depfile(&out), &[source, &out]),
+                None => Ok(()),
+            },
+        );
+    match result {
+        Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("error: {e}");
             e.exit_code()
