@@ -10,6 +10,7 @@
 #       `bpf2ptx build`: clang with libbpf's flags, then the verifier, at build time; a
 #       target NAME whose object (property BPF2PTX_OBJECT) the next function takes.
 #       Rebuilt when the source or a header it includes changes (bpf2ptx build --depfile).
+#       SOURCES may be a prebuilt probe.bpf.o instead (no clang): verified and copied.
 #
 #   bpf2ptx_instrument(TARGET tgt PROBES NAME [INJECT_OPTIONS opt...])
 #       Every CUDA source of tgt is compiled as before and then instrumented
@@ -67,18 +68,28 @@ function(bpf2ptx_add_probe NAME)
   foreach(d IN LISTS ARG_DEFINITIONS)
     list(APPEND flags -D "${d}")
   endforeach()
-  set(deps)
-  if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.20)
-    set(deps DEPFILE "${out}.d")
-  elseif(CMAKE_GENERATOR MATCHES "Make")
-    set(deps IMPLICIT_DEPENDS C "${src}")
+  if(src MATCHES "\\.o$")
+    # A prebuilt object (a machine without clang): verified, then used as it is.
+    add_custom_command(OUTPUT "${out}"
+      COMMAND "${BPF2PTX_EXECUTABLE}" verify "${src}"
+      COMMAND "${CMAKE_COMMAND}" -E copy "${src}" "${out}"
+      DEPENDS "${src}" "${BPF2PTX_EXECUTABLE}"
+      COMMENT "bpf2ptx verify ${NAME} (prebuilt object)"
+      VERBATIM)
+  else()
+    set(deps)
+    if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.20)
+      set(deps DEPFILE "${out}.d")
+    elseif(CMAKE_GENERATOR MATCHES "Make")
+      set(deps IMPLICIT_DEPENDS C "${src}")
+    endif()
+    add_custom_command(OUTPUT "${out}"
+      COMMAND "${BPF2PTX_EXECUTABLE}" build "${src}" -o "${out}" --depfile "${out}.d" ${flags}
+      DEPENDS "${src}" "${BPF2PTX_EXECUTABLE}"
+      ${deps}
+      COMMENT "bpf2ptx build ${NAME} (clang, then the verifier)"
+      VERBATIM)
   endif()
-  add_custom_command(OUTPUT "${out}"
-    COMMAND "${BPF2PTX_EXECUTABLE}" build "${src}" -o "${out}" --depfile "${out}.d" ${flags}
-    DEPENDS "${src}" "${BPF2PTX_EXECUTABLE}"
-    ${deps}
-    COMMENT "bpf2ptx build ${NAME} (clang, then the verifier)"
-    VERBATIM)
   add_custom_target(${NAME} ALL DEPENDS "${out}")
   set_target_properties(${NAME} PROPERTIES BPF2PTX_OBJECT "${out}")
 endfunction()
