@@ -79,6 +79,41 @@ fn build_writes_a_verified_object_beside_the_source() {
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     let r = run(&["verify", "sub/x.o"], dir.path());
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    // --depfile: the object depends on the source and every header clang read, not on
+    // the header bpf2ptx provided from a temporary folder.
+    let r = run(
+        &[
+            "build",
+            "launch_count.bpf.c",
+            "-o",
+            "sub/y.o",
+            "--depfile",
+            "sub/y.d",
+        ],
+        dir.path(),
+    );
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let d = std::fs::read_to_string(dir.path().join("sub/y.d")).unwrap();
+    assert!(
+        d.starts_with("sub/y.o: \\\n  launch_count.bpf.c \\\n  common.h \\\n"),
+        "{d}"
+    );
+    assert!(
+        d.contains("/linux/bpf.h") && d.contains("/bpf/bpf_helpers.h"),
+        "{d}"
+    );
+    assert!(!d.contains("bpf2ptx-build-"), "{d}");
+    // -o -: the object on stdout, nothing else there.
+    let r = run(&["build", "launch_count.bpf.c", "-o", "-"], dir.path());
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(r.stdout.starts_with(b"\x7fELF"));
+    assert_eq!(
+        bpf2ptx::load_bytes("stdout", &r.stdout)
+            .unwrap()
+            .programs
+            .len(),
+        1
+    );
 }
 
 #[test]
