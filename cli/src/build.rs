@@ -418,11 +418,13 @@ impl Built {
 /// which flags). clang's messages go to stderr as clang wrote them; its standard output,
 /// which a compile does not use, goes there too, so that `-o -` output stays clean.
 pub fn clang_build(source: &Path, flags: &Flags) -> Result<Built, BuildError> {
-    let clang = Clang::find(flags.clang.as_deref(), source)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| BuildError::Io { path, source }
     };
+    // A source that cannot be read is said as such, before any clang is looked for.
+    std::fs::File::open(source).map_err(io(source))?;
+    let clang = Clang::find(flags.clang.as_deref(), source)?;
     let dir = tempfile::Builder::new()
         .prefix("bpf2ptx-build-")
         .tempdir()

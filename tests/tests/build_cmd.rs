@@ -293,6 +293,18 @@ fn missing_clang_is_exit_2_with_how_to_install_it() {
             "{args:?}: {err}"
         );
     }
+    // A source that is not there is that, clang or not.
+    let r = Command::new(bpf2ptx_bin())
+        .args(["build", "nope.bpf.c"])
+        .current_dir(dir.path())
+        .env("BPF2PTX_CLANG", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert_eq!(
+        stderr(&r),
+        "error: nope.bpf.c: No such file or directory (os error 2)\n"
+    );
     // Nothing was written.
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
