@@ -37,6 +37,9 @@ elif [ $compile = 1 ]; then
 	[ -e "${inputs[0]}" ] || { echo "nvcc fatal   : Cannot find ${inputs[0]}" >&2; exit 1; }
 	case "$(basename "${inputs[0]}")" in
 	main.cu) echo 'int main(void) { return 0; }' >"$out.c"; gcc -c "$out.c" -o "$out"; rm "$out.c" ;;
+	hostonly.cu)
+		echo 'int host_only(void) { return 1; }' >"$out.c"; gcc -c "$out.c" -o "$out.h.o"; rm "$out.c"
+		objcopy --add-section .nv_fatbin="$FAKE_NVCC_SASS" "$out.h.o" "$out"; rm "$out.h.o" ;;
 	*) cp "$FAKE_NVCC_OBJECT" "$out"; chmod u+w "$out" ;;
 	esac
 else
@@ -70,6 +73,10 @@ impl Env {
             .env(
                 "FAKE_NVCC_OBJECT",
                 repo_root().join("tests/inject/fatbin/vecadd.o"),
+            )
+            .env(
+                "FAKE_NVCC_SASS",
+                repo_root().join("tests/inject/fatbin/vecadd.sass.fatbin"),
             )
             .current_dir(self.dir.path());
         c
@@ -179,6 +186,16 @@ fn objects_without_device_code_or_matching_kernels_stay_as_nvcc_made_them() {
     assert!(r.status.success(), "{}", text(&r));
     assert!(fatbin(&e.dir.path().join("main.o")).is_none());
     assert!(!e.dir.path().join("main.o.bpf2ptx.ptx").exists());
+    // hostonly.cu: a fatbin without PTX (as nvcc may embed for a file without kernels),
+    // and no kernel registered: left alone, where injecting would fail for want of PTX.
+    std::fs::write(e.dir.path().join("hostonly.cu"), "").unwrap();
+    let r = e.embed(&launch_count, &["-c", "hostonly.cu", "-o", "hostonly.o"]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert_eq!(
+        fatbin(&e.dir.path().join("hostonly.o")).unwrap(),
+        std::fs::read(repo_root().join("tests/inject/fatbin/vecadd.sass.fatbin")).unwrap()
+    );
+    assert!(!e.dir.path().join("hostonly.o.bpf2ptx.ptx").exists());
     // A probe for a kernel the object does not have (given as C: compiled on the way).
     std::fs::write(
         e.dir.path().join("other.bpf.c"),
