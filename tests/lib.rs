@@ -79,6 +79,31 @@ pub fn require_ptxas() -> Option<PathBuf> {
     tools::require_ptxas_in(&repo_root())
 }
 
+/// Whether `BPF2PTX_SKIP_CLANG=1` asks to skip the tests that compile C with clang.
+pub fn skip_clang() -> bool {
+    std::env::var_os("BPF2PTX_SKIP_CLANG").is_some_and(|v| v == "1")
+}
+
+/// clang for a test that compiles C probes, found as `bpf2ptx build` finds it
+/// (`bpf2ptx::build::Clang::find`: `$BPF2PTX_CLANG`, else `PATH`), the way
+/// [`require_ptxas`] finds ptxas: `None` (the skip printed) only with
+/// `BPF2PTX_SKIP_CLANG=1`; without a usable clang otherwise, panics with how to get one.
+/// CI installs clang (`.ci/run`), so these tests cannot pass there by not running.
+pub fn require_clang() -> Option<PathBuf> {
+    match bpf2ptx::build::Clang::find(None, Path::new("test.bpf.c")) {
+        Ok(c) => Some(c.path),
+        Err(e) if skip_clang() => {
+            eprintln!("skipped: {e} (BPF2PTX_SKIP_CLANG=1)");
+            None
+        }
+        Err(e) => panic!(
+            "{e}\nthe tests that compile C probes need clang and libbpf-dev \
+             (apt-get install clang libbpf-dev; `bash .ci/run` installs them); \
+             BPF2PTX_SKIP_CLANG=1 skips them on purpose"
+        ),
+    }
+}
+
 /// The `bpf2ptx` binary of this build. The tests crate depends only on the `bpf2ptx`
 /// library, so cargo does not build the binary for it: build it here (a no-op when it is
 /// fresh; cargo has released the target-dir lock by the time tests run) into the profile

@@ -96,6 +96,9 @@ pub enum CompileError {
     /// maps, or a `__ksym` kernel variable.
     #[error(transparent)]
     NotOnGpu(Box<NotOnGpu>),
+    /// A C input did not compile to a BPF object (no clang, or clang failed).
+    #[error(transparent)]
+    Build(Box<crate::build::BuildError>),
 }
 
 impl From<bpf2ptx_compiler::front::kconfig::KconfigError> for CompileError {
@@ -454,6 +457,12 @@ pub fn map_options(
 /// not write or that has no write permission for anyone (the user marked it read-only;
 /// root, who may write anything, is refused too).
 pub fn write_output(out: &Path, text: &str, inputs: &[&Path]) -> Result<(), CompileError> {
+    write_output_bytes(out, text.as_bytes(), inputs)
+}
+
+/// [`write_output`] for bytes that need not be text (a BPF object: `bpf2ptx build`,
+/// `--keep-object`).
+pub fn write_output_bytes(out: &Path, text: &[u8], inputs: &[&Path]) -> Result<(), CompileError> {
     let werr = |source| CompileError::Write {
         path: out.display().to_string(),
         source,
@@ -461,7 +470,7 @@ pub fn write_output(out: &Path, text: &str, inputs: &[&Path]) -> Result<(), Comp
     if out == Path::new("-") {
         let mut stdout = std::io::stdout().lock();
         return stdout
-            .write_all(text.as_bytes())
+            .write_all(text)
             .and_then(|()| stdout.flush())
             .map_err(werr);
     }
@@ -483,10 +492,7 @@ pub fn write_output(out: &Path, text: &str, inputs: &[&Path]) -> Result<(), Comp
                 .write(true)
                 .open(&target)
                 .map_err(werr)?;
-            return f
-                .write_all(text.as_bytes())
-                .and_then(|()| f.flush())
-                .map_err(werr);
+            return f.write_all(text).and_then(|()| f.flush()).map_err(werr);
         }
         if meta.is_file() {
             let denied = meta.permissions().readonly()
@@ -502,14 +508,14 @@ pub fn write_output(out: &Path, text: &str, inputs: &[&Path]) -> Result<(), Comp
         }
     } else if std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_symlink()) {
         // A dangling link: create its target through it.
-        return std::fs::write(out, text.as_bytes()).map_err(werr);
+        return std::fs::write(out, text).map_err(werr);
     }
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(werr)?;
-    tmp.write_all(text.as_bytes()).map_err(werr)?;
+    tmp.write_all(text).map_err(werr)?;
     // The temporary file is private (0600); the output gets the permissions the file it
     // replaces had, or the usual 0644 for a new file.
     #[cfg(unix)]

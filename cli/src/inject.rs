@@ -31,6 +31,8 @@ pub struct Options {
     pub kconfig: Option<std::path::PathBuf>,
     /// `--loop-budget N` (specs/verifier.md, "Loops").
     pub loop_budget: Option<u64>,
+    /// How to compile PROBES when it is C (`--clang`, `-I`, `-D`; [`crate::build`]).
+    pub flags: crate::build::Flags,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -303,13 +305,26 @@ pub struct Injected {
 /// [`inject`], also saying whether any probe matched a kernel of `app` (a probe without
 /// effects that matches counts: it is elided, not missing). The probes are verified and
 /// lowered either way.
+///
+/// `probes_file` may be C (a `.c` file), compiled first with `opts.flags`
+/// ([`crate::build::Input`]).
 pub fn inject_checked(
     probes_file: &Path,
     app: &str,
     app_file: &str,
     opts: &Options,
 ) -> Result<Injected, InjectError> {
-    let mut obj = bpf2ptx_compiler::front::load_path(probes_file).map_err(CompileError::from)?;
+    let input = crate::build::Input::open(probes_file, &opts.flags).map_err(CompileError::from)?;
+    inject_object(input.load()?, app, app_file, opts)
+}
+
+/// [`inject_checked`] with the probes already loaded.
+pub fn inject_object(
+    mut obj: Object,
+    app: &str,
+    app_file: &str,
+    opts: &Options,
+) -> Result<Injected, InjectError> {
     compile::apply_kconfig(&mut obj, opts.kconfig.as_deref())?;
     let (gpu, skipped) = compile::gpu_programs(&obj);
     if gpu.programs.is_empty() {

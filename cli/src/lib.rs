@@ -1,6 +1,9 @@
 //! The `bpf2ptx` command-line tool as a library, for build scripts and tests: load an
 //! input, dump it, verify and compile it, inject it into a CUDA kernel's PTX, run it.
 //!
+//! [`build`] turns a probe's C source into a BPF object with clang, for `bpf2ptx build`,
+//! for a `.c` file given to any command, and for Cargo build scripts ([`build::Probe`]).
+//!
 //! The top of the pipeline: it glues the verifier's facts to the backend's options
 //! ([`compile`]) and the backend's injector to the verifier's per-site checks
 //! ([`inject`]), and runs programs through the host loader (bpf2ptx-loader). Nothing
@@ -12,6 +15,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod build;
 pub mod compile;
 pub mod dump;
 pub mod inject;

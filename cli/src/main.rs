@@ -86,6 +86,40 @@ struct Cli {
     /// is then N x the loop's body. For compiling, verify, inject and run.
     #[arg(long, global = true, value_name = "N")]
     loop_budget: Option<u64>,
+    #[command(flatten)]
+    clang: ClangArgs,
+}
+
+/// How a C input (`bpf2ptx build SOURCE`, or a `.c` file given to any command) is
+/// compiled; see `bpf2ptx::build`.
+#[derive(Args)]
+struct ClangArgs {
+    /// The clang that compiles C inputs (`.c`); default: $BPF2PTX_CLANG, else clang, else
+    /// the highest clang-NN on PATH.
+    #[arg(long, global = true, value_name = "PATH")]
+    clang: Option<PathBuf>,
+    /// An include folder for C inputs (clang -I). The project header bpf2ptx_helpers.h
+    /// needs none: bpf2ptx provides it. Repeatable.
+    #[arg(short = 'I', global = true, value_name = "DIR")]
+    include: Vec<PathBuf>,
+    /// A macro for C inputs (clang -D NAME or -D NAME=VALUE). Repeatable.
+    #[arg(short = 'D', global = true, value_name = "NAME[=VALUE]")]
+    define: Vec<String>,
+    /// Keep the object clang made of a C input: beside the output (or the source, for a
+    /// command without one), named like the source with `.o` (x.bpf.c -> x.bpf.o).
+    #[arg(long, global = true)]
+    keep_object: bool,
+}
+
+impl ClangArgs {
+    fn flags(&self) -> bpf2ptx::build::Flags {
+        bpf2ptx::build::Flags {
+            clang: self.clang.clone(),
+            includes: self.include.clone(),
+            defines: self.define.clone(),
+            keep_object: self.keep_object,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -148,6 +182,24 @@ impl From<GranularityArg> for ptx::Granularity {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Compile a probe's C source to a BPF object with clang and verify its GPU programs:
+    /// `-target bpf -O2 -g`, the highest -mcpu clang accepts, the system include folders,
+    /// and bpf2ptx_helpers.h provided (no -I needed); -I, -D and --clang as given. clang's
+    /// messages pass through; exit 0 written, 1 a program rejected (nothing written),
+    /// 2 no clang, clang failed, or bad input.
+    Build {
+        /// The C source (compiled as C whatever its extension).
+        source: PathBuf,
+        /// The object (`-` for stdout); default: SOURCE with the extension `.o`
+        /// (x.bpf.c -> x.bpf.o). Written atomically.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Also write a make-style dependency file naming the source and every header
+        /// clang read (`OUT: SOURCE HEADER...`), for Make's `-include` and CMake's
+        /// `DEPFILE`.
+        #[arg(long, value_name = "FILE")]
+        depfile: Option<PathBuf>,
+    },
     /// Print what an input holds: sections, maps, programs, disassembly with relocations
     /// and source lines.
     Dump {
@@ -298,16 +350,35 @@ fn main() {
             std::process::exit(code);
         }
     };
+    let flags = cli.clang.flags();
     let code = match cli.command {
-        Some(Command::Dump { file, format }) => dump(&file, format),
+        Some(Command::Build {
+            source,
+            output,
+            depfile,
+        }) => build_cmd(
+            &source,
+            output.as_deref(),
+            depfile.as_deref(),
+            &flags,
+            cli.loop_budget,
+        ),
+        Some(Command::Dump { file, format }) => dump(&file, format, &flags),
         Some(Command::Verify {
             file,
             format,
             kconfig,
             verbose,
-        }) => verify(&file, format, kconfig.as_deref(), cli.loop_budget, verbose),
-        Some(Command::Inject(args)) => inject_cmd(&args, cli.loop_budget),
-        Some(Command::Trace(args)) => bpf2ptx::trace::trace(&args, cli.loop_budget),
+        }) => verify(
+            &file,
+            format,
+            kconfig.as_deref(),
+            cli.loop_budget,
+            verbose,
+            &flags,
+        ),
+        Some(Command::Inject(args)) => inject_cmd(&args, cli.loop_budget, &flags),
+        Some(Command::Trace(args)) => bpf2ptx::trace::trace(&args, cli.loop_budget, &flags),
         Some(Command::Run {
             path,
             mem,
@@ -339,9 +410,10 @@ fn main() {
                         live_drain: !no_drain,
                         loop_budget: cli.loop_budget,
                     },
+                    &flags,
                 )
             } else {
-                run_cmd(&path, mem.as_deref(), cpu, &target, cli.loop_budget)
+                run_cmd(&path, mem.as_deref(), cpu, &target, cli.loop_budget, &flags)
             }
         }
         None => match cli.compile.file {
@@ -352,6 +424,7 @@ fn main() {
                 &cli.compile.map,
                 cli.compile.kconfig.as_deref(),
                 cli.loop_budget,
+                &flags,
             ),
             None => {
                 eprintln!("error: no input file (try `bpf2ptx --help`)");
@@ -362,7 +435,7 @@ fn main() {
     std::process::exit(stdout_status(code));
 }
 
-fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>) -> i32 {
+fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>, flags: &bpf2ptx::build::Flags) -> i32 {
     use bpf2ptx::inject;
     let opts = inject::Options {
         granularity: a.granularity.into(),
@@ -371,6 +444,7 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>) -> i32 {
         maps: a.map.clone(),
         kconfig: a.kconfig.clone(),
         loop_budget,
+        flags: flags.clone(),
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
@@ -378,7 +452,12 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>) -> i32 {
             woven,
             skipped,
             no_match,
-        } = inject::inject_checked(&a.probes, &app, &app_file, &opts)?;
+        } = inject::inject_object(
+            load_input(&a.probes, flags, Some(&a.output))?,
+            &app,
+            &app_file,
+            &opts,
+        )?;
         for (name, section) in &skipped {
             eprintln!(
                 "note: {}: skipped host-side program {name} (section {section})",
@@ -414,15 +493,65 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>) -> i32 {
     }
 }
 
-fn load(file: &Path) -> Result<Object, i32> {
-    bpf2ptx::load_path(file).map_err(|e| {
+/// Loads FILE, compiling it with clang first when it is C (`bpf2ptx::build::Input`); with
+/// `--keep-object` the object clang made is kept beside `near` (the command's output), or
+/// beside the source where the command has none.
+fn load_input(
+    file: &Path,
+    flags: &bpf2ptx::build::Flags,
+    near: Option<&Path>,
+) -> Result<Object, CompileError> {
+    let input = bpf2ptx::build::Input::open(file, flags)?;
+    if flags.keep_object {
+        if let Some(kept) = input.keep(near.unwrap_or(file))? {
+            eprintln!(
+                "note: kept the object of {} as {}",
+                file.display(),
+                kept.display()
+            );
+        }
+    }
+    input.load()
+}
+
+/// [`load_input`] for a command without an output, the error printed.
+fn load(file: &Path, flags: &bpf2ptx::build::Flags) -> Result<Object, i32> {
+    load_input(file, flags, None).map_err(|e| {
         eprintln!("error: {e}");
-        exit::BAD_INPUT
+        e.exit_code()
     })
 }
 
-fn dump(file: &Path, format: Format) -> i32 {
-    let obj = match load(file) {
+/// `bpf2ptx build SOURCE [-o OUT]`.
+fn build_cmd(
+    source: &Path,
+    output: Option<&Path>,
+    depfile: Option<&Path>,
+    flags: &bpf2ptx::build::Flags,
+    loop_budget: Option<u64>,
+) -> i32 {
+    let out = output.map_or_else(
+        || source.with_file_name(bpf2ptx::build::object_name(source)),
+        Path::to_path_buf,
+    );
+    let result =
+        bpf2ptx::build::build_object(source, &out, flags, loop_budget).and_then(
+            |b| match depfile {
+                Some(d) => compile::write_output(d, &b.depfile(&out), &[source, &out]),
+                None => Ok(()),
+            },
+        );
+    match result {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn dump(file: &Path, format: Format, flags: &bpf2ptx::build::Flags) -> i32 {
+    let obj = match load(file, flags) {
         Ok(o) => o,
         Err(c) => return c,
     };
@@ -460,8 +589,9 @@ fn verify(
     kconfig: Option<&Path>,
     loop_budget: Option<u64>,
     verbose: bool,
+    flags: &bpf2ptx::build::Flags,
 ) -> i32 {
-    let mut obj = match load(file) {
+    let mut obj = match load(file, flags) {
         Ok(o) => o,
         Err(c) => return c,
     };
@@ -651,6 +781,7 @@ fn compile_cmd(
     map: &[String],
     kconfig: Option<&Path>,
     loop_budget: Option<u64>,
+    flags: &bpf2ptx::build::Flags,
 ) -> i32 {
     let opts = ptx::Options {
         target: t.target.clone(),
@@ -662,8 +793,7 @@ fn compile_cmd(
     let out = output
         .map(Path::to_path_buf)
         .unwrap_or_else(|| file.with_extension("ptx"));
-    let result = bpf2ptx::load_path(file)
-        .map_err(CompileError::from)
+    let result = load_input(file, flags, Some(&out))
         .and_then(|mut obj| {
             compile::apply_kconfig(&mut obj, kconfig)?;
             let (gpu, skipped) = compile::gpu_programs(&obj);
@@ -703,6 +833,7 @@ fn run_cmd(
     cpu: bool,
     target: &str,
     loop_budget: Option<u64>,
+    flags: &bpf2ptx::build::Flags,
 ) -> i32 {
     let opts_ptx = ptx::Options {
         target: target.to_string(),
@@ -754,7 +885,11 @@ fn run_cmd(
             }
         };
     }
-    match run::run_file(path, &opts) {
+    let obj = match load(path, flags) {
+        Ok(o) => o,
+        Err(c) => return c,
+    };
+    match run::run_object(obj, &opts) {
         Ok(o) => {
             out!("r0 = {:#x} ({})", o.r0, o.r0 as i64);
             if let Some(ms) = o.kernel_ms {
@@ -798,7 +933,7 @@ struct ProbeRun<'a> {
 }
 
 /// One program on a grid of threads, with its maps bound and, with `--maps`, printed.
-fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
+fn run_probe(path: &Path, run: &ProbeRun<'_>, flags: &bpf2ptx::build::Flags) -> i32 {
     use bpf2ptx_loader::{gpu::Gpu, loader};
     let ProbeRun {
         mem,
@@ -811,7 +946,7 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>) -> i32 {
         live_drain,
         loop_budget,
     } = *run;
-    let obj = match load(path) {
+    let obj = match load(path, flags) {
         Ok(o) => o,
         Err(c) => return c,
     };

@@ -221,6 +221,11 @@ pub struct Summary {
 /// Runs one file and returns r0 with the file's expectation.
 pub fn run_file(path: &Path, opts: &RunOptions<'_>) -> Result<Outcome, RunError> {
     let obj = load_path(path).map_err(|e| RunError::Load(Box::new(e)))?;
+    run_object(obj, opts)
+}
+
+/// [`run_file`] for an object already loaded (`bpf2ptx run x.bpf.c` compiles the C first).
+pub fn run_object(obj: Object, opts: &RunOptions<'_>) -> Result<Outcome, RunError> {
     let mem = match opts.mem {
         Some(p) => std::fs::read(p).map_err(|source| RunError::ReadMem {
             path: p.to_path_buf(),

@@ -19,4 +19,22 @@ static __always_inline __u32 log2_u64(__u64 v)
 	if (v >> 1) { r += 1; }
 	return r;
 }
+
+/* Set bits of a 32-bit lane mask (bpf2ptx_get_active_mask), without a loop. */
+static __always_inline __u32 popcount32(__u32 v)
+{
+	v = v - ((v >> 1) & 0x55555555);
+	v = (v & 0x33333333) + ((v >> 2) & 0x33333333);
+	return (((v + (v >> 4)) & 0x0f0f0f0f) * 0x01010101) >> 24;
+}
+
+/* Linear index of the calling thread's block in the grid. */
+static __always_inline __u32 block_linear(void)
+{
+	__u64 bx, by, bz, gx, gy, gz;
+
+	bpf_get_block_idx(&bx, &by, &bz);
+	bpf_get_grid_dim(&gx, &gy, &gz);
+	return (__u32)((bz * gy + by) * gx + bx);
+}
 #endif

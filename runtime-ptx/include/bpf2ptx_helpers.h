@@ -2,11 +2,24 @@
 /*
  * bpf2ptx_helpers.h - GPU helpers and GPU map types for probe authors.
  *
- * Include this after <linux/bpf.h> (or vmlinux.h) and <bpf/bpf_helpers.h>
- * in a probe that bpf2ptx lowers to PTX; like libbpf's bpf_helper_defs.h it
- * expects __u64 to be defined already. The helper ids and map type ids are
- * the ones bpftime uses, so a probe written for bpftime's CUDA attach builds
- * unchanged.
+ * Self-contained: a probe needs only
+ *
+ *     #include "bpf2ptx_helpers.h"
+ *
+ * which brings <linux/bpf.h> (the __u64 types, BPF_MAP_TYPE_*) and libbpf's
+ * <bpf/bpf_helpers.h> (SEC, __uint, the kernel helpers) unless they are
+ * already there. A probe built against vmlinux.h includes vmlinux.h FIRST:
+ * vmlinux.h defines the UAPI types itself, so <linux/bpf.h> is then skipped
+ * (including it after vmlinux.h would define every type twice); the other
+ * order, vmlinux.h after this header, cannot work, as with libbpf. Including
+ * <linux/bpf.h> and <bpf/bpf_helpers.h> before this header, as probes
+ * written before it was self-contained do, still works.
+ *
+ * `bpf2ptx build` (and every command given a .c file) provides this header
+ * from the binary itself, so no -I is needed for it.
+ *
+ * The helper ids and map type ids are the ones bpftime uses, so a probe
+ * written for bpftime's CUDA attach builds unchanged.
  *
  * Each helper is declared the way libbpf's bpf_helper_defs.h declares the
  * kernel helpers: a constant function pointer whose value is the helper id.
@@ -17,6 +30,15 @@
  */
 #ifndef BPF2PTX_HELPERS_H
 #define BPF2PTX_HELPERS_H
+
+/* vmlinux.h (bpftool btf dump ... format c) guards itself with __VMLINUX_H__
+ * and already defines what <linux/bpf.h> would. */
+#if !defined(__VMLINUX_H__) && !defined(__LINUX_BPF_H__) && !defined(_UAPI__LINUX_BPF_H__)
+#include <linux/bpf.h>
+#endif
+#ifndef __BPF_HELPERS__
+#include <bpf/bpf_helpers.h>
+#endif
 
 /* ---- map types (values of __uint(type, ...)) ------------------------- */
 

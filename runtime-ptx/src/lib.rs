@@ -18,6 +18,12 @@ pub mod snprintf;
 
 pub use map_kind::MapKind;
 
+/// The text of `include/bpf2ptx_helpers.h`, the header probe authors include: compiled
+/// into whatever links this crate so that `bpf2ptx build` (and every command given a C
+/// source) can hand clang the header that matches the helper ids and context layouts of
+/// this very build, with no install step and no `-I` for the user to get right.
+pub const HELPERS_H: &str = include_str!("../include/bpf2ptx_helpers.h");
+
 use std::borrow::Cow;
 
 /// The memory scope of the runtime's atomics and memory orderings.

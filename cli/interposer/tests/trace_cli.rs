@@ -77,6 +77,51 @@ fn a_traced_app_runs_unchanged_and_the_last_snapshot_says_how_it_ended() {
     );
 }
 
+/// The probes as C source: compiled with clang before the application starts (the
+/// interposer gets the object), named by the source in what the front end says.
+#[test]
+fn a_c_probe_is_compiled_first() {
+    if bpf2ptx_tests::require_clang().is_none() {
+        return;
+    }
+    let dir = fixture();
+    let out = trace(
+        dir.path(),
+        &["tests/probes/bpftime/cuda_counter.bpf.c"],
+        "linked",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("app done\n")
+            && stdout.contains("final snapshot (the app exited with code 0)"),
+        "{stdout}"
+    );
+    assert!(
+        err.contains(&format!(
+            "bpf2ptx trace: module 1: probes in {PROBED} (inject"
+        )),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(dir.path().join("driver.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(PROBED) && l.ends_with("probed=1")),
+        "{log}"
+    );
+    // No clang: exit 2 before the application runs.
+    let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
+        .args(["trace", "tests/probes/bpftime/cuda_counter.bpf.c", "--"])
+        .arg(dir.path().join("app"))
+        .current_dir(repo())
+        .env("BPF2PTX_CLANG", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).starts_with("error: BPF2PTX_CLANG=/nonexistent: cannot run it"));
+}
+
 #[test]
 fn json_snapshots_are_one_object_per_line() {
     let dir = fixture();

@@ -40,8 +40,8 @@ pub const INTERPOSER_FILE: &str = "libbpf2ptx_interposer.so";
 /// Runs a trace session; returns the exit code: the command's own (128 + the signal that
 /// ended it), or 1 (a probe rejected) / 2 (bad input, the command cannot start) before it
 /// runs.
-pub fn trace(args: &TraceArgs, loop_budget: Option<u64>) -> i32 {
-    match Session::start(args, loop_budget) {
+pub fn trace(args: &TraceArgs, loop_budget: Option<u64>, flags: &crate::build::Flags) -> i32 {
+    match Session::start(args, loop_budget, flags) {
         Ok(s) => s.run(args),
         Err(e) => {
             eprintln!("error: {}", e.message);
@@ -55,6 +55,12 @@ pub fn trace(args: &TraceArgs, loop_budget: Option<u64>) -> i32 {
 struct StartError {
     message: String,
     code: i32,
+}
+
+impl From<crate::build::BuildError> for StartError {
+    fn from(e: crate::build::BuildError) -> StartError {
+        CompileError::from(e).into()
+    }
 }
 
 impl From<CompileError> for StartError {
@@ -76,6 +82,9 @@ fn bad(message: String) -> StartError {
 /// A started session: the application running under the interposer.
 struct Session {
     obj: Object,
+    // Held for its Drop: a C input's object, which the interposer reads while the
+    // application runs.
+    _input: crate::build::Input,
     types: Vec<MapTypes>,
     dir: tempfile::TempDir,
     child: std::process::Child,
@@ -83,8 +92,24 @@ struct Session {
 }
 
 impl Session {
-    fn start(args: &TraceArgs, loop_budget: Option<u64>) -> Result<Session, StartError> {
-        let obj = bpf2ptx_compiler::front::load_path(&args.probes).map_err(CompileError::from)?;
+    fn start(
+        args: &TraceArgs,
+        loop_budget: Option<u64>,
+        flags: &crate::build::Flags,
+    ) -> Result<Session, StartError> {
+        // A C input is compiled first; the interposer gets the object (config.json).
+        let input = crate::build::Input::open(&args.probes, flags)?;
+        if flags.keep_object {
+            if let Some(kept) = input.keep(&args.probes)? {
+                eprintln!(
+                    "note: kept the object of {} as {}",
+                    args.probes.display(),
+                    kept.display()
+                );
+            }
+        }
+        let obj = input.load()?;
+        let object = input.object_path();
         let (gpu, _host) = compile::gpu_programs(&obj);
         if gpu.programs.is_empty() {
             return Err(CompileError::NoGpuPrograms { file: obj.file }.into());
@@ -95,8 +120,8 @@ impl Session {
         };
         // Rejected probes stop here, before the application starts.
         compile::resolve(&gpu, &opts)?;
-        let bytes = std::fs::read(&args.probes)
-            .map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
+        let bytes =
+            std::fs::read(object).map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
         let btf = object_btf(&bytes).map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
         let types = map_types(&obj, btf.as_ref(), &args.hist).map_err(|e| bad(e.to_string()))?;
         let interposer = interposer()?;
@@ -104,7 +129,7 @@ impl Session {
             .prefix("bpf2ptx-trace-")
             .tempdir()
             .map_err(|e| bad(format!("session folder: {e}")))?;
-        let probes = std::fs::canonicalize(&args.probes)
+        let probes = std::fs::canonicalize(object)
             .map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
         Config {
             probes,
@@ -138,6 +163,7 @@ impl Session {
             .map_err(|e| bad(format!("{}: {e}", Path::new(cmd).display())))?;
         Ok(Session {
             obj,
+            _input: input,
             types,
             dir,
             child,
