@@ -14,6 +14,7 @@
 
 pub mod compile;
 pub mod dump;
+pub mod host;
 pub mod inject;
 pub mod run;
 pub mod trace;

@@ -127,6 +127,14 @@ pub trait Env {
     fn pid_tgid(&mut self) -> Option<u64> {
         None
     }
+
+    /// `trace_printk(fmt, fmt_size, a, b, c)` (6) with the format's bytes (up to its NUL
+    /// or `fmt_size`) and the three arguments; returns r0. `None`: not available
+    /// ([`InterpError::UnknownHelper`]).
+    fn trace_printk(&mut self, fmt: &[u8], args: [u64; 3]) -> Option<u64> {
+        let _ = (fmt, args);
+        None
+    }
 }
 
 /// The reference environment: the [`Env`] defaults.
@@ -709,6 +717,7 @@ impl Machine<'_> {
                 .pid_tgid()
                 .ok_or(InterpError::UnknownHelper { pc, helper: id }),
             1..=3 if self.mem.env.maps() => self.map_helper(pc, id),
+            6 => self.trace_printk(pc),
             165 => self.snprintf(pc),
             helper => Err(InterpError::UnknownHelper { pc, helper }),
         }
@@ -785,6 +794,26 @@ impl Machine<'_> {
             }
             _ => EINVAL as u64,
         })
+    }
+
+    /// `trace_printk` (6) handed to the environment with its format's bytes.
+    fn trace_printk(&mut self, pc: usize) -> Result<u64, InterpError> {
+        let [fmt, size, a, b, c] = [1, 2, 3, 4, 5].map(|r| self.regs[r]);
+        let bytes = self.mem.rest(fmt).ok_or(InterpError::OutOfBounds {
+            pc,
+            access: Access::Load,
+            addr: fmt,
+            size: 1,
+        })?;
+        let n = bytes.len().min(size as u32 as usize);
+        let text = &bytes[..bytes[..n].iter().position(|&x| x == 0).unwrap_or(n)];
+        let mut buf = [0u8; 256];
+        let k = text.len().min(buf.len());
+        buf[..k].copy_from_slice(&text[..k]);
+        self.mem
+            .env
+            .trace_printk(&buf[..k], [a, b, c])
+            .ok_or(InterpError::UnknownHelper { pc, helper: 6 })
     }
 
     /// `bpf_snprintf(str, str_size, fmt, data, data_len)` (helper 165) as Linux runs it:

@@ -20,7 +20,7 @@
 
 use super::wire::{self, Config, Event as WireEvent, RawSnapshot};
 use super::{map_types, object_btf, render, ring_events, AppEnd, MapTypes, Snapshot};
-use super::{trace_events, Format, TraceArgs, TracedMap};
+use super::{Format, TraceArgs, TracedMap};
 use crate::compile::{self, CompileError};
 use crate::exit;
 use bpf2ptx_backend::back::ptx;
@@ -80,6 +80,16 @@ struct Session {
     dir: tempfile::TempDir,
     child: std::process::Child,
     started: Instant,
+    /// Maps marked `bpf2ptx:launch_spans` (first block start, last block end per launch).
+    spans: Vec<usize>,
+    /// Host programs' printk lines printed so far.
+    printed_printk: usize,
+}
+
+/// The BTF of the probe object at `path`.
+fn btf_of(path: &Path) -> Result<Option<bpf2ptx_compiler::front::btf::Btf>, StartError> {
+    let bytes = std::fs::read(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    object_btf(&bytes).map_err(|e| bad(format!("{}: {e}", path.display())))
 }
 
 impl Session {
@@ -93,11 +103,18 @@ impl Session {
             loop_budget,
             ..Default::default()
         };
-        // Rejected probes stop here, before the application starts.
+        // Rejected probes stop here, before the application starts: GPU programs, then
+        // host-side programs (their helpers, maps and contexts; crate::host).
         compile::resolve(&gpu, &opts)?;
-        let bytes = std::fs::read(&args.probes)
-            .map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
-        let btf = object_btf(&bytes).map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
+        crate::host::HostPrograms::load(&obj, &[]).map_err(|e| StartError {
+            code: match e {
+                crate::host::HostError::Rejected { .. } => exit::REJECTED,
+                _ => exit::BAD_INPUT,
+            },
+            message: e.to_string(),
+        })?;
+        let spans = super::types::launch_span_maps(&obj, btf_of(&args.probes)?.as_ref());
+        let btf = btf_of(&args.probes)?;
         let types = map_types(&obj, btf.as_ref(), &args.hist).map_err(|e| bad(e.to_string()))?;
         let interposer = interposer()?;
         let dir = tempfile::Builder::new()
@@ -113,6 +130,7 @@ impl Session {
             loop_budget,
             interval_ms: args.interval.as_millis().max(1) as u64,
             cache: jit_cache(),
+            launch_log: args.trace_events.is_some(),
         }
         .write(dir.path())
         .map_err(|e| bad(format!("session folder: {e}")))?;
@@ -138,6 +156,8 @@ impl Session {
             .map_err(|e| bad(format!("{}: {e}", Path::new(cmd).display())))?;
         Ok(Session {
             obj,
+            spans,
+            printed_printk: 0,
             types,
             dir,
             child,
@@ -199,10 +219,21 @@ impl Session {
     /// labelled with the module when there are several.
     fn decode(&self, raw: &RawSnapshot, end: Option<AppEnd>) -> Vec<(String, Snapshot)> {
         let mut out = Vec::new();
-        for module in &raw.modules {
+        let shared = wire::ModuleMaps {
+            label: "shared".into(),
+            maps: raw.shared.clone(),
+        };
+        let mut modules: Vec<&wire::ModuleMaps> = raw.modules.iter().collect();
+        if modules.is_empty() && !raw.shared.is_empty() {
+            modules.push(&shared);
+        }
+        for module in modules {
             let mut maps = Vec::new();
             let mut events = Vec::new();
-            for rm in module.maps.iter().filter(|m| !m.desc.is_empty()) {
+            // The maps host programs share are one instance, shown with every module.
+            let own = module.maps.iter();
+            let with_shared = own.chain(raw.shared.iter().filter(|_| module.label != "shared"));
+            for rm in with_shared.filter(|m| !m.desc.is_empty()) {
                 let Some(k) = self.obj.maps.iter().position(|m| m.name == rm.name) else {
                     continue;
                 };
@@ -270,8 +301,32 @@ impl Session {
         out
     }
 
-    fn print(&self, raw: &RawSnapshot, end: Option<AppEnd>, format: Format, out: &mut Output) {
-        let snaps = self.decode(raw, end);
+    fn print(&mut self, raw: &RawSnapshot, end: Option<AppEnd>, format: Format, out: &mut Output) {
+        let mut snaps = self.decode(raw, end);
+        // Host programs' printk lines that arrived since the last print, as records of
+        // the first snapshot, at their time since the start.
+        let events = wire::read_events(self.dir.path());
+        let start = events.iter().find_map(|e| match e {
+            WireEvent::Clock { start_ns, .. } => Some(*start_ns),
+            _ => None,
+        });
+        let lines: Vec<(u64, String)> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                WireEvent::Printk { ns, line } => Some((ns, line)),
+                _ => None,
+            })
+            .collect();
+        if let Some((_, first)) = snaps.first_mut() {
+            for (ns, line) in lines.iter().skip(self.printed_printk) {
+                first.events.push(super::Event {
+                    ns: start.map_or(0, |s| ns.saturating_sub(s)),
+                    data: super::EventData::Printk { line: line.clone() },
+                });
+            }
+            first.events.sort_by_key(|e| e.ns);
+            self.printed_printk = lines.len();
+        }
         let several = snaps.len() > 1;
         for (label, snap) in snaps {
             if several && format == Format::Text {
@@ -282,13 +337,20 @@ impl Session {
     }
 
     fn write_trace_events(&self, path: &Path, raw: Option<&RawSnapshot>) -> std::io::Result<()> {
-        let events: Vec<_> = raw
-            .map(|r| self.decode(r, None))
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|(_, s)| s.events)
-            .collect();
-        let json = trace_events(&[], &events);
+        let snaps = raw.map(|r| self.decode(r, None)).unwrap_or_default();
+        let wire_events = wire::read_events(self.dir.path());
+        let launches = super::events::launches(
+            &wire::read_launches(self.dir.path()),
+            &wire_events,
+            snaps.iter().flat_map(|(_, s)| s.maps.iter()).filter(|m| {
+                self.spans
+                    .iter()
+                    .any(|&k| self.obj.maps[k].name == m.map.name)
+            }),
+        );
+        let calibrations = super::events::calibrations(&wire_events);
+        let events: Vec<_> = snaps.into_iter().flat_map(|(_, s)| s.events).collect();
+        let json = super::events::trace_events_with(&launches, &events, &calibrations);
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(&json)?)?;
         std::fs::rename(tmp, path)
@@ -314,7 +376,9 @@ impl Session {
                     kernels.join(", "),
                     if *cached { "cached JIT" } else { "JIT" }
                 ),
-                WireEvent::Kernel { name, matched: m } => {
+                WireEvent::Kernel {
+                    name, matched: m, ..
+                } => {
                     matched |= m;
                     seen.push(name.as_str());
                 }
