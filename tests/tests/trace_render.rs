@@ -299,9 +299,16 @@ fn launch_records_join_their_spans_and_the_clock() {
     );
     assert_eq!(launches[1].first_block_ns, None);
     let doc = trace::trace_events_with(&launches, &[], &trace::calibrations(&events));
-    conforms(&schema("trace-events.schema.json"), &doc, Path::new("joined"));
+    conforms(
+        &schema("trace-events.schema.json"),
+        &doc,
+        Path::new("joined"),
+    );
     let evs = doc["traceEvents"].as_array().unwrap();
-    let kernel = evs.iter().find(|e| e["cat"] == "kernel").expect("a kernel slice");
+    let kernel = evs
+        .iter()
+        .find(|e| e["cat"] == "kernel")
+        .expect("a kernel slice");
     assert_eq!(kernel["args"]["launch_latency_us"], 7.0);
     assert_eq!(kernel["dur"], 3.0);
     assert!(evs

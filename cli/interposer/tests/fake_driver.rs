@@ -450,7 +450,10 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
         "{log:?}"
     );
     assert!(log.iter().any(|l| l == "host alloc 8 flags=3"), "{log:?}");
-    assert!(log.iter().any(|l| l == "htod 8"), "descriptor word 3: {log:?}");
+    assert!(
+        log.iter().any(|l| l == "htod 8"),
+        "descriptor word 3: {log:?}"
+    );
     let snap = read(&f.path("trace")).expect("snapshot.json");
     let shared = |name: &str| {
         let m = snap
@@ -477,7 +480,10 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
     assert_eq!(seqs, [1, 2, 3, 4]);
     let shapes: Vec<(u32, u32)> = records.iter().map(|r| (r.kernel, r.grid[0])).collect();
     assert_eq!(shapes, [(1, 1), (1, 2), (2, 1), (2, 2)]);
-    assert_eq!(records[3].host_ns, host_ns, "the record and the context agree");
+    assert_eq!(
+        records[3].host_ns, host_ns,
+        "the record and the context agree"
+    );
     assert!(records.windows(2).all(|w| w[0].host_ns <= w[1].host_ns));
 }
 
@@ -495,7 +501,9 @@ fn a_bpftime_uprobe_on_cuda_launch_kernel_sees_the_launch_arguments() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     // The GPU probe matches vectorAdd only; the uprobe runs at every launch.
-    assert!(launches(&log, PROBED).iter().all(|l| l.ends_with("probed=1")));
+    assert!(launches(&log, PROBED)
+        .iter()
+        .all(|l| l.ends_with("probed=1")));
     let snap = read(&f.path("trace")).expect("snapshot.json");
     let seen = snap
         .shared
@@ -508,7 +516,10 @@ fn a_bpftime_uprobe_on_cuda_launch_kernel_sees_the_launch_arguments() {
     // BPF_KPROBE(func, gridDim, blockDim) calls blockDim is the third register).
     assert_eq!(u64_at(&seen, 1), 2 | 1 << 32);
     assert_eq!(u64_at(&seen, 2), 1);
-    assert!(u64_at(&seen, 3) >= before + GPU_OFFSET - 1_000_000, "ktime on the GPU's timeline");
+    assert!(
+        u64_at(&seen, 3) >= before + GPU_OFFSET - 1_000_000,
+        "ktime on the GPU's timeline"
+    );
     assert!(u64_at(&seen, 4) != 0, "pid");
     let lines: Vec<String> = read_events(&f.path("trace"))
         .into_iter()
@@ -537,7 +548,11 @@ fn launch_cost() {
     let mut rows = Vec::new();
     for (what, probes, log) in [
         ("no session", None, false),
-        ("matched empty GPU probe", Some("examples/probes/empty.bpf.o"), false),
+        (
+            "matched empty GPU probe",
+            Some("examples/probes/empty.bpf.o"),
+            false,
+        ),
         (
             "host program + GPU probe + launch records",
             Some("examples/probes/trace_latency.bpf.o"),

@@ -234,8 +234,6 @@ fn host_programs_share_their_maps_and_launches_become_trace_events() {
         .map(|e| e["args"]["seq"].as_u64().unwrap())
         .collect();
     assert_eq!(seqs, [1, 2, 3, 4], "{doc}");
-    assert!(evs
-        .iter()
-        .any(|e| e["name"] == format!("launch {OTHER}")));
+    assert!(evs.iter().any(|e| e["name"] == format!("launch {OTHER}")));
     assert!(evs.iter().any(|e| e["cat"] == "calibration"), "{doc}");
 }
