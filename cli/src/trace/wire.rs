@@ -323,6 +323,13 @@ mod tests {
                     counters: Some("00".into()),
                 }],
             }],
+            shared: vec![RawMap {
+                name: "launch".into(),
+                desc: vec![2, 0, 0, 0, 0, 0, 0, 0],
+                data: "2a00".into(),
+                counts: None,
+                counters: None,
+            }],
         };
         write(dir.path(), &s).unwrap();
         assert_eq!(read(dir.path()), Some(s));
