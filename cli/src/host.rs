@@ -18,7 +18,7 @@
 //! that; the front end checks it before the application starts and the interposer again
 //! when it loads the object (a session started by hand gets the same answer).
 
-use crate::compile::{self, is_gpu_section};
+use crate::compile::is_gpu_section;
 use bpf2ptx_backend::inject::attach::Attach;
 use bpf2ptx_compiler::isa::table::{CallKind, Kind, Pseudo};
 use bpf2ptx_compiler::program::{MapOrigin, Object};
@@ -375,15 +375,6 @@ pub fn kernel_hash(name: &str) -> u64 {
     })
 }
 
-/// Whether `obj` has host-side programs of sections this module knows (what the front
-/// end and `compile::gpu_programs` leave aside).
-pub fn has_host_programs(obj: &Object) -> bool {
-    obj.programs.iter().any(|p| {
-        !compile::is_gpu_section(obj, &p.section)
-            && matches!(HostAttach::from_section(&p.section), Ok(Some(_)) | Err(_))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,6 +414,65 @@ mod tests {
         assert!(a.matches("_Z6vecAddPKfS0_Pfi") && a.matches("vecAdd"));
         assert!(!a.matches("_Z6vecSubPKfS0_Pfi"));
         assert!(HostAttach::Uprobe.matches("anything"));
+    }
+
+    fn load(path: &str) -> Result<(Object, HostPrograms), HostError> {
+        let obj = crate::load_path(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(path),
+        )
+        .expect("the object loads");
+        let progs = HostPrograms::load(&obj, &[])?;
+        Ok((obj, progs))
+    }
+
+    #[test]
+    fn the_examples_host_programs_load_with_their_shared_maps() {
+        let (obj, progs) = load("examples/probes/trace_latency.bpf.o").unwrap();
+        let names: Vec<&str> = progs.programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["on_launch"]);
+        let shared: Vec<&str> = progs
+            .shared_maps
+            .iter()
+            .map(|&k| obj.maps[k].name.as_str())
+            .collect();
+        assert_eq!(shared, ["launch", "launches"]);
+        assert_eq!(progs.matching("_Z4workPfiPy"), 1);
+        assert_eq!(
+            progs.map_options(&obj, &["spans=device".into()]),
+            [
+                "spans=device",
+                "launch=host",
+                "launch=unsharded",
+                "launches=host",
+                "launches=unsharded"
+            ]
+        );
+        // A map a host program shares cannot be moved to device memory.
+        let e = HostPrograms::load(&obj, &["launch=device".into()]).unwrap_err();
+        assert!(matches!(e, HostError::Placement { .. }), "{e}");
+        let (_, progs) = load("tests/probes/bpftime/launchlate.bpf.o").unwrap();
+        assert_eq!(progs.programs[0].attach, HostAttach::Uprobe);
+        // GPU-only objects have none.
+        let (_, progs) = load("tests/probes/bpftime/cuda_counter.bpf.o").unwrap();
+        assert!(progs.programs.is_empty() && progs.shared_maps.is_empty());
+    }
+
+    #[test]
+    fn hash_maps_gpu_helpers_and_bad_context_reads_are_refused() {
+        let e = load("tests/probes/host/hash_map.bpf.o").unwrap_err();
+        assert!(
+            matches!(&e, HostError::Map { map, kind, .. } if map == "per_kernel" && *kind == "hash"),
+            "{e}"
+        );
+        let e = load("tests/probes/host/gpu_helper.bpf.o").unwrap_err();
+        assert!(
+            matches!(&e, HostError::Helper { helper: 502, name, .. } if *name == "get_globaltimer"),
+            "{e}"
+        );
+        let e = load("tests/probes/host/ctx_write.bpf.o").unwrap_err();
+        assert!(matches!(e, HostError::Rejected { .. }), "{e}");
     }
 
     #[test]
