@@ -577,7 +577,7 @@ impl Session {
         if self.capturing(args.stream) {
             if !self.said_capture.swap(true, Relaxed) {
                 self.log.say(
-                    "launches captured into CUDA graphs run no host programs and are not                      in the trace events",
+                    "launches captured into CUDA graphs run no host programs and are not in the trace events",
                 );
             }
             return;
