@@ -18,6 +18,7 @@
 pub mod build;
 pub mod compile;
 pub mod dump;
+pub mod host;
 pub mod inject;
 pub mod run;
 pub mod trace;

@@ -607,12 +607,37 @@ fn verify(
         eprintln!("error: {e}");
         return e.exit_code();
     }
-    let (obj, skipped) = compile::gpu_programs(&obj);
+    let full = obj;
+    let (obj, skipped) = compile::gpu_programs(&full);
+    // Host-side programs that `bpf2ptx trace` runs (host/launch/K, uprobe on the launch
+    // call) are checked as it checks them; other host sections are left to libbpf.
+    let host = match bpf2ptx::host::HostPrograms::load(&full, &[]) {
+        Ok(h) => h,
+        // A uprobe on another function is libbpf's to load, not an error here.
+        Err(e @ bpf2ptx::host::HostError::Section { .. }) => {
+            eprintln!("note: {e}; bpf2ptx trace would refuse it");
+            Default::default()
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return match e {
+                bpf2ptx::host::HostError::Rejected { .. } => exit::REJECTED,
+                _ => exit::BAD_INPUT,
+            };
+        }
+    };
     for (name, section) in &skipped {
-        eprintln!(
-            "note: {}: skipped host-side program {name} (section {section})",
-            obj.file
-        );
+        match host.programs.iter().find(|p| &p.name == name) {
+            Some(p) => eprintln!(
+                "note: {}: host-side program {name} (section {section}, {}-byte context): accepted for bpf2ptx trace",
+                obj.file,
+                p.attach.ctx_size()
+            ),
+            None => eprintln!(
+                "note: {}: skipped host-side program {name} (section {section})",
+                obj.file
+            ),
+        }
     }
     if obj.programs.is_empty() {
         // Nothing verified is not a pass: a CI gate must not accept it.

@@ -32,6 +32,15 @@
 //!   string (Linux's failed `copy_from_kernel_nofault`).
 //!   Any other helper, kfunc calls, legacy packet loads and map handles are errors
 //!   ([`InterpError::UnknownHelper`], [`InterpError::Unsupported`]), never a guess.
+//! * With an [`Env`] that provides maps ([`Env::maps`]; `bpf2ptx trace` runs host-side
+//!   programs this way, specs/trace.md "Host-side programs"), `ld_imm64` of a map gives
+//!   a handle, and the map helpers (1-3) work on arrays whose storage the environment
+//!   lends, laid out as the device runtime lays out an array (value `k` at `k x stride`,
+//!   stride = value size rounded up to 8: specs/abi.md), so the host and the GPU read the
+//!   same bytes. Helpers 5 and 14 then ask the environment ([`Env::ktime_ns`],
+//!   [`Env::pid_tgid`]). Atomics on naturally aligned addresses are real atomic
+//!   instructions, so a program's `lock add` on a map value in memory the GPU also
+//!   updates loses no update.
 //!
 //! Registers start at zero apart from `r1` (the input memory), `r2` (its length, the
 //! bpf_conformance convention) and `r10`, so a run is deterministic even for a program that
@@ -49,7 +58,8 @@
 //! | 0          | `0`                 | nothing: null and small integers are never valid  |
 //! | 1          | `0x1000_0000_0000`  | the input memory (`r1`; its length is in `r2`)    |
 //! | 2 + d      | `(2 + d) << 44`     | the stack of call frame `d`; `r10` = base + 512   |
-//! | 16 + i     | `(16 + i) << 44`    | the value of global-data map `i` (`.data`, ...)   |
+//! | 14         | `14 << 44`          | nothing: map handles (`14 << 44 \| i`, [`Env::maps`]) |
+//! | 16 + i     | `(16 + i) << 44`    | the value of global-data map `i` (`.data`, ...), or the storage [`Env::map_storage`] lends for map `i` |
 //!
 //! An access (load, store or atomic) must lie wholly inside one region's bytes. A frame's
 //! region disappears when the frame returns, so a dangling stack pointer is an error until
@@ -82,6 +92,56 @@ const MAP_REGION: u64 = 16;
 
 /// The base address of the input memory (what `r1` holds at entry).
 pub const MEM_BASE: u64 = MEM_REGION << REGION_SHIFT;
+/// Base of the (inaccessible) region whose addresses are map handles: `ld_imm64` of map
+/// `i` gives `MAP_HANDLE_BASE + i` when the [`Env`] has maps.
+pub const MAP_HANDLE_BASE: u64 = 14 << REGION_SHIFT;
+
+/// What a run reaches beyond the program's own memory: maps and the host's clock and
+/// process ids. The default methods are the reference semantics `bpf2ptx run --cpu` and
+/// the tests use ([`Reference`]): no maps, and a deterministic `ktime_get_ns`.
+///
+/// `bpf2ptx trace` implements it for host-side programs (crate bpf2ptx-interposer): map
+/// storage in pinned host memory that the GPU's probes use too, the host's clock moved
+/// onto the GPU's `%globaltimer` timeline.
+pub trait Env {
+    /// Whether map handles and the map helpers work. Without maps, `ld_imm64` of a map
+    /// is [`InterpError::Unsupported`], as it always was.
+    fn maps(&self) -> bool {
+        false
+    }
+
+    /// The storage of map `map` (not global data, which the [`Interp`] owns): an array's
+    /// `max_entries x stride` bytes. `None`: not bound (a lookup returns NULL, an update
+    /// -EINVAL, as on the GPU with descriptor word 3 = 0).
+    fn map_storage(&mut self, map: usize) -> Option<&mut [u8]> {
+        let _ = map;
+        None
+    }
+
+    /// `ktime_get_ns` (5); `executed` is the number of instructions run so far.
+    fn ktime_ns(&mut self, executed: u64) -> u64 {
+        executed
+    }
+
+    /// `get_current_pid_tgid` (14); `None`: not available ([`InterpError::UnknownHelper`]).
+    fn pid_tgid(&mut self) -> Option<u64> {
+        None
+    }
+
+    /// `trace_printk(fmt, fmt_size, a, b, c)` (6) with the format's bytes (up to its NUL
+    /// or `fmt_size`) and the three arguments; returns r0. `None`: not available
+    /// ([`InterpError::UnknownHelper`]).
+    fn trace_printk(&mut self, fmt: &[u8], args: [u64; 3]) -> Option<u64> {
+        let _ = (fmt, args);
+        None
+    }
+}
+
+/// The reference environment: the [`Env`] defaults.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reference;
+
+impl Env for Reference {}
 
 /// Bytes of stack per call frame, as in Linux.
 pub const STACK_SIZE: usize = 512;
@@ -277,6 +337,11 @@ pub fn run(obj: &Object, prog: usize, mem: &mut [u8], opts: &Options) -> Result<
 
 /// An interpreter for the programs of one object. It owns the object's global data, so
 /// several runs see each other's writes, as runs of a loaded program do.
+///
+/// After a program's first run, later runs allocate nothing: its control-flow graph is
+/// kept, and the call frames' stacks are reused (zeroed per run). `bpf2ptx trace` runs
+/// host-side programs at every kernel launch, where an allocation would be most of the
+/// cost.
 #[derive(Clone, Debug)]
 pub struct Interp<'o> {
     obj: &'o Object,
@@ -285,6 +350,10 @@ pub struct Interp<'o> {
     globals: Vec<Option<Vec<u8>>>,
     /// Runs that ended because the loop budget was spent ([`LoopBudget`]).
     exhausted: u64,
+    /// Each program's checked control-flow graph, made at its first run.
+    cfgs: Vec<Option<Cfg>>,
+    /// The call frames' stacks, kept between runs (capacity [`MAX_FRAMES`]).
+    stacks: Vec<[u8; STACK_SIZE]>,
 }
 
 impl<'o> Interp<'o> {
@@ -306,6 +375,8 @@ impl<'o> Interp<'o> {
             opts,
             globals,
             exhausted: 0,
+            cfgs: vec![None; obj.programs.len()],
+            stacks: Vec::with_capacity(MAX_FRAMES),
         }
     }
 
@@ -334,23 +405,49 @@ impl<'o> Interp<'o> {
         mem: &mut [u8],
         observe: &mut dyn FnMut(usize, &[u64; 11], usize),
     ) -> Result<u64, InterpError> {
-        let program = self
-            .obj
-            .programs
-            .get(prog)
-            .ok_or(InterpError::NoSuchProgram {
-                prog,
-                count: self.obj.programs.len(),
-            })?;
-        let cfg = checked_cfg(program)?;
+        self.run_env(prog, mem, &mut Reference, observe)
+    }
+
+    /// [`Interp::run`] in the environment `env` (maps, clock, process ids: [`Env`]).
+    pub fn run_with(
+        &mut self,
+        prog: usize,
+        mem: &mut [u8],
+        env: &mut dyn Env,
+    ) -> Result<u64, InterpError> {
+        self.run_env(prog, mem, env, &mut |_, _, _| {})
+    }
+
+    fn run_env(
+        &mut self,
+        prog: usize,
+        mem: &mut [u8],
+        env: &mut dyn Env,
+        observe: &mut dyn FnMut(usize, &[u64; 11], usize),
+    ) -> Result<u64, InterpError> {
+        let obj = self.obj;
+        let program = obj.programs.get(prog).ok_or(InterpError::NoSuchProgram {
+            prog,
+            count: obj.programs.len(),
+        })?;
+        if self.cfgs[prog].is_none() {
+            self.cfgs[prog] = Some(checked_cfg(program)?);
+        }
+        let Some(cfg) = self.cfgs[prog].as_ref() else {
+            unreachable!("made above")
+        };
+        let mut stacks = std::mem::take(&mut self.stacks);
+        stacks.clear();
+        stacks.push([0; STACK_SIZE]);
         let mut m = Machine {
-            obj: self.obj,
+            obj,
             insns: &program.insns,
-            cfg: &cfg,
+            cfg,
             mem: Memory {
                 input: mem,
-                stacks: vec![[0; STACK_SIZE]],
+                stacks,
                 globals: &mut self.globals,
+                env,
             },
             regs: [0; 11],
             frames: Vec::new(),
@@ -367,7 +464,9 @@ impl<'o> Interp<'o> {
         m.regs[2] = m.mem.input.len() as u64;
         m.regs[10] = frame_pointer(0);
         let r = m.execute();
-        if m.exhausted {
+        let exhausted = m.exhausted;
+        self.stacks = std::mem::take(&mut m.mem.stacks);
+        if exhausted {
             self.exhausted += 1;
         }
         r
@@ -407,6 +506,8 @@ struct Memory<'a> {
     /// One stack per live frame, the entry function's first.
     stacks: Vec<[u8; STACK_SIZE]>,
     globals: &'a mut Vec<Option<Vec<u8>>>,
+    /// Where map storage (regions of maps that are not global data) comes from.
+    env: &'a mut dyn Env,
 }
 
 impl Memory<'_> {
@@ -435,7 +536,10 @@ impl Memory<'_> {
             }
             r if r >= MAP_REGION => {
                 let i = usize::try_from(r - MAP_REGION).ok()?;
-                self.globals.get_mut(i)?.as_mut()?.as_mut_slice()
+                match self.globals.get_mut(i)? {
+                    Some(g) => g.as_mut_slice(),
+                    None => self.env.map_storage(i)?,
+                }
             }
             _ => return None,
         };
@@ -604,11 +708,112 @@ impl Machine<'_> {
 
     fn helper(&mut self, pc: usize, id: i64) -> Result<u64, InterpError> {
         match id {
-            // ktime_get_ns, deterministic: instructions executed so far in this run.
-            5 => Ok(self.executed),
+            // ktime_get_ns: the environment's; the reference one is deterministic, the
+            // instructions executed so far in this run.
+            5 => Ok(self.mem.env.ktime_ns(self.executed)),
+            14 => self
+                .mem
+                .env
+                .pid_tgid()
+                .ok_or(InterpError::UnknownHelper { pc, helper: id }),
+            1..=3 if self.mem.env.maps() => self.map_helper(pc, id),
+            6 => self.trace_printk(pc),
             165 => self.snprintf(pc),
             helper => Err(InterpError::UnknownHelper { pc, helper }),
         }
+    }
+
+    /// The map helpers (1 lookup, 2 update, 3 delete) on an array whose storage the
+    /// [`Env`] lends, with the device runtime's results (specs/abi.md; Linux's for
+    /// arrays): lookup of an index past `max_entries`, or of an unbound map, is NULL;
+    /// update with flags above `BPF_EXIST` or of an unbound map is -EINVAL, with
+    /// `BPF_NOEXIST` -EEXIST (an array's keys always exist), past the end -E2BIG;
+    /// delete is -EINVAL (an array's elements cannot be deleted). Any other map kind is
+    /// [`InterpError::Unsupported`]: the environment refuses such programs before they
+    /// run (`bpf2ptx trace` does, at the start).
+    fn map_helper(&mut self, pc: usize, id: i64) -> Result<u64, InterpError> {
+        use bpf2ptx_runtime::maps::{BPF_EXIST, BPF_NOEXIST, E2BIG, EEXIST, EINVAL};
+        let handle = self.regs[1];
+        let insn = self.insns[self.cfg.at(pc as i64).expect("the call's instruction")];
+        let Some(map) = handle
+            .checked_sub(MAP_HANDLE_BASE)
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < self.obj.maps.len())
+        else {
+            return Err(self.unsupported(pc, insn, format!("r1 = {handle:#x} is no map")));
+        };
+        let m = &self.obj.maps[map];
+        if !m.is(bpf2ptx_runtime::MapKind::has_direct_value) || m.origin == MapOrigin::GlobalData {
+            return Err(self.unsupported(
+                pc,
+                insn,
+                format!(
+                    "on map `{}`: the map helpers run on arrays (types 2, 1503, 1504, 1513) here",
+                    m.name
+                ),
+            ));
+        }
+        let (value_size, entries) = (u64::from(m.value_size), u64::from(m.max_entries));
+        let stride = value_size.div_ceil(8) * 8;
+        let index = self.load(pc, Access::Load, self.regs[2], Size::W)?;
+        let bound = self.mem.env.map_storage(map).map(|s| s.len() as u64);
+        let slot = ((MAP_REGION + map as u64) << REGION_SHIFT) + index * stride;
+        let fits = index < entries && bound.is_some_and(|len| (index + 1) * stride <= len);
+        Ok(match id {
+            1 => {
+                if fits {
+                    slot
+                } else {
+                    0
+                }
+            }
+            2 => {
+                let flags = self.regs[4];
+                let r = if flags > BPF_EXIST || bound.is_none() {
+                    EINVAL
+                } else if flags == BPF_NOEXIST {
+                    EEXIST
+                } else if !fits {
+                    E2BIG
+                } else {
+                    let src = self.regs[3];
+                    let mut at = 0;
+                    while at < value_size {
+                        let size = if value_size - at >= 8 {
+                            Size::DW
+                        } else {
+                            Size::B
+                        };
+                        let v = self.load(pc, Access::Load, src + at, size)?;
+                        self.store(pc, Access::Store, slot + at, size, v)?;
+                        at += u64::from(size.bytes());
+                    }
+                    0
+                };
+                r as u64
+            }
+            _ => EINVAL as u64,
+        })
+    }
+
+    /// `trace_printk` (6) handed to the environment with its format's bytes.
+    fn trace_printk(&mut self, pc: usize) -> Result<u64, InterpError> {
+        let [fmt, size, a, b, c] = [1, 2, 3, 4, 5].map(|r| self.regs[r]);
+        let bytes = self.mem.rest(fmt).ok_or(InterpError::OutOfBounds {
+            pc,
+            access: Access::Load,
+            addr: fmt,
+            size: 1,
+        })?;
+        let n = bytes.len().min(size as u32 as usize);
+        let text = &bytes[..bytes[..n].iter().position(|&x| x == 0).unwrap_or(n)];
+        let mut buf = [0u8; 256];
+        let k = text.len().min(buf.len());
+        buf[..k].copy_from_slice(&text[..k]);
+        self.mem
+            .env
+            .trace_printk(&buf[..k], [a, b, c])
+            .ok_or(InterpError::UnknownHelper { pc, helper: 6 })
     }
 
     /// `bpf_snprintf(str, str_size, fmt, data, data_len)` (helper 165) as Linux runs it:
@@ -889,7 +1094,8 @@ impl Machine<'_> {
                     .ok()
                     .and_then(|i| self.obj.maps.get(i))
                     .ok_or(InterpError::NoSuchMap { pc, map, count })?;
-                if m.origin != MapOrigin::GlobalData {
+                let lent = self.mem.env.maps() && m.is(bpf2ptx_runtime::MapKind::has_direct_value);
+                if m.origin != MapOrigin::GlobalData && !lent {
                     return Err(self.unsupported(
                         pc,
                         insn,
@@ -909,6 +1115,14 @@ impl Machine<'_> {
                     ));
                 }
                 return Ok((region << REGION_SHIFT) + off);
+            }
+            Pseudo::MapIdx if self.mem.env.maps() => {
+                let map = insn.imm as u64 & 0xffff_ffff;
+                let count = self.obj.maps.len();
+                if map >= count as u64 {
+                    return Err(InterpError::NoSuchMap { pc, map, count });
+                }
+                return Ok(MAP_HANDLE_BASE + map);
             }
             Pseudo::MapIdx => "loads a map handle, which needs the map runtime",
             Pseudo::MapFd | Pseudo::MapValue => {
@@ -939,29 +1153,81 @@ impl Machine<'_> {
             Size::W => 0xffff_ffff,
             _ => u64::MAX,
         };
-        let old = self.load(pc, Access::Atomic, addr, size)?;
         let src = self.regs[s] & mask;
-        let new = match op {
-            AtomicOp::Add => old.wrapping_add(src),
-            AtomicOp::Or => old | src,
-            AtomicOp::And => old & src,
-            AtomicOp::Xor => old ^ src,
-            AtomicOp::Xchg => src,
-            AtomicOp::Cmpxchg => {
-                if old == self.regs[0] & mask {
-                    src
-                } else {
-                    old
-                }
-            }
-        };
-        self.store(pc, Access::Atomic, addr, size, new)?;
+        let expected = self.regs[0] & mask;
+        let n = size.bytes() as usize;
+        let bytes = self.mem.bytes(addr, n).ok_or(InterpError::OutOfBounds {
+            pc,
+            access: Access::Atomic,
+            addr,
+            size: size.bytes(),
+        })?;
+        let old = atomic_rmw(bytes, op, src, expected);
         match op {
             AtomicOp::Cmpxchg => self.regs[0] = old,
             _ if fetch => self.regs[s] = old,
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// One atomic read-modify-write on `bytes` (4 or 8 of them); returns the old value.
+/// Naturally aligned bytes get a real atomic instruction (sequentially consistent, as
+/// BPF's atomics are), so memory another agent updates at the same time (map storage in
+/// pinned host memory that the GPU adds to with `.sys` atomics) loses no update; other
+/// bytes a plain load and store, which is all one thread needs.
+fn atomic_rmw(bytes: &mut [u8], op: AtomicOp, src: u64, expected: u64) -> u64 {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+    let apply = |old: u64| match op {
+        AtomicOp::Add => old.wrapping_add(src),
+        AtomicOp::Or => old | src,
+        AtomicOp::And => old & src,
+        AtomicOp::Xor => old ^ src,
+        AtomicOp::Xchg => src,
+        AtomicOp::Cmpxchg if old == expected => src,
+        AtomicOp::Cmpxchg => old,
+    };
+    let p = bytes.as_mut_ptr();
+    match bytes.len() {
+        8 if (p as usize).is_multiple_of(8) => {
+            // SAFETY: 8 aligned bytes this function holds exclusively in Rust's terms;
+            // another agent (the GPU) may update them, which is why they are accessed
+            // atomically.
+            let a = unsafe { AtomicU64::from_ptr(p.cast()) };
+            match op {
+                AtomicOp::Add => a.fetch_add(src, SeqCst),
+                AtomicOp::Or => a.fetch_or(src, SeqCst),
+                AtomicOp::And => a.fetch_and(src, SeqCst),
+                AtomicOp::Xor => a.fetch_xor(src, SeqCst),
+                AtomicOp::Xchg => a.swap(src, SeqCst),
+                AtomicOp::Cmpxchg => a
+                    .compare_exchange(expected, src, SeqCst, SeqCst)
+                    .unwrap_or_else(|v| v),
+            }
+        }
+        4 if (p as usize).is_multiple_of(4) => {
+            // SAFETY: as above, 4 aligned bytes.
+            let a = unsafe { AtomicU32::from_ptr(p.cast()) };
+            let (src, expected) = (src as u32, expected as u32);
+            u64::from(match op {
+                AtomicOp::Add => a.fetch_add(src, SeqCst),
+                AtomicOp::Or => a.fetch_or(src, SeqCst),
+                AtomicOp::And => a.fetch_and(src, SeqCst),
+                AtomicOp::Xor => a.fetch_xor(src, SeqCst),
+                AtomicOp::Xchg => a.swap(src, SeqCst),
+                AtomicOp::Cmpxchg => a
+                    .compare_exchange(expected, src, SeqCst, SeqCst)
+                    .unwrap_or_else(|v| v),
+            })
+        }
+        n => {
+            let mut w = [0u8; 8];
+            w[..n].copy_from_slice(bytes);
+            let old = u64::from_le_bytes(w);
+            bytes.copy_from_slice(&apply(old).to_le_bytes()[..n]);
+            old
+        }
     }
 }
 

@@ -98,6 +98,90 @@ struct bpf2ptx_mem_ctx {
 #define BPF2PTX_SPACE_SHARED	2
 #define BPF2PTX_SPACE_LOCAL	3
 
+/* ---- host-side programs (bpf2ptx trace) ------------------------------
+ *
+ * `bpf2ptx trace` runs programs in these sections on the CPU, inside the
+ * application, at each kernel launch, before the launch reaches the driver:
+ *
+ *   host/launch/KERNEL   launches of KERNEL (as above: PTX name, C++ name or *);
+ *                        context: struct bpf2ptx_launch_ctx
+ *   uprobe/...cudaLaunchKernel..., uprobe (bpftime's launchlate)
+ *                        every launch; context: x86-64 struct pt_regs holding
+ *                        cudaLaunchKernel's arguments (PT_REGS_PARM1 = the function
+ *                        handle, PARM2 = grid x | y << 32, PARM3 = grid z,
+ *                        PARM4 = block x | y << 32, PARM5 = block z)
+ *
+ * Host programs may call map lookup/update/delete (on arrays: BPF_MAP_TYPE_ARRAY,
+ * 1503, 1504, 1513), bpf_ktime_get_ns, bpf_trace_printk, bpf_get_current_pid_tgid,
+ * bpf_snprintf and bpf_loop. The arrays they use live in pinned host memory that the
+ * GPU probes use too (one instance per process), so a host program's store is what
+ * the next kernel's probe reads. bpf_ktime_get_ns() and host_ns below are on the
+ * GPU's bpf_get_globaltimer() timeline: a GPU probe may subtract them directly.
+ * Layout: specs/abi.md, "Host-side programs".
+ */
+struct bpf2ptx_launch_ctx {
+	__u32 grid_x, grid_y, grid_z;	/* grid, in blocks */
+	__u32 block_x, block_y, block_z;	/* block, in threads */
+	__u32 shared_bytes;	/* dynamic shared memory of the launch */
+	__u32 kernel;		/* kernel id: 1 for the first name launched, 2 next, ... */
+	__u64 stream;		/* the CUstream (0: the legacy default stream) */
+	__u64 host_ns;		/* the launch call, on the GPU's globaltimer timeline */
+	__u64 kernel_hash;	/* FNV-1a 64 of the kernel's PTX name */
+	__u64 seq;		/* the launch's number in the process, from 1 */
+};
+
+/* The value of a map marked __attribute__((btf_decl_tag("bpf2ptx:launch_spans"))):
+ * a hash map keyed by a launch's host_ns (__u64), whose entries `bpf2ptx trace
+ * --trace-events` joins with its launch records (first block start, last block
+ * end). The two functions below keep it: the earliest start and latest end seen. */
+struct bpf2ptx_launch_span {
+	__u64 first_block_ns;	/* globaltimer at the first block's start */
+	__u64 last_block_ns;	/* globaltimer at the last block's end */
+};
+
+#ifdef __BPF_HELPERS__ /* libbpf's bpf_helpers.h: bpf_map_lookup_elem and friends */
+/* Earliest `now` for launch `host_ns` in span map `spans` (at block entry). */
+static __always_inline void bpf2ptx_launch_span_start(void *spans, __u64 host_ns, __u64 now)
+{
+	struct bpf2ptx_launch_span init = { now, now }, *s;
+	__u64 old;
+
+	s = bpf_map_lookup_elem(spans, &host_ns);
+	if (!s) {
+		bpf_map_update_elem(spans, &host_ns, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(spans, &host_ns);
+		if (!s)
+			return;
+	}
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		old = s->first_block_ns;
+		if (old != 0 && old <= now)
+			break;
+		if (__sync_val_compare_and_swap(&s->first_block_ns, old, now) == old)
+			break;
+	}
+}
+
+/* Latest `now` for launch `host_ns` in span map `spans` (at block exit). */
+static __always_inline void bpf2ptx_launch_span_end(void *spans, __u64 host_ns, __u64 now)
+{
+	struct bpf2ptx_launch_span *s = bpf_map_lookup_elem(spans, &host_ns);
+	__u64 old;
+
+	if (!s)
+		return;
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		old = s->last_block_ns;
+		if (old >= now)
+			break;
+		if (__sync_val_compare_and_swap(&s->last_block_ns, old, now) == old)
+			break;
+	}
+}
+#endif
+
 /* ---- helpers ---------------------------------------------------------- */
 
 /*

@@ -135,7 +135,9 @@ fn load(fixture: &Value) -> (Snapshot, Vec<Launch>) {
         .as_array()
         .expect("launches")
         .iter()
-        .map(|l| Launch {
+        .enumerate()
+        .map(|(k, l)| Launch {
+            seq: l["seq"].as_u64().unwrap_or(k as u64 + 1),
             kernel: l["kernel"].as_str().expect("kernel").to_string(),
             device: u64_of(&l["device"]) as u32,
             stream: u64_of(&l["stream"]),
@@ -204,6 +206,7 @@ fn a_schema_violation_is_caught() {
     let events_schema = schema("trace-events.schema.json");
     let doc = trace::trace_events(
         &[Launch {
+            seq: 1,
             kernel: "k".into(),
             device: 0,
             stream: 0,
@@ -219,7 +222,99 @@ fn a_schema_violation_is_caught() {
     let mut bad = doc.clone();
     bad["traceEvents"][3]["dur"] = serde_json::json!(-1);
     assert!(!json_schema::check(&events_schema, &bad).is_empty());
-    let mut bad = doc;
+    let mut bad = doc.clone();
     bad["traceEvents"][0]["ph"] = serde_json::json!("Q");
     assert!(!json_schema::check(&events_schema, &bad).is_empty());
+    let mut bad = doc;
+    bad["traceEvents"][3]["args"]["seq"] = serde_json::json!(0);
+    assert!(!json_schema::check(&events_schema, &bad).is_empty());
+}
+
+/// The launch records of a session joined with a `bpf2ptx:launch_spans` map's entries
+/// and the clock's measurements become launch slices, kernel slices and calibration
+/// instants that the schema accepts.
+#[test]
+fn launch_records_join_their_spans_and_the_clock() {
+    use bpf2ptx::trace::wire::{Event as WireEvent, LaunchRecord};
+    use bpf2ptx_loader::image::{MapData, MapImage};
+    let obj = bpf2ptx::load_path(&repo_root().join("examples/probes/trace_latency.bpf.o"))
+        .expect("the example probe loads");
+    let btf = trace::object_btf(
+        &std::fs::read(repo_root().join("examples/probes/trace_latency.bpf.o")).unwrap(),
+    )
+    .unwrap();
+    let spans = trace::launch_span_maps(&obj, btf.as_ref());
+    assert_eq!(spans.len(), 1);
+    let m = obj.maps[spans[0]].clone();
+    assert_eq!(m.name, "spans");
+    let start = 5_000_000_000u64;
+    let rec = |seq, host_ns| LaunchRecord {
+        seq,
+        kernel: 1,
+        stream: 0,
+        grid: [4, 1, 1],
+        block: [32, 1, 1],
+        host_ns,
+    };
+    let records = [rec(1, start + 10_000), rec(2, start + 50_000)];
+    let entry = |key: u64, first: u64, last: u64| {
+        let v: Vec<u8> = [first, last].iter().flat_map(|w| w.to_le_bytes()).collect();
+        (key.to_le_bytes().to_vec(), v)
+    };
+    let map = TracedMap {
+        map: m,
+        types: Default::default(),
+        image: MapImage {
+            counts: Default::default(),
+            keys: None,
+            data: MapData::Hash {
+                // Launch 1 stamped 7 us after its call, its blocks over 3 us; launch 2 not.
+                entries: vec![entry(start + 10_000, start + 17_000, start + 20_000)],
+            },
+        },
+    };
+    let events = [
+        WireEvent::Kernel {
+            name: "_Z6vecAddPKfS0_Pfi".into(),
+            matched: true,
+            id: 1,
+        },
+        WireEvent::Clock {
+            offset_ns: 1234,
+            spread_ns: 80,
+            start_ns: start,
+            at_ns: 2_000,
+        },
+    ];
+    let launches = trace::launches(&records, &events, std::iter::once(&map));
+    assert_eq!(launches.len(), 2);
+    assert_eq!(launches[0].kernel, "_Z6vecAddPKfS0_Pfi");
+    assert_eq!(
+        (
+            launches[0].host_ns,
+            launches[0].first_block_ns,
+            launches[0].last_block_ns
+        ),
+        (10_000, Some(17_000), Some(20_000))
+    );
+    assert_eq!(launches[1].first_block_ns, None);
+    let doc = trace::trace_events_with(&launches, &[], &trace::calibrations(&events));
+    conforms(
+        &schema("trace-events.schema.json"),
+        &doc,
+        Path::new("joined"),
+    );
+    let evs = doc["traceEvents"].as_array().unwrap();
+    let kernel = evs
+        .iter()
+        .find(|e| e["cat"] == "kernel")
+        .expect("a kernel slice");
+    assert_eq!(kernel["args"]["launch_latency_us"], 7.0);
+    assert_eq!(kernel["dur"], 3.0);
+    assert!(evs
+        .iter()
+        .any(|e| e["cat"] == "launch" && e["ph"] == "i" && e["args"]["seq"] == 2));
+    assert!(evs
+        .iter()
+        .any(|e| e["cat"] == "calibration" && e["args"]["offset_ns"] == 1234));
 }

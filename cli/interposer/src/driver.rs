@@ -225,3 +225,17 @@ pub type LinkAddData = unsafe extern "C" fn(
 /// CUjit_option *, void **values)`.
 pub type LinkAddFile =
     unsafe extern "C" fn(Ptr, c_uint, *const c_char, c_uint, *mut c_int, *mut Ptr) -> CuResult;
+
+/// `CU_MEMHOSTALLOC_PORTABLE`: pinned memory every context may use (maps shared by host
+/// programs serve every module, whatever context loaded it).
+pub const MEMHOSTALLOC_PORTABLE: c_uint = 1;
+/// `CU_MEMHOSTALLOC_DEVICEMAP`: pinned memory the device can address.
+pub const MEMHOSTALLOC_DEVICEMAP: c_uint = 2;
+/// `cuMemHostAlloc(void **pp, size_t bytes, unsigned flags)`.
+pub type MemHostAlloc = unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> CuResult;
+/// `cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *p, unsigned flags)`.
+pub type MemHostGetDevicePointer = unsafe extern "C" fn(*mut u64, *mut c_void, c_uint) -> CuResult;
+/// `cuStreamQuery(CUstream)`: `SUCCESS` when its work is done.
+pub type StreamQuery = unsafe extern "C" fn(Ptr) -> CuResult;
+/// `cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *)`: status 0 when not capturing.
+pub type StreamIsCapturing = unsafe extern "C" fn(Ptr, *mut c_int) -> CuResult;

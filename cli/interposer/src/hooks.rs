@@ -12,7 +12,7 @@
 #![allow(non_snake_case)]
 
 use crate::driver::*;
-use crate::registry::{self, Via};
+use crate::registry::{self, LaunchArgs, Via};
 use crate::resolve::real_of;
 use bpf2ptx_loader::gpu::Dims;
 use std::ffi::{c_char, c_uint, c_void, CStr};
@@ -338,7 +338,13 @@ macro_rules! launch_hooks {
             bx: c_uint, by: c_uint, bz: c_uint,
             shared: c_uint, stream: Ptr, params: *mut Ptr, extra: *mut Ptr,
         ) -> CuResult {
-            let f = registry::launchable(f, Dims { grid: [gx, gy, gz], block: [bx, by, bz] });
+            let args = LaunchArgs {
+                dims: Dims { grid: [gx, gy, gz], block: [bx, by, bz] },
+                shared,
+                stream,
+                launch: true,
+            };
+            let f = registry::launchable(f, args);
             forward!($sym, LaunchKernel, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
         }
     )* };
@@ -360,7 +366,13 @@ macro_rules! cooperative_hooks {
             bx: c_uint, by: c_uint, bz: c_uint,
             shared: c_uint, stream: Ptr, params: *mut Ptr,
         ) -> CuResult {
-            let f = registry::launchable(f, Dims { grid: [gx, gy, gz], block: [bx, by, bz] });
+            let args = LaunchArgs {
+                dims: Dims { grid: [gx, gy, gz], block: [bx, by, bz] },
+                shared,
+                stream,
+                launch: true,
+            };
+            let f = registry::launchable(f, args);
             forward!($sym, LaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shared, stream, params)
         }
     )* };
@@ -379,11 +391,24 @@ macro_rules! ex_hooks {
         pub unsafe extern "C" fn $name(
             config: *const LaunchConfig, f: Ptr, params: *mut Ptr, extra: *mut Ptr,
         ) -> CuResult {
-            let dims = config.as_ref().map_or(Dims { grid: [0; 3], block: [0; 3] }, |c| Dims {
-                grid: [c.grid_x, c.grid_y, c.grid_z],
-                block: [c.block_x, c.block_y, c.block_z],
-            });
-            let f = registry::launchable(f, dims);
+            let args = config.as_ref().map_or(
+                LaunchArgs {
+                    dims: Dims { grid: [0; 3], block: [0; 3] },
+                    shared: 0,
+                    stream: std::ptr::null_mut(),
+                    launch: true,
+                },
+                |c| LaunchArgs {
+                    dims: Dims {
+                        grid: [c.grid_x, c.grid_y, c.grid_z],
+                        block: [c.block_x, c.block_y, c.block_z],
+                    },
+                    shared: c.shared_bytes,
+                    stream: c.stream,
+                    launch: true,
+                },
+            );
+            let f = registry::launchable(f, args);
             forward!($sym, LaunchKernelEx, config, f, params, extra)
         }
     )* };
@@ -460,7 +485,15 @@ unsafe fn swapped_node(p: *const KernelNodeParams) -> Option<KernelNodeParams> {
         grid: [c.grid_x, c.grid_y, c.grid_z],
         block: [c.block_x, c.block_y, c.block_z],
     };
-    let g = registry::launchable(f, dims);
+    let g = registry::launchable(
+        f,
+        LaunchArgs {
+            dims,
+            shared: c.shared_bytes,
+            stream: std::ptr::null_mut(),
+            launch: false,
+        },
+    );
     if g == f {
         return None;
     }

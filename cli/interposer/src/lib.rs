@@ -31,12 +31,20 @@
 //! Numba load kernels) is instrumented when it is added; the linked module is recognised
 //! by its probe symbols.
 //!
-//! Not yet: maps shared by every module (each instrumented module has its own),
-//! host-side programs, per-unit arrays growing while a stream is captured.
+//! Host-side programs (`host/launch/KERNEL`, `uprobe` on the launch call) run on the
+//! reference interpreter at each launch of a kernel they match, before the launch is
+//! forwarded ([`hostprog`]); the maps they use live in pinned host memory, one instance
+//! bound into every instrumented module. Host times are on the GPU's `%globaltimer`
+//! timeline ([`clock`]).
+//!
+//! Not yet: other maps shared by every module (each instrumented module has its own),
+//! per-unit arrays growing while a stream is captured.
 
 pub mod bind;
+pub mod clock;
 pub mod driver;
 pub mod hooks;
+pub mod hostprog;
 pub mod image;
 pub mod jit;
 pub mod registry;

@@ -22,20 +22,25 @@
 //! handle the driver reuses never finds stale entries.
 
 use crate::bind::{global_address, Binder};
+use crate::clock::{self, Clock};
 use crate::driver::*;
 use crate::hooks::real;
+use crate::hostprog::{HostRuntime, LaunchFacts};
 use crate::jit;
 use crate::resolve::driver_fn;
 use crate::session::{Config, Event, Log, DIR_VAR, FAULT_VAR};
 use crate::snapshot::{self, Reader, Snapshot};
+use bpf2ptx::host::{kernel_hash, HostPrograms};
+use bpf2ptx::trace::wire::{append_launches, LaunchRecord};
 use bpf2ptx_backend::inject::attach::Attach;
 use bpf2ptx_backend::inject::fatbin;
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_loader::gpu::Dims;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
 use std::os::unix::ffi::OsStrExt as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -70,8 +75,55 @@ struct Instr {
     binder: Option<SharedBinder>,
 }
 
-/// What to launch for an application handle, and the binder to run before it.
-type Launch = (Handle, Option<SharedBinder>);
+/// What was decided for an application handle at its first launch: what to launch, the
+/// binder to run before it, and what else each launch of it does.
+#[derive(Debug, Clone)]
+struct Launch {
+    /// The handle to launch (the instrumented twin, or the application's own).
+    handle: Handle,
+    /// Sizes per-unit arrays before the launch.
+    binder: Option<SharedBinder>,
+    /// Bit set of the host programs that run at its launches.
+    host: u64,
+    /// The kernel's id (1-based; 0: a handle the interposer never saw named).
+    kernel: u32,
+    /// FNV-1a of the kernel's name.
+    hash: u64,
+    /// It runs instrumented: its launches are recorded for the trace events.
+    instrumented: bool,
+}
+
+impl Launch {
+    /// The application's own handle, nothing more.
+    fn plain(f: Handle) -> Launch {
+        Launch {
+            handle: f,
+            binder: None,
+            host: 0,
+            kernel: 0,
+            hash: 0,
+            instrumented: false,
+        }
+    }
+}
+
+/// What a hook knows of a launch besides the function.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchArgs {
+    /// Grid and block.
+    pub dims: Dims,
+    /// Dynamic shared memory bytes.
+    pub shared: u32,
+    /// The stream.
+    pub stream: Ptr,
+    /// A launch (`true`), or a graph kernel node being set up (`false`: no host
+    /// programs, no record; the graph's launches are not seen one by one).
+    pub launch: bool,
+}
+
+/// Launch records waiting for the snapshot thread, at most this many (then counted as
+/// dropped, said at exit).
+const MAX_PENDING_LAUNCHES: usize = 1 << 20;
 /// A binder shared by the launches of one instrumented module.
 type SharedBinder = Arc<Mutex<Binder>>;
 
@@ -91,8 +143,8 @@ struct State {
     /// Decided launches: application handle → handle to launch, and the binder to run
     /// before it.
     swap: HashMap<Handle, Launch>,
-    /// Kernel names launched so far.
-    seen: HashSet<String>,
+    /// Kernel names launched so far, with their ids (1-based, in order of first launch).
+    seen: HashMap<String, u32>,
     /// Instrumented copies: (label, handle, loaded as a library), in instrumenting order.
     instrumented: Vec<(String, Handle, bool)>,
 }
@@ -107,9 +159,26 @@ struct Copier {
 struct Session {
     config: Config,
     log: Log,
-    /// The probe object (its maps name what a snapshot copies).
-    obj: Object,
+    /// The probe object (its maps name what a snapshot copies); leaked once per
+    /// process, so the host programs' interpreter may borrow it for the process's life.
+    obj: &'static Object,
     attaches: Vec<Attach>,
+    /// The host-side programs, if the object has any.
+    host: Option<HostRuntime>,
+    /// The host/GPU clock offset.
+    clock: Clock,
+    /// The clock was measured once (or that failed and was said).
+    clock_tried: AtomicBool,
+    /// Launch numbers given so far.
+    seq: AtomicU64,
+    /// Launch records not yet written (`config.launch_log`).
+    launches: Mutex<Vec<LaunchRecord>>,
+    /// Launch records dropped because the snapshot thread fell behind.
+    launches_dropped: AtomicU64,
+    /// A captured launch skipped its host programs (said once).
+    said_capture: AtomicBool,
+    /// When the clock was last measured (ns since the start), for the rechecks.
+    clock_at: AtomicU64,
     state: Mutex<State>,
     /// Made at the first instrumentation (it needs a context); `None` until then, or
     /// when the driver lacks what it needs.
@@ -130,16 +199,27 @@ fn session() -> Option<&'static Session> {
         let start = || -> Result<Session, String> {
             let config = Config::read(&dir)?;
             let obj = bpf2ptx::load_path(&config.probes).map_err(|e| e.to_string())?;
+            let obj: &'static Object = Box::leak(Box::new(obj));
             let attaches = obj
                 .programs
                 .iter()
                 .filter_map(|p| Attach::from_section(&p.section))
                 .collect();
+            let progs = HostPrograms::load(obj, &config.maps).map_err(|e| e.to_string())?;
+            let host = (!progs.programs.is_empty()).then(|| HostRuntime::new(obj, progs));
             Ok(Session {
                 config,
                 log: Log::new(&dir),
                 obj,
                 attaches,
+                host,
+                clock: Clock::default(),
+                clock_tried: AtomicBool::new(false),
+                seq: AtomicU64::new(0),
+                launches: Mutex::new(Vec::new()),
+                launches_dropped: AtomicU64::new(0),
+                said_capture: AtomicBool::new(false),
+                clock_at: AtomicU64::new(0),
                 state: Mutex::default(),
                 copier: Mutex::new(None),
                 finished: Default::default(),
@@ -286,23 +366,28 @@ pub fn kernel_function(func: Ptr, kernel: Ptr) {
     })
 }
 
-/// The function to launch for the application's `f` with launch shape `dims`: its
-/// instrumented twin when a probe matches it and instrumenting worked (with its per-unit
-/// arrays sized for `dims`), else `f`.
-pub fn launchable(f: Ptr, dims: Dims) -> Ptr {
+/// The function to launch for the application's `f`: its instrumented twin when a probe
+/// matches it and instrumenting worked (with its per-unit arrays sized for the launch),
+/// else `f`. A launch (not a graph node) also runs the host programs that match the
+/// kernel and is recorded for the trace events, both before it reaches the driver.
+pub fn launchable(f: Ptr, args: LaunchArgs) -> Ptr {
     with_session(f, |s| {
-        let (g, binder) = s.launchable(f as Handle);
-        if let Some(b) = binder {
+        let d = s.launchable(f as Handle);
+        if let Some(b) = &d.binder {
             if let Err(e) = b
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .before_launch(dims)
+                .before_launch(args.dims)
             {
                 s.log
                     .say(&format!("{e}; its lookups return NULL in this launch"));
             }
         }
-        g as Ptr
+        let record = d.instrumented && s.config.launch_log;
+        if args.launch && (d.host != 0 || record) {
+            s.launched(f as Handle, &d, &args, record);
+        }
+        d.handle as Ptr
     })
 }
 
@@ -358,7 +443,8 @@ impl Session {
             .as_deref()
             .is_some_and(|b| b.windows(8).any(|w| w == b"bpf2ptx_"));
         let instrumented = probed.then(|| {
-            let binder = Binder::new(&self.obj, |sym| {
+            self.bind_shared(handle as Handle, library);
+            let binder = Binder::new(self.obj, |sym| {
                 global_address(handle as Handle, library, sym)
             })
             .ok()
@@ -388,10 +474,28 @@ impl Session {
         }
     }
 
-    /// The options `bpf2ptx inject` would be given.
+    /// Points the shared maps' descriptors in instrumented module `h` at the storage the
+    /// host programs use (allocated now if this is the first need). A failure is said;
+    /// the module then keeps its own copy of those maps.
+    fn bind_shared(&self, h: Handle, library: bool) {
+        let Some(shared) = self.host.as_ref().and_then(|r| r.shared(&self.log)) else {
+            return;
+        };
+        if let Err(e) = shared.bind(|sym| global_address(h, library, sym)) {
+            self.log.say(&format!(
+                "{e}; that module's probes use their own copy of the map"
+            ));
+        }
+    }
+
+    /// The options `bpf2ptx inject` would be given: the session's map options, and
+    /// pinned host memory for the maps host programs share.
     fn inject_options(&self) -> bpf2ptx::inject::Options {
         bpf2ptx::inject::Options {
-            maps: self.config.maps.clone(),
+            maps: match &self.host {
+                Some(h) => h.progs.map_options(self.obj, &self.config.maps),
+                None => self.config.maps.clone(),
+            },
             loop_budget: self.config.loop_budget,
             granularity: match self.config.granularity.as_deref() {
                 Some("warp") => bpf2ptx_backend::back::ptx::Granularity::Warp,
@@ -407,41 +511,159 @@ impl Session {
     }
 
     fn launchable(&'static self, f: Handle) -> Launch {
-        let func = {
+        let (func, plain) = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(g) = st.swap.get(&f) {
                 return g.clone();
             }
             let Some(func) = st.funcs.get(&f).cloned() else {
-                st.swap.insert(f, (f, None));
-                return (f, None);
+                st.swap.insert(f, Launch::plain(f));
+                return Launch::plain(f);
             };
             let matched = self.matched(&func.name);
-            if st.seen.insert(func.name.clone()) {
+            let next = st.seen.len() as u32 + 1;
+            let kernel = *st.seen.entry(func.name.clone()).or_insert_with(|| {
                 self.log.event(&Event::Kernel {
                     name: func.name.clone(),
                     matched,
+                    id: next,
                 });
-            }
+                next
+            });
+            let plain = Launch {
+                handle: f,
+                binder: None,
+                host: self
+                    .host
+                    .as_ref()
+                    .map_or(0, |h| h.progs.matching(&func.name)),
+                kernel,
+                hash: kernel_hash(&func.name),
+                instrumented: false,
+            };
             if !matched {
-                st.swap.insert(f, (f, None));
-                return (f, None);
+                st.swap.insert(f, plain.clone());
+                return plain;
             }
-            func
+            (func, plain)
         };
         // Instrumenting (inject and JIT) runs outside the state lock: other threads'
         // launches of decided functions go on meanwhile; the image's own lock makes one
         // thread do it.
         let g = self
             .instrumented(&func.owner, &func.name)
-            .and_then(|i| Some((self.twin(i.handle, &func)?, i.binder)))
-            .unwrap_or((f, None));
+            .and_then(|i| {
+                Some(Launch {
+                    handle: self.twin(i.handle, &func)?,
+                    binder: i.binder,
+                    instrumented: true,
+                    ..plain.clone()
+                })
+            })
+            .unwrap_or(plain);
         self.state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .swap
             .insert(f, g.clone());
         g
+    }
+
+    /// A launch of `f` that runs host programs or is recorded: numbered, timed on the
+    /// GPU's timeline, its host programs run, its record kept. Launches captured into a
+    /// graph are skipped (they run when the graph is launched, maybe many times; said
+    /// once).
+    fn launched(&'static self, f: Handle, d: &Launch, args: &LaunchArgs, record: bool) {
+        if self.capturing(args.stream) {
+            if !self.said_capture.swap(true, Relaxed) {
+                self.log.say(
+                    "launches captured into CUDA graphs run no host programs and are not in the trace events",
+                );
+            }
+            return;
+        }
+        self.ensure_clock();
+        let seq = self.seq.fetch_add(1, Relaxed) + 1;
+        let facts = LaunchFacts {
+            grid: args.dims.grid,
+            block: args.dims.block,
+            shared: args.shared,
+            stream: args.stream as u64,
+            func: f as u64,
+            kernel: d.kernel,
+            kernel_hash: d.hash,
+            seq,
+            host_ns: self.clock.now(),
+        };
+        if let Some(h) = self.host.as_ref().filter(|_| d.host != 0) {
+            h.run(d.host, &facts, &self.clock, &self.log);
+        }
+        if record {
+            let mut pending = self.launches.lock().unwrap_or_else(|e| e.into_inner());
+            if pending.len() < MAX_PENDING_LAUNCHES {
+                pending.push(LaunchRecord {
+                    seq,
+                    kernel: d.kernel,
+                    stream: facts.stream,
+                    grid: facts.grid,
+                    block: facts.block,
+                    host_ns: facts.host_ns,
+                });
+            } else {
+                self.launches_dropped.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Whether `stream` is capturing into a graph (`cuStreamIsCapturing`); `false` when
+    /// the driver cannot say.
+    fn capturing(&self, stream: Ptr) -> bool {
+        static IS_CAPTURING: OnceLock<Option<StreamIsCapturing>> = OnceLock::new();
+        let Some(f) = IS_CAPTURING.get_or_init(|| {
+            // SAFETY: the driver's function of that name.
+            driver_fn(c"cuStreamIsCapturing")
+                .map(|p| unsafe { std::mem::transmute::<Ptr, StreamIsCapturing>(p) })
+        }) else {
+            return false;
+        };
+        let mut status = 0;
+        // SAFETY: the application's stream handle, a valid out pointer.
+        unsafe { f(stream, &mut status) == SUCCESS && status != 0 }
+    }
+
+    /// Measures the host/GPU clock offset the first time a launch needs it (in the
+    /// launch's context), and starts the snapshot thread, which rechecks it and writes
+    /// the launch records and shared maps.
+    fn ensure_clock(&'static self) {
+        if self.clock_tried.swap(true, Relaxed) {
+            return;
+        }
+        self.measure_clock();
+        self.start_snapshots();
+    }
+
+    /// One measurement of the clock offset, said in the events (a failure on stderr,
+    /// once: host times then stay `CLOCK_MONOTONIC`).
+    fn measure_clock(&self) {
+        let at_ns = self.started.elapsed().as_nanos() as u64;
+        match self.clock.measure() {
+            Ok(o) => {
+                self.clock_at.store(at_ns, Relaxed);
+                self.log.event(&Event::Clock {
+                    offset_ns: o.offset_ns,
+                    spread_ns: o.spread_ns,
+                    start_ns: self.clock.at(clock::monotonic_ns()) - at_ns,
+                    at_ns,
+                });
+            }
+            Err(e) if !self.clock.measured() => {
+                self.clock_at.store(u64::MAX, Relaxed);
+                self.log.say(&format!(
+                    "host/GPU clock offset not measured ({e}); host times are CLOCK_MONOTONIC"
+                ))
+            }
+            Err(_) => {}
+        }
     }
 
     /// The instrumented copy of `img` (made now if this is the first matched launch);
@@ -472,7 +694,7 @@ impl Session {
         r.ok()
     }
 
-    fn instrument(&self, img: &Image, kernel: &str) -> Result<Instr, String> {
+    fn instrument(&'static self, img: &Image, kernel: &str) -> Result<Instr, String> {
         let bytes = img.bytes.as_deref().ok_or("its image could not be read")?;
         let ptx = match app_ptx(bytes) {
             Ok(p) => p,
@@ -510,8 +732,12 @@ impl Session {
             jit_ms: t1.elapsed().as_secs_f64() * 1e3,
             cached,
         });
-        let binder = Binder::new(&self.obj, |sym| global_address(handle, img.library, sym))?
+        let binder = Binder::new(self.obj, |sym| global_address(handle, img.library, sym))?
             .map(|b| Arc::new(Mutex::new(b)));
+        self.bind_shared(handle, img.library);
+        if self.config.launch_log {
+            self.ensure_clock();
+        }
         Ok(Instr { handle, binder })
     }
 
@@ -703,16 +929,60 @@ impl Session {
                 }
             }
         }
+        let now = self.started.elapsed().as_nanos() as u64;
+        let measured = self.clock_at.load(Relaxed);
+        if !last
+            && measured != u64::MAX
+            && self.clock.measured()
+            && now.saturating_sub(measured) >= clock::RECHECK.as_nanos() as u64
+        {
+            self.measure_clock();
+        }
+        let shared = self.host.as_ref().and_then(HostRuntime::shared_now);
+        let skip: Vec<usize> =
+            shared.map_or_else(Vec::new, |s| s.maps.iter().map(|m| m.index).collect());
         let snap = Snapshot {
-            time_ns: self.started.elapsed().as_nanos() as u64,
+            time_ns: now,
             last,
             modules: mods
                 .iter()
-                .map(|(label, h, library)| c.reader.module_maps(label, *h, *library, &self.obj))
+                .map(|(label, h, library)| {
+                    c.reader.module_maps(label, *h, *library, self.obj, &skip)
+                })
                 .collect(),
+            shared: shared.map_or_else(Vec::new, |s| {
+                s.maps
+                    .iter()
+                    .map(|m| snapshot::RawMap {
+                        name: m.name.clone(),
+                        desc: m.desc.to_vec(),
+                        data: snapshot::hex(&m.bytes_now()),
+                        counts: None,
+                        counters: None,
+                    })
+                    .collect()
+            }),
         };
         if let Err(e) = snapshot::write(self.log.dir(), &snap) {
             self.log.say(&format!("snapshot not written: {e}"));
+        }
+        self.write_launches(last);
+    }
+
+    /// Appends the launch records kept since the last call to `launches.jsonl`; at the
+    /// end, says how many were dropped.
+    fn write_launches(&self, last: bool) {
+        let records = std::mem::take(&mut *self.launches.lock().unwrap_or_else(|e| e.into_inner()));
+        if !records.is_empty() {
+            if let Err(e) = append_launches(self.log.dir(), &records) {
+                self.log.say(&format!("launch records not written: {e}"));
+            }
+        }
+        let dropped = self.launches_dropped.load(Relaxed);
+        if last && dropped > 0 {
+            self.log.say(&format!(
+                "{dropped} launch records dropped (more than {MAX_PENDING_LAUNCHES} between snapshots)"
+            ));
         }
     }
 }

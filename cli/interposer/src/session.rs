@@ -69,6 +69,7 @@ mod tests {
         let e = |n: &str| Event::Kernel {
             name: n.into(),
             matched: false,
+            id: 1,
         };
         log.event(&e("a"));
         log.event(&e("b"));

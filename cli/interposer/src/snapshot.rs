@@ -100,10 +100,21 @@ impl Reader {
         Some(buf)
     }
 
-    /// The maps of `obj` in the instrumented module `h`.
-    pub fn module_maps(&self, label: &str, h: Handle, library: bool, obj: &Object) -> ModuleMaps {
+    /// The maps of `obj` in the instrumented module `h`, but those of indices `skip`
+    /// (maps shared through pinned host memory, which the snapshot holds once).
+    pub fn module_maps(
+        &self,
+        label: &str,
+        h: Handle,
+        library: bool,
+        obj: &Object,
+        skip: &[usize],
+    ) -> ModuleMaps {
         let mut maps = Vec::new();
-        for m in &obj.maps {
+        for (k, m) in obj.maps.iter().enumerate() {
+            if skip.contains(&k) {
+                continue;
+            }
             if m.origin == MapOrigin::GlobalData {
                 if let Some(data) = self.global(h, library, &map_symbol(&m.name)) {
                     maps.push(RawMap {

@@ -230,3 +230,55 @@ fn a_missing_interposer_or_command_is_bad_input() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn host_programs_share_their_maps_and_launches_become_trace_events() {
+    let dir = fixture();
+    let snaps = dir.path().join("snaps.jsonl");
+    let events = dir.path().join("events.json");
+    let out = trace(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "-o",
+            snaps.to_str().unwrap(),
+            "--trace-events",
+            events.to_str().unwrap(),
+            "examples/probes/trace_latency.bpf.o",
+        ],
+        "linked",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text(&out.stdout), "app done\n");
+    let printed = std::fs::read_to_string(&snaps).unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(printed.lines().last().expect("a snapshot")).unwrap();
+    // The host program's counter, in the shared map printed with the module's maps.
+    let launches = last["maps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "launches")
+        .unwrap_or_else(|| panic!("{last}"));
+    assert_eq!(launches["entries"][0]["value"], 4, "{launches}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&events).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("specs/trace-events.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let errors = bpf2ptx_tests::json_schema::check(&schema, &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    let evs = doc["traceEvents"].as_array().unwrap();
+    // No GPU ran the probes here: each launch is an instant at its call, in order.
+    let seqs: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["cat"] == "launch")
+        .map(|e| e["args"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4], "{doc}");
+    assert!(evs.iter().any(|e| e["name"] == format!("launch {OTHER}")));
+    assert!(evs.iter().any(|e| e["cat"] == "calibration"), "{doc}");
+}

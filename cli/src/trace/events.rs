@@ -8,14 +8,18 @@
 //! thread per stream, holding each launch from its first block's start to its last
 //! block's end. `M` events name them.
 
-use super::snapshot::{Event, EventData};
+use super::snapshot::{Event, EventData, TracedMap};
 use super::types::hex;
+use super::wire::{Event as WireEvent, LaunchRecord};
+use bpf2ptx_loader::image::MapData;
 use serde_json::{json, Value as J};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One instrumented kernel launch, as the interposer saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
+    /// The launch's number in the process (from 1; a host program's `seq`).
+    pub seq: u64,
     /// The kernel's name (its PTX name, mangled or not).
     pub kernel: String,
     /// The GPU it ran on.
@@ -35,6 +39,98 @@ pub struct Launch {
     pub last_block_ns: Option<u64>,
 }
 
+/// One measurement of the host/GPU clock offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calibration {
+    /// When, ns since the trace started.
+    pub at_ns: u64,
+    /// `%globaltimer - CLOCK_MONOTONIC`, ns.
+    pub offset_ns: i64,
+    /// How noisy the measurement was, ns.
+    pub spread_ns: i64,
+}
+
+/// The launches of `records` (the interposer's `launches.jsonl`) on the trace's
+/// timeline, named by the kernel events of `events`, with the first block's start and
+/// the last block's end where a map marked `bpf2ptx:launch_spans` in `spans` holds them
+/// (keyed by the launch's host time: `types::LAUNCH_SPANS_TAG`). The origin is the
+/// session's start as the first clock measurement put it on the GPU's timeline; without
+/// one, the first launch.
+pub fn launches<'m>(
+    records: &[LaunchRecord],
+    events: &[WireEvent],
+    spans: impl Iterator<Item = &'m TracedMap>,
+) -> Vec<Launch> {
+    let mut names = HashMap::new();
+    let mut start = None;
+    for e in events {
+        match e {
+            WireEvent::Kernel { name, id, .. } => {
+                names.insert(*id, name.as_str());
+            }
+            WireEvent::Clock { start_ns, .. } if start.is_none() => start = Some(*start_ns),
+            _ => {}
+        }
+    }
+    let mut stamps: HashMap<u64, (u64, u64)> = HashMap::new();
+    for m in spans {
+        if let MapData::Hash { entries } = &m.image.data {
+            for (k, v) in entries {
+                let word = |b: &[u8], i: usize| {
+                    b.get(i * 8..i * 8 + 8)
+                        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                };
+                if let (Some(key), Some(first), Some(last)) = (word(k, 0), word(v, 0), word(v, 1)) {
+                    stamps.insert(key, (first, last));
+                }
+            }
+        }
+    }
+    let origin = start
+        .or_else(|| records.iter().map(|r| r.host_ns).min())
+        .unwrap_or(0);
+    let on = |t: u64| t.saturating_sub(origin);
+    records
+        .iter()
+        .map(|r| {
+            let span = stamps.get(&r.host_ns).filter(|(f, l)| *f != 0 && l >= f);
+            Launch {
+                seq: r.seq,
+                kernel: names
+                    .get(&r.kernel)
+                    .map_or_else(|| format!("kernel {}", r.kernel), |n| n.to_string()),
+                device: 0,
+                stream: r.stream,
+                grid: r.grid,
+                block: r.block,
+                host_ns: on(r.host_ns),
+                first_block_ns: span.map(|s| on(s.0)),
+                last_block_ns: span.map(|s| on(s.1)),
+            }
+        })
+        .collect()
+}
+
+/// The clock measurements of `events`.
+pub fn calibrations(events: &[WireEvent]) -> Vec<Calibration> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WireEvent::Clock {
+                offset_ns,
+                spread_ns,
+                at_ns,
+                ..
+            } => Some(Calibration {
+                at_ns: *at_ns,
+                offset_ns: *offset_ns,
+                spread_ns: *spread_ns,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 const HOST: u64 = 0;
 
 fn us(ns: u64) -> f64 {
@@ -43,6 +139,11 @@ fn us(ns: u64) -> f64 {
 
 /// The trace-event document of `launches` and `events`.
 pub fn trace_events(launches: &[Launch], events: &[Event]) -> J {
+    trace_events_with(launches, events, &[])
+}
+
+/// [`trace_events`] with the clock measurements, as instants on a track of their own.
+pub fn trace_events_with(launches: &[Launch], events: &[Event], clock: &[Calibration]) -> J {
     let mut out = Vec::new();
     // (pid, tid) → name, for the metadata; BTreeMap for a stable order.
     let mut threads: BTreeMap<(u64, u64), String> = BTreeMap::new();
@@ -53,7 +154,7 @@ pub fn trace_events(launches: &[Launch], events: &[Event]) -> J {
         processes.insert(gpu, format!("GPU {}", l.device));
         threads.insert((HOST, l.stream), format!("stream {} launches", l.stream));
         threads.insert((gpu, l.stream), format!("stream {}", l.stream));
-        let args = json!({ "grid": l.grid, "block": l.block });
+        let args = json!({ "grid": l.grid, "block": l.block, "seq": l.seq });
         match l.first_block_ns {
             // The call, then the wait until the first block runs: the launch latency.
             Some(first) if first >= l.host_ns => out.push(json!({
@@ -72,7 +173,7 @@ pub fn trace_events(launches: &[Launch], events: &[Event]) -> J {
                 "ts": us(first), "dur": us(last.saturating_sub(first)),
                 "pid": gpu, "tid": l.stream,
                 "args": {
-                    "grid": l.grid, "block": l.block,
+                    "grid": l.grid, "block": l.block, "seq": l.seq,
                     "launch_latency_us": us(first.saturating_sub(l.host_ns)),
                 },
             }));
@@ -107,6 +208,17 @@ pub fn trace_events(launches: &[Launch], events: &[Event]) -> J {
             "name": name, "cat": "record", "ph": "i", "s": "t",
             "ts": us(e.ns), "pid": HOST, "tid": tid, "args": args,
         }));
+    }
+    if !clock.is_empty() {
+        let tid = first_track + tracks.len() as u64;
+        threads.insert((HOST, tid), "clock".into());
+        for c in clock {
+            out.push(json!({
+                "name": "clock offset", "cat": "calibration", "ph": "i", "s": "t",
+                "ts": us(c.at_ns), "pid": HOST, "tid": tid,
+                "args": { "offset_ns": c.offset_ns, "spread_ns": c.spread_ns },
+            }));
+        }
     }
     let mut meta: Vec<J> = processes
         .into_iter()

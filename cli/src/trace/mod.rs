@@ -44,10 +44,13 @@ mod types;
 pub mod wire;
 
 pub use args::{parse_interval, Format, Hist, HistSpec, TraceArgs};
-pub use events::{trace_events, Launch};
+pub use events::{calibrations, launches, trace_events, trace_events_with, Calibration, Launch};
 pub use session::{trace, INTERPOSER_FILE, INTERPOSER_VAR};
 pub use snapshot::{ring_events, AppEnd, Event, EventData, Snapshot, TracedMap};
-pub use types::{map_types, object_btf, Field, MapTypes, Shape, Value, HIST_TAG};
+pub use types::{
+    launch_span_maps, map_types, object_btf, Field, MapTypes, Shape, Value, HIST_TAG,
+    LAUNCH_SPANS_TAG,
+};
 
 use thiserror::Error;
 

@@ -20,7 +20,7 @@
 
 use super::wire::{self, Config, Event as WireEvent, RawSnapshot};
 use super::{map_types, object_btf, render, ring_events, AppEnd, MapTypes, Snapshot};
-use super::{trace_events, Format, TraceArgs, TracedMap};
+use super::{Format, TraceArgs, TracedMap};
 use crate::compile::{self, CompileError};
 use crate::exit;
 use bpf2ptx_backend::back::ptx;
@@ -89,6 +89,10 @@ struct Session {
     dir: tempfile::TempDir,
     child: std::process::Child,
     started: Instant,
+    /// Maps marked `bpf2ptx:launch_spans` (first block start, last block end per launch).
+    spans: Vec<usize>,
+    /// Host programs' printk lines printed so far.
+    printed_printk: usize,
 }
 
 impl Session {
@@ -118,11 +122,21 @@ impl Session {
             loop_budget,
             ..Default::default()
         };
-        // Rejected probes stop here, before the application starts.
+        // Rejected probes stop here, before the application starts: GPU programs, then
+        // host-side programs (their helpers, maps and contexts; crate::host).
         compile::resolve(&gpu, &opts)?;
+        crate::host::HostPrograms::load(&obj, &[]).map_err(|e| StartError {
+            code: match e {
+                crate::host::HostError::Rejected { .. } => exit::REJECTED,
+                _ => exit::BAD_INPUT,
+            },
+            message: e.to_string(),
+        })?;
+        // The BTF of the object (a C input's compiled object), named as the user gave it.
         let bytes =
             std::fs::read(object).map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
         let btf = object_btf(&bytes).map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
+        let spans = super::types::launch_span_maps(&obj, btf.as_ref());
         let types = map_types(&obj, btf.as_ref(), &args.hist).map_err(|e| bad(e.to_string()))?;
         let interposer = interposer()?;
         let dir = tempfile::Builder::new()
@@ -138,6 +152,7 @@ impl Session {
             loop_budget,
             interval_ms: args.interval.as_millis().max(1) as u64,
             cache: jit_cache(),
+            launch_log: args.trace_events.is_some(),
         }
         .write(dir.path())
         .map_err(|e| bad(format!("session folder: {e}")))?;
@@ -164,6 +179,8 @@ impl Session {
         Ok(Session {
             obj,
             _input: input,
+            spans,
+            printed_printk: 0,
             types,
             dir,
             child,
@@ -225,10 +242,21 @@ impl Session {
     /// labelled with the module when there are several.
     fn decode(&self, raw: &RawSnapshot, end: Option<AppEnd>) -> Vec<(String, Snapshot)> {
         let mut out = Vec::new();
-        for module in &raw.modules {
+        let shared = wire::ModuleMaps {
+            label: "shared".into(),
+            maps: raw.shared.clone(),
+        };
+        let mut modules: Vec<&wire::ModuleMaps> = raw.modules.iter().collect();
+        if modules.is_empty() && !raw.shared.is_empty() {
+            modules.push(&shared);
+        }
+        for module in modules {
             let mut maps = Vec::new();
             let mut events = Vec::new();
-            for rm in module.maps.iter().filter(|m| !m.desc.is_empty()) {
+            // The maps host programs share are one instance, shown with every module.
+            let own = module.maps.iter();
+            let with_shared = own.chain(raw.shared.iter().filter(|_| module.label != "shared"));
+            for rm in with_shared.filter(|m| !m.desc.is_empty()) {
                 let Some(k) = self.obj.maps.iter().position(|m| m.name == rm.name) else {
                     continue;
                 };
@@ -296,8 +324,32 @@ impl Session {
         out
     }
 
-    fn print(&self, raw: &RawSnapshot, end: Option<AppEnd>, format: Format, out: &mut Output) {
-        let snaps = self.decode(raw, end);
+    fn print(&mut self, raw: &RawSnapshot, end: Option<AppEnd>, format: Format, out: &mut Output) {
+        let mut snaps = self.decode(raw, end);
+        // Host programs' printk lines that arrived since the last print, as records of
+        // the first snapshot, at their time since the start.
+        let events = wire::read_events(self.dir.path());
+        let start = events.iter().find_map(|e| match e {
+            WireEvent::Clock { start_ns, .. } => Some(*start_ns),
+            _ => None,
+        });
+        let lines: Vec<(u64, String)> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                WireEvent::Printk { ns, line } => Some((ns, line)),
+                _ => None,
+            })
+            .collect();
+        if let Some((_, first)) = snaps.first_mut() {
+            for (ns, line) in lines.iter().skip(self.printed_printk) {
+                first.events.push(super::Event {
+                    ns: start.map_or(0, |s| ns.saturating_sub(s)),
+                    data: super::EventData::Printk { line: line.clone() },
+                });
+            }
+            first.events.sort_by_key(|e| e.ns);
+            self.printed_printk = lines.len();
+        }
         let several = snaps.len() > 1;
         for (label, snap) in snaps {
             if several && format == Format::Text {
@@ -308,13 +360,20 @@ impl Session {
     }
 
     fn write_trace_events(&self, path: &Path, raw: Option<&RawSnapshot>) -> std::io::Result<()> {
-        let events: Vec<_> = raw
-            .map(|r| self.decode(r, None))
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|(_, s)| s.events)
-            .collect();
-        let json = trace_events(&[], &events);
+        let snaps = raw.map(|r| self.decode(r, None)).unwrap_or_default();
+        let wire_events = wire::read_events(self.dir.path());
+        let launches = super::events::launches(
+            &wire::read_launches(self.dir.path()),
+            &wire_events,
+            snaps.iter().flat_map(|(_, s)| s.maps.iter()).filter(|m| {
+                self.spans
+                    .iter()
+                    .any(|&k| self.obj.maps[k].name == m.map.name)
+            }),
+        );
+        let calibrations = super::events::calibrations(&wire_events);
+        let events: Vec<_> = snaps.into_iter().flat_map(|(_, s)| s.events).collect();
+        let json = super::events::trace_events_with(&launches, &events, &calibrations);
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(&json)?)?;
         std::fs::rename(tmp, path)
@@ -340,7 +399,9 @@ impl Session {
                     kernels.join(", "),
                     if *cached { "cached JIT" } else { "JIT" }
                 ),
-                WireEvent::Kernel { name, matched: m } => {
+                WireEvent::Kernel {
+                    name, matched: m, ..
+                } => {
                     matched |= m;
                     seen.push(name.as_str());
                 }

@@ -13,6 +13,11 @@ use std::fmt;
 /// `__attribute__((btf_decl_tag("bpf2ptx:hist=log2")))` on the map variable, or
 /// `bpf2ptx:hist=linear:MIN:MAX:STEP`.
 pub const HIST_TAG: &str = "bpf2ptx:hist=";
+/// The decl tag that marks a map as the probes' record of each launch's blocks: a hash
+/// map (1, 1501, 9) keyed by the launch's `host_ns` (a host program's context field, a
+/// `__u64`) whose value starts with `__u64 first_block_ns, last_block_ns` on the GPU's
+/// timeline (`struct bpf2ptx_launch_span`, specs/trace.md "Trace events").
+pub const LAUNCH_SPANS_TAG: &str = "bpf2ptx:launch_spans";
 
 /// The layout of a key or value, as far as printing needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -456,17 +461,45 @@ pub fn map_types(
 
 /// The value of the first `bpf2ptx:hist=` decl tag on the `VAR` named `name`.
 fn tag_of<'b>(btf: &'b Btf, name: &str) -> Option<&'b str> {
-    let var = btf.types().iter().position(|t| {
-        matches!(t.kind, BtfKind::Var { .. }) && btf.string_at(t.name_off) == Some(name)
-    })? as u32
-        + 1;
-    btf.types().iter().find_map(|t| match t.kind {
+    decl_tags(btf, name).find_map(|t| t.strip_prefix(HIST_TAG))
+}
+
+/// The decl tags on the `VAR` named `name`.
+fn decl_tags<'b>(btf: &'b Btf, name: &str) -> impl Iterator<Item = &'b str> + 'b {
+    let var = btf
+        .types()
+        .iter()
+        .position(|t| {
+            matches!(t.kind, BtfKind::Var { .. }) && btf.string_at(t.name_off) == Some(name)
+        })
+        .map(|k| k as u32 + 1);
+    btf.types().iter().filter_map(move |t| match t.kind {
         BtfKind::DeclTag {
             type_id,
             component_idx: -1,
-        } if type_id == var => btf.string_at(t.name_off)?.strip_prefix(HIST_TAG),
+        } if Some(type_id) == var => btf.string_at(t.name_off),
         _ => None,
     })
+}
+
+/// The maps of `obj` marked [`LAUNCH_SPANS_TAG`] that have the shape it needs (a hash
+/// map with an 8-byte key and a value of 16 bytes or more); others are left out.
+pub fn launch_span_maps(obj: &Object, btf: Option<&Btf>) -> Vec<usize> {
+    let Some(btf) = btf else {
+        return Vec::new();
+    };
+    obj.maps
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| {
+            m.origin == MapOrigin::Btf
+                && m.is(MapKind::is_hash)
+                && m.key_size == 8
+                && m.value_size >= 16
+                && decl_tags(btf, &m.name).any(|t| t == LAUNCH_SPANS_TAG)
+        })
+        .map(|(k, _)| k)
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 //!
 //! - [`DIR_VAR`]: the session folder. The front end wrote `config.json` there
 //!   ([`Config`]); the interposer appends one JSON line per event to `events.jsonl`
-//!   ([`Event`]) and writes map snapshots to `snapshot.json` ([`RawSnapshot`]), replaced
-//!   atomically.
+//!   ([`Event`]), writes map snapshots to `snapshot.json` ([`RawSnapshot`]), replaced
+//!   atomically, and, when the config asks for launch records, appends one JSON line per
+//!   launch to `launches.jsonl` ([`LaunchRecord`]).
 //! - `LD_PRELOAD`: the interposer, ahead of whatever the user preloads.
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,9 @@ pub struct Config {
     /// Where JIT results are cached (by content): `None` disables the cache.
     #[serde(default)]
     pub cache: Option<PathBuf>,
+    /// Record every instrumented launch in `launches.jsonl` (`--trace-events`).
+    #[serde(default)]
+    pub launch_log: bool,
 }
 
 impl Config {
@@ -107,7 +111,73 @@ pub enum Event {
         name: String,
         /// Whether a probe matches it.
         matched: bool,
+        /// Its id: 1 for the first name launched, 2 for the next, ... (what a host
+        /// program's context and a [`LaunchRecord`] call `kernel`).
+        #[serde(default)]
+        id: u32,
     },
+    /// The host/GPU clock offset was measured (specs/trace.md, "One timeline").
+    Clock {
+        /// `%globaltimer - CLOCK_MONOTONIC`, ns.
+        offset_ns: i64,
+        /// The best read minus the median one, ns: how noisy the measurement was.
+        spread_ns: i64,
+        /// The session's start on the GPU's timeline (the origin of `time_ns` and of
+        /// the trace events), with this offset.
+        start_ns: u64,
+        /// When it was measured, ns since the session started.
+        at_ns: u64,
+    },
+    /// A host-side program's `bpf_trace_printk` line.
+    Printk {
+        /// When, on the GPU's timeline.
+        ns: u64,
+        /// The formatted line.
+        line: String,
+    },
+}
+
+/// One line of `launches.jsonl`: a launch of an instrumented kernel, or one that ran
+/// host programs (written when the config asks for `launch_log`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LaunchRecord {
+    /// The launch's number in the process, from 1 (a host program's `seq`).
+    pub seq: u64,
+    /// The kernel's id ([`Event::Kernel`]).
+    pub kernel: u32,
+    /// The stream handle (0: the legacy default stream).
+    pub stream: u64,
+    /// Grid dimensions.
+    pub grid: [u32; 3],
+    /// Block dimensions.
+    pub block: [u32; 3],
+    /// When the launch call was made, on the GPU's `%globaltimer` timeline.
+    pub host_ns: u64,
+}
+
+/// Appends `records` to `dir/launches.jsonl`, one line each.
+pub fn append_launches(dir: &Path, records: &[LaunchRecord]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("launches.jsonl"))?
+        .write_all(text.as_bytes())
+}
+
+/// Every launch record of a session; lines that do not parse (cut by a crash) are
+/// skipped.
+pub fn read_launches(dir: &Path) -> Vec<LaunchRecord> {
+    std::fs::read_to_string(dir.join("launches.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// Reads every event of a session's `events.jsonl`; lines that do not parse (a write cut
@@ -129,6 +199,10 @@ pub struct RawSnapshot {
     pub last: bool,
     /// Per instrumented module, its maps (each module has its own instance today).
     pub modules: Vec<ModuleMaps>,
+    /// The maps host-side programs share with the GPU: one instance per process, in
+    /// pinned host memory, bound into every module (absent from `modules`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<RawMap>,
 }
 
 /// The maps of one instrumented module.
@@ -215,6 +289,7 @@ mod tests {
         let e = Event::Kernel {
             name: "k".into(),
             matched: true,
+            id: 1,
         };
         let mut text = serde_json::to_string(&e).unwrap();
         text.push_str("\n{\"event\": \"kern");
@@ -248,9 +323,32 @@ mod tests {
                     counters: Some("00".into()),
                 }],
             }],
+            shared: vec![RawMap {
+                name: "launch".into(),
+                desc: vec![2, 0, 0, 0, 0, 0, 0, 0],
+                data: "2a00".into(),
+                counts: None,
+                counters: None,
+            }],
         };
         write(dir.path(), &s).unwrap();
         assert_eq!(read(dir.path()), Some(s));
         assert!(!dir.path().join("snapshot.json.tmp").exists());
+    }
+
+    #[test]
+    fn launch_records_append_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = |seq| LaunchRecord {
+            seq,
+            kernel: 1,
+            stream: 0,
+            grid: [2, 1, 1],
+            block: [32, 1, 1],
+            host_ns: 1000 * seq,
+        };
+        append_launches(dir.path(), &[r(1), r(2)]).unwrap();
+        append_launches(dir.path(), &[r(3)]).unwrap();
+        assert_eq!(read_launches(dir.path()), vec![r(1), r(2), r(3)]);
     }
 }

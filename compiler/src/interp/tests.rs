@@ -482,3 +482,162 @@ mod loops {
         }
     }
 }
+
+/// An environment lending map 0 (an array of 3 u64 values) and a fixed clock.
+struct Lender {
+    storage: Vec<u8>,
+    bound: bool,
+}
+
+impl Env for Lender {
+    fn maps(&self) -> bool {
+        true
+    }
+    fn map_storage(&mut self, map: usize) -> Option<&mut [u8]> {
+        (map == 0 && self.bound).then_some(self.storage.as_mut_slice())
+    }
+    fn ktime_ns(&mut self, _: u64) -> u64 {
+        1_000_000
+    }
+    fn pid_tgid(&mut self) -> Option<u64> {
+        Some(7 << 32 | 8)
+    }
+}
+
+fn array_map(value_size: u32) -> Map {
+    Map {
+        name: "a".into(),
+        origin: MapOrigin::Btf,
+        section: ".maps".into(),
+        map_type: 2,
+        key_size: 4,
+        value_size,
+        max_entries: 3,
+        flags: 0,
+        btf_key_type: None,
+        btf_value_type: None,
+        init: None,
+        iproute2: None,
+        inner: None,
+        slots: vec![],
+    }
+}
+
+/// `map_update_elem(a, &key, &value, flags)` with key and value on the stack; r0 out.
+fn update(key: i64, value: i64, flags: i64) -> String {
+    format!(
+        "*(u32 *)(r10 - 4) = {key}\n*(u64 *)(r10 - 16) = {value}\n\
+         r1 = map_idx(0) ll\nr2 = r10\nr2 += -4\nr3 = r10\nr3 += -16\nr4 = {flags}\n\
+         call 2\nexit"
+    )
+}
+
+#[test]
+fn host_maps_work_on_lent_array_storage() {
+    let mut obj = load(&update(1, 0x1122, 0));
+    obj.maps.push(array_map(4));
+    // Stride 8 (value size 4 rounded up): key 1's value at byte 8, 4 bytes written.
+    let mut env = Lender {
+        storage: vec![0xee; 24],
+        bound: true,
+    };
+    let mut it = Interp::new(&obj, Options::default());
+    assert_eq!(it.run_with(0, &mut [], &mut env), Ok(0));
+    assert_eq!(
+        env.storage[8..16],
+        [0x22, 0x11, 0, 0, 0xee, 0xee, 0xee, 0xee]
+    );
+    let err = |e: i64| e as u64;
+    for (key, flags, want) in [
+        (3, 0, err(bpf2ptx_runtime::maps::E2BIG)),
+        (0, 1, err(bpf2ptx_runtime::maps::EEXIST)),
+        (0, 4, err(bpf2ptx_runtime::maps::EINVAL)),
+        (2, 2, 0),
+    ] {
+        let mut obj = load(&update(key, 5, flags));
+        obj.maps.push(array_map(4));
+        let got = Interp::new(&obj, Options::default()).run_with(0, &mut [], &mut env);
+        assert_eq!(got, Ok(want), "key {key} flags {flags}");
+    }
+    // Unbound storage: the update refuses, a lookup is NULL.
+    env.bound = false;
+    assert_eq!(
+        it.run_with(0, &mut [], &mut env),
+        Ok(err(bpf2ptx_runtime::maps::EINVAL))
+    );
+    env.bound = true;
+
+    // A lookup, an atomic add through the value pointer, the clock and the ids.
+    let mut obj = load(
+        "*(u32 *)(r10 - 4) = 2\nr1 = map_idx(0) ll\nr2 = r10\nr2 += -4\ncall 1\n\
+         if r0 == 0 goto +7\nr1 = 40\nlock *(u64 *)(r0 + 0) += r1\ncall 5\nr6 = r0\n\
+         call 14\nr0 += r6\nexit\nr0 = 99\nexit",
+    );
+    obj.maps.push(array_map(8));
+    env.storage = vec![0; 24];
+    env.storage[16] = 2;
+    let mut it = Interp::new(&obj, Options::default());
+    assert_eq!(
+        it.run_with(0, &mut [], &mut env),
+        Ok((7 << 32 | 8) + 1_000_000)
+    );
+    assert_eq!(env.storage[16], 42);
+    env.bound = false;
+    assert_eq!(
+        it.run_with(0, &mut [], &mut env),
+        Ok(99),
+        "NULL when unbound"
+    );
+
+    // The reference environment keeps refusing map handles.
+    let e = Interp::new(&obj, Options::default())
+        .run(0, &mut [])
+        .unwrap_err();
+    assert!(e.to_string().contains("map handle"), "{e}");
+}
+
+#[test]
+fn map_helpers_refuse_a_hash_map_in_a_host_run() {
+    let mut obj = load(&update(0, 1, 0));
+    let mut hash = array_map(8);
+    hash.map_type = 1;
+    obj.maps.push(hash);
+    let mut env = Lender {
+        storage: vec![0; 24],
+        bound: true,
+    };
+    let e = Interp::new(&obj, Options::default())
+        .run_with(0, &mut [], &mut env)
+        .unwrap_err();
+    assert!(e.to_string().contains("run on arrays"), "{e}");
+}
+
+#[test]
+fn atomics_on_aligned_bytes_match_plain_semantics() {
+    for op in [
+        AtomicOp::Add,
+        AtomicOp::Or,
+        AtomicOp::And,
+        AtomicOp::Xor,
+        AtomicOp::Xchg,
+        AtomicOp::Cmpxchg,
+    ] {
+        for (aligned, old) in [(0usize, 6u64), (1, 6), (0, 5)] {
+            let mut buf = [0u8; 17];
+            buf[aligned..aligned + 8].copy_from_slice(&old.to_le_bytes());
+            let got = atomic_rmw(&mut buf[aligned..aligned + 8], op, 3, 6);
+            assert_eq!(got, old, "{op:?}");
+            let new = u64::from_le_bytes(buf[aligned..aligned + 8].try_into().unwrap());
+            let want = match op {
+                AtomicOp::Add => old + 3,
+                AtomicOp::Or => old | 3,
+                AtomicOp::And => old & 3,
+                AtomicOp::Xor => old ^ 3,
+                AtomicOp::Xchg => 3,
+                AtomicOp::Cmpxchg if old == 6 => 3,
+                AtomicOp::Cmpxchg => old,
+            };
+            assert_eq!(new, want, "{op:?} at +{aligned} from {old}");
+        }
+    }
+}

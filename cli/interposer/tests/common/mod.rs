@@ -26,9 +26,13 @@ pub fn build(d: &Path) {
         assert!(st.success(), "cc {args:?}");
     };
     let lib = d.join("libcuda.so.1");
+    // -Bsymbolic: the fake's own table of entry points (what its cuGetProcAddress hands
+    // out) holds its own functions, as a real libcuda's does, not the interposer's
+    // preloaded hooks of the same names.
     cc(&[
         Path::new("-shared"),
         Path::new("-fPIC"),
+        Path::new("-Wl,-Bsymbolic"),
         Path::new("-o"),
         &lib,
         &fake.join("libcuda.c"),

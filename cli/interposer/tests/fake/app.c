@@ -11,12 +11,15 @@
  *   graph     linked, each kernel added to a graph as an explicit kernel node, twice;
  *   crash     linked, then a segmentation fault after the launches;
  *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
- *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading). */
+ *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading);
+ *   bench     linked, the first kernel launched FAKE_APP_LAUNCHES times (default
+ *             100000) after one warm-up launch; prints the mean ns per launch call. */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef CUresult (*load_t)(void **, const void *);
@@ -109,6 +112,21 @@ int main(int argc, char **argv) {
 				check(cuGraphAddKernelNode_v2(&node, (void *)0x1, 0, 0, &p), "graph node");
 			}
 		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "bench")) {
+		void *f;
+		const char *n = getenv("FAKE_APP_LAUNCHES");
+		long count = n ? atol(n) : 100000;
+		struct timespec a, b;
+		check(getf(&f, m, argv[3]), "get function");
+		check(launch(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "warm-up launch");
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (long r = 0; r < count; r++)
+			check(launch(f, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("%.1f ns per launch\n",
+		       ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / count);
 		return 0;
 	}
 	for (int i = 3; i < argc; i++) {

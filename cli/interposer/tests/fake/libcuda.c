@@ -4,8 +4,15 @@
  * named by FAKE_CUDA_LOG. A module remembers its image: `probed` in a launch line says
  * whether the launched function's module holds bpf2ptx code, i.e. whether the launch ran
  * an instrumented kernel. FAKE_CUDA_REFUSE_PROBED=1 makes loading probed PTX fail, as a
- * JIT error would. */
+ * JIT error would.
+ *
+ * The interposer's own timer kernel (bpf2ptx_globaltimer_spin, which measures the
+ * host/GPU clock offset) "runs" at its launch: it stores this process's CLOCK_MONOTONIC
+ * plus FAKE_CUDA_GLOBALTIMER_OFFSET ns (default 0) as %globaltimer into its first
+ * parameter's word, so a test knows the offset the interposer must find. Pinned host
+ * memory is malloc'd; its device address is its host address. */
 #include <stdarg.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,13 @@ static void say(const char *fmt, ...) {
 
 static CUresult load(void **out, const char *text, int library) {
 	int probed = text && strstr(text, "bpf2ptx_") != NULL;
+	if (text && strstr(text, "bpf2ptx_globaltimer_spin")) {
+		struct image *m = calloc(1, sizeof *m);
+		m->id = 1000;
+		*out = m;
+		say("load clock");
+		return 0;
+	}
 	if (text && !strncmp(text, "FAKECUBIN\n", 10)) say("load cubin");
 	if (probed && getenv("FAKE_CUDA_REFUSE_PROBED")) {
 		say("refuse probed");
@@ -81,7 +95,17 @@ static CUresult launch(const char *how, void *fp) {
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **x) {
-	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sh; (void)s; (void)p; (void)x;
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sh; (void)s; (void)x;
+	if (!strcmp(((struct func *)f)->name, "bpf2ptx_globaltimer_spin")) {
+		struct timespec ts;
+		const char *off = getenv("FAKE_CUDA_GLOBALTIMER_OFFSET");
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		unsigned long long now = (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+		unsigned long long out = *(unsigned long long *)p[0];
+		*(volatile unsigned long long *)(size_t)out = now + (off ? strtoull(off, 0, 10) : 0);
+		say("launch clock");
+		return 0;
+	}
 	return launch("legacy", f);
 }
 CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -144,6 +168,7 @@ CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
 }
 CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
 	memcpy((void *)(size_t)d, s, n);
+	say("htod %zu", n);
 	return 0;
 }
 /* The linker: a "cubin" is the PTX behind a marker line. */
@@ -177,6 +202,18 @@ CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 CUresult cuCtxGetCurrent(void **c) { *c = (void *)0x1; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
 CUresult cuCtxSynchronize(void) { say("synchronize"); return 0; }
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+	*p = malloc(n);
+	say("host alloc %zu flags=%u", n, flags);
+	return 0;
+}
+CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags) {
+	(void)flags;
+	*d = (unsigned long long)(size_t)p;
+	return 0;
+}
+CUresult cuStreamQuery(void *s) { (void)s; return 0; }
+CUresult cuStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
 
 /* An explicit graph kernel node (CUDA_KERNEL_NODE_PARAMS_v2): logged as a launch. */
 struct node_params {
@@ -208,6 +245,8 @@ static const struct { const char *name; void *fn; } table[] = {
 	ENTRY(cuLinkComplete), ENTRY(cuLinkDestroy), ENTRY(cuCtxGetDevice),
 	ENTRY(cuDeviceGetAttribute), ENTRY(cuDriverGetVersion),
 	{ "cuGraphAddKernelNode", (void *)cuGraphAddKernelNode_v2 },
+	ENTRY(cuMemHostAlloc), { "cuMemHostGetDevicePointer", (void *)cuMemHostGetDevicePointer_v2 },
+	ENTRY(cuStreamQuery), ENTRY(cuStreamIsCapturing),
 };
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
