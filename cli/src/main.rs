@@ -577,13 +577,15 @@ fn verify(file: &Path, format: Format, kconfig: Option<&Path>, loop_budget: Opti
     }
 }
 
-/// ` (memory-access probe of every kernel, 24-byte context)`: what `verify` checked a
+/// ` (memory-access probe of every kernel, 80-byte context)`: what `verify` checked a
 /// program as.
 fn describe_attach(a: &Attach) -> String {
-    let point = match a.point {
-        Point::Entry => "entry",
-        Point::Exit => "exit",
-        Point::Mem => "memory-access",
+    let point = match (a.point, &a.opcode) {
+        (Point::Entry, _) => "entry".to_string(),
+        (Point::Exit, _) => "exit".to_string(),
+        (Point::Mem, _) => "memory-access".to_string(),
+        (Point::Insn, Some(op)) => format!("`{}` instruction", op.as_str()),
+        (Point::Insn, None) => "instruction".to_string(),
     };
     let kernel = if a.kernel == "*" {
         "every kernel".to_string()

@@ -58,6 +58,22 @@ pub enum Val {
     },
 }
 
+impl std::fmt::Display for Val {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Val::Const(v) => write!(f, "{v}"),
+            Val::Reg(r) => f.write_str(r),
+            Val::Addr { base, offset } if base.is_empty() => write!(f, "[{offset}]"),
+            Val::Addr { base, offset: 0 } => write!(f, "[{base}]"),
+            Val::Addr { base, offset } => write!(f, "[{base}{offset:+}]"),
+            Val::CpSource { reg, bytes } => {
+                write!(f, "{reg} (src-size, or {bytes} unless ignore-src)")
+            }
+            Val::Lanes { lanes, bytes } => write!(f, "{bytes} for lanes < {lanes}"),
+        }
+    }
+}
+
 impl Val {
     fn known(&self) -> Option<u64> {
         match self {

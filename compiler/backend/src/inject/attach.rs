@@ -304,40 +304,63 @@ pub fn header_block() -> String {
         }
         s.push_str("};\n\n");
     }
+    let mut define = |name: String, value: String| {
+        let _ = writeln!(s, "#define {name:<40} {value}");
+    };
     for (name, bit, doc) in MEM_FLAGS {
-        let _ = writeln!(s, "#define BPF2PTX_MEM_{name:<22} {bit:<5} /* {doc} */");
+        define(
+            format!("BPF2PTX_MEM_{name}"),
+            format!("{bit:<5} /* {doc} */"),
+        );
     }
-    let _ = writeln!(s, "#define BPF2PTX_MEM_SPACE_SHIFT      {MEM_SPACE_SHIFT}");
-    let _ = writeln!(s, "#define BPF2PTX_MEM_SPACE2_SHIFT     {MEM_SPACE2_SHIFT}");
-    s.push_str("#define BPF2PTX_MEM_SPACE(flags)     (((flags) >> 8) & 0xff)\n");
-    s.push_str("#define BPF2PTX_MEM_SPACE2(flags)    (((flags) >> 16) & 0xff)\n");
+    define(
+        "BPF2PTX_MEM_SPACE_SHIFT".into(),
+        MEM_SPACE_SHIFT.to_string(),
+    );
+    define(
+        "BPF2PTX_MEM_SPACE2_SHIFT".into(),
+        MEM_SPACE2_SHIFT.to_string(),
+    );
+    define(
+        "BPF2PTX_MEM_SPACE(flags)".into(),
+        "(((flags) >> 8) & 0xff)".into(),
+    );
+    define(
+        "BPF2PTX_MEM_SPACE2(flags)".into(),
+        "(((flags) >> 16) & 0xff)".into(),
+    );
     for (name, code) in SPACES {
-        let _ = writeln!(s, "#define BPF2PTX_SPACE_{name:<20} {code}");
+        define(format!("BPF2PTX_SPACE_{name}"), code.to_string());
     }
     s.push('\n');
     for q in super::access::QUAL_FIELDS {
         let _ = writeln!(
             s,
-            "/* qual bits {}-{}: {} */\n#define BPF2PTX_QUAL_{}(qual) (((qual) >> {}) & {:#x})",
+            "/* qual bits {}-{}: {} */",
             q.shift,
             q.shift + q.bits - 1,
-            q.doc,
-            q.name,
+            q.doc
+        );
+        let _ = writeln!(
+            s,
+            "#define {:<40} (((qual) >> {}) & {:#x})",
+            format!("BPF2PTX_QUAL_{}(qual)", q.name),
             q.shift,
             (1u32 << q.bits) - 1
         );
         for (i, v) in q.values.iter().enumerate() {
-            let _ = writeln!(s, "#define BPF2PTX_QUAL_{}_{:<18} {}", q.name, v.0, i + 1);
+            let _ = writeln!(
+                s,
+                "#define {:<40} {}",
+                format!("BPF2PTX_QUAL_{}_{}", q.name, v.0),
+                i + 1
+            );
         }
     }
     s.push('\n');
     for g in Group::ALL {
-        let _ = writeln!(
-            s,
-            "#define BPF2PTX_GROUP_{:<24} {}",
-            g.name().to_ascii_uppercase(),
-            g.id()
-        );
+        let name = format!("BPF2PTX_GROUP_{}", g.name().to_ascii_uppercase());
+        let _ = writeln!(s, "#define {name:<40} {}", g.id());
     }
     s.push('\n');
     for r in OPCODES {

@@ -423,6 +423,58 @@ pub const OPCODES: &[OpRow] = &[
     row(211, "vset4", G::Alu, REGS),
 ];
 
+impl Mem {
+    /// What a `gpu/mem` site of this kind is (or why there is none), for the coverage
+    /// table of specs/abi.md ([`coverage_table`]).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Mem::No(why) => why,
+            Mem::Load => "load: `d, [a]`",
+            Mem::Store => "store: `[a], b`",
+            Mem::Atom => "atomic: `d, [a], b`",
+            Mem::Red => "reduction: `[a], b`",
+            Mem::Prefetch => "prefetch: `[a]`, size 0, no load/store bits",
+            Mem::CpAsync => "copy global to shared: addr = src, addr2 = dst, size = src-size (0 when ignore-src), size2 = cp-size",
+            Mem::Bulk => "bulk copy: addr = srcMem, addr2 = dstMem, size = size2 = size",
+            Mem::BulkPrefetch => "bulk prefetch to L2: addr = srcMem, size",
+            Mem::Tensor => "tensor copy: addr = tensor map, addr2 = shared memory, coordinates; size 0 (the box)",
+            Mem::TensorPrefetch => "tensor prefetch to L2: addr = tensor map, coordinates",
+            Mem::LdMatrix => "matrix load: addr = the lane's row, size 16 for lanes that supply a row",
+            Mem::StMatrix => "matrix store: addr = the lane's row, size 16 for lanes that supply a row",
+            Mem::WmmaLoad => "fragment load: addr = the matrix, size = its bytes / 32",
+            Mem::WmmaStore => "fragment store: addr = the matrix, size = its bytes / 32",
+            Mem::MultimemLoad => "multimem load-reduce: `d, [a]`",
+            Mem::MultimemStore => "multimem store: `[a], b`",
+            Mem::MultimemRed => "multimem reduction: `[a], b`",
+            Mem::RedAsync => "asynchronous reduction: `[a], b`, addr2 = mbarrier",
+            Mem::StAsync => "asynchronous store: `[a], b`, addr2 = mbarrier",
+            Mem::StBulk => "bulk zeroing store: `[a], size`",
+            Mem::Mbarrier => "the 8-byte barrier: size 8, size2 = transaction bytes",
+            Mem::TensormapCopy => "tensor-map copy: addr = src, addr2 = dst, size",
+        }
+    }
+}
+
+/// The coverage table of specs/abi.md ("Attach points by instruction"): every opcode of
+/// [`OPCODES`], its number and group, and whether it is a `gpu/mem` attach point (every
+/// instruction is a `gpu/insn` one).
+pub fn coverage_table() -> String {
+    let mut s = String::from(
+        "| opcode | op | group | gpu/mem | memory site, or why not |\n|---|---|---|---|---|\n",
+    );
+    for r in OPCODES {
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            r.opcode,
+            r.id,
+            r.group.name(),
+            if r.is_mem() { "yes" } else { "no" },
+            r.mem.summary()
+        ));
+    }
+    s
+}
+
 /// Whether `prefix`'s components are the first components of the opcode `base.m1.m2...`.
 fn starts_with(opcode: &Opcode, prefix: &str) -> bool {
     let mut parts = prefix.split('.');
