@@ -134,6 +134,6 @@ fn verify_names_the_attach_point() {
     let p = &doc["programs"][0];
     assert_eq!(p["verdict"], "rejected");
     assert_eq!(p["attach"]["point"], "mem");
-    assert_eq!(p["attach"]["context_bytes"], 24);
+    assert_eq!(p["attach"]["context_bytes"], 80);
     assert_eq!(p["errors"][0]["rule"], "mem-bounds");
 }
