@@ -587,3 +587,55 @@ fn header_block_is_current() {
 fn abi_attach_table_is_current() {
     check_block("specs/abi.md", T_BEGIN, T_END, &opcodes::coverage_table());
 }
+
+/// The example probes of issue 18 (`examples/probes/tensor_core_count.bpf.o`,
+/// `mem_bytes.bpf.o`) instrument the fixtures, and ptxas accepts the result; the tensor
+/// core counter attaches to the tensor-core and matrix instructions only.
+#[test]
+fn example_probes_instrument_the_fixtures() {
+    let ptxas = require_ptxas();
+    let tmp = tempfile::tempdir().unwrap();
+    for f in new_fixtures() {
+        let text = read(&f);
+        for probe in ["tensor_core_count", "mem_bytes"] {
+            let file = repo_root().join(format!("examples/probes/{probe}.bpf.o"));
+            let woven = inject::inject(&file, &text, "app.ptx", &Options::default())
+                .unwrap_or_else(|e| panic!("{probe}: {e}"))
+                .0;
+            if probe == "tensor_core_count" {
+                for s in &woven.sites {
+                    let op = s.instruction.split_whitespace().next().unwrap_or("");
+                    assert!(
+                        op.starts_with("wgmma.")
+                            || op.starts_with("mma.")
+                            || op.starts_with("wmma."),
+                        "{op}"
+                    );
+                }
+            } else {
+                assert!(woven.sites.iter().all(|s| s.point == Point::Mem));
+                let m = model::parse(&text).unwrap();
+                let want: usize = m
+                    .functions()
+                    .map(|f| access::describe(f.body()).len())
+                    .sum();
+                assert_eq!(woven.sites.len(), want);
+            }
+            let Some(ptxas) = &ptxas else { continue };
+            let src = tmp.path().join(format!("{probe}.ptx"));
+            std::fs::write(&src, &woven.text).unwrap();
+            let out = Command::new(ptxas)
+                .arg(format!("-arch={}", target(&text)))
+                .arg(&src)
+                .arg("-o")
+                .arg(src.with_extension("cubin"))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{probe}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
