@@ -17,6 +17,7 @@ pub mod dump;
 pub mod inject;
 pub mod run;
 pub mod trace;
+pub mod triton;
 
 pub use bpf2ptx_compiler::front::{load_bytes, load_path, LoadError};
 
