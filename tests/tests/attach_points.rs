@@ -639,3 +639,45 @@ fn example_probes_instrument_the_fixtures() {
         }
     }
 }
+
+/// A site may go before any instruction: probes before the commonest opcodes (inside call
+/// sequences, loops, inline-asm scopes, before returns and branches; every granularity)
+/// over the nvcc sm_90 fixtures and the hand-written ones, and ptxas accepts each output.
+#[test]
+fn instruction_sites_anywhere_pass_ptxas() {
+    let Some(ptxas) = require_ptxas() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut apps: Vec<PathBuf> = files_with_ext(&repo_root().join("tests/inject/ptx"), "ptx")
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(".sm90."))
+        .collect();
+    apps.extend(new_fixtures());
+    assert!(apps.len() >= 10);
+    for app in apps {
+        let text = read(&app);
+        let woven = run("insn_everywhere.bpf.o", &app, &Options::default());
+        assert!(woven.sites.len() > 10, "{}", app.display());
+        let mut out = woven.text;
+        // ptxas 12.9 reads PTX 8.8; nvcc 13's fixtures say 9.x and use nothing newer.
+        if let Some(v) = out.lines().find(|l| l.starts_with(".version 9.")) {
+            out = out.replacen(&v.to_string(), ".version 8.8", 1);
+        }
+        let name = app.file_name().unwrap().to_string_lossy().into_owned();
+        let src = tmp.path().join(&name);
+        std::fs::write(&src, &out).unwrap();
+        let o = Command::new(&ptxas)
+            .arg(format!("-arch={}", target(&text)))
+            .arg(&src)
+            .arg("-o")
+            .arg(src.with_extension("cubin"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
