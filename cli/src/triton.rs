@@ -515,6 +515,8 @@ fn run(a: &TritonArgs, loop_budget: Option<u64>) -> Result<i32, TritonError> {
             ("TRITON_KERNEL_OVERRIDE", "1"),
             ("TRITON_KERNEL_DUMP", "0"),
             ("TRITON_ALWAYS_COMPILE", "1"),
+            // The check below reads the PTX Triton keeps in its cache.
+            ("TRITON_STORE_BINARY_ONLY", "0"),
         ],
     )?;
     // Which instrumented kernels Triton assembled: its cache holds the PTX it used.
