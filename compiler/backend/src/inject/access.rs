@@ -666,7 +666,7 @@ pub fn mem_site(insn: &Instruction) -> Result<Option<MemSite>, OperandError> {
             if br.len() != 2 || br[0] != 0 || br[1] != 1 {
                 return bad("cp.async needs [dst], [src]");
             }
-            s.addr2 = addr_val(ops.get(0))?;
+            s.addr2 = addr_val(ops.first())?;
             s.addr = addr_val(ops.get(1))?;
             let cp = match scalar(ops.get(2), "cp-size")? {
                 Val::Const(v) if matches!(v, 4 | 8 | 16) => v as u32,
@@ -705,7 +705,7 @@ pub fn mem_site(insn: &Instruction) -> Result<Option<MemSite>, OperandError> {
             if br.len() < 2 || br[0] != 0 || br[1] != 1 {
                 return bad("a bulk copy needs [dstMem], [srcMem]");
             }
-            s.addr2 = addr_val(ops.get(0))?;
+            s.addr2 = addr_val(ops.first())?;
             s.addr = addr_val(ops.get(1))?;
             s.size = scalar(ops.get(2), "size")?;
             s.size2 = s.size.clone();
@@ -843,7 +843,7 @@ pub fn mem_site(insn: &Instruction) -> Result<Option<MemSite>, OperandError> {
             if br.len() < 2 || br[0] != 0 || br[1] != 1 {
                 return bad("tensormap.cp_fenceproxy needs [dst], [src]");
             }
-            s.addr2 = addr_val(ops.get(0))?;
+            s.addr2 = addr_val(ops.first())?;
             s.addr = addr_val(ops.get(1))?;
             s.size = scalar(ops.get(2), "size")?;
             s.size2 = s.size.clone();
