@@ -16,7 +16,8 @@
 //!
 //! The block's registers are its own (PTX scoping), so the kernel's registers, predicates
 //! and results are never touched; the only state the block shares with the kernel is the
-//! 24-byte `.local` context declared once at the top of each instrumented kernel.
+//! `.local` context (80 bytes, the largest context) declared once at the top of each
+//! instrumented kernel.
 
 use super::access::{self, mem_ctx};
 use super::attach::{Attach, Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
@@ -404,7 +405,7 @@ impl Weaver<'_> {
                     ));
                 }
                 // An `.aligned` instruction's lanes wait for each other after the probes.
-                if let (Some(i), false) = (insn, *point == Point::Entry) {
+                if let Some(i) = insn {
                     let may_end = list.iter().any(|(p, _)| p.may_end_thread);
                     text = access::rejoin_aligned(i, may_end, text);
                 }
