@@ -340,8 +340,14 @@ def main():
     shared_read = total(lambda op, side, sp, k: side == 0 and sp == 2 and op in (1, 50))
     shared_write = total(lambda op, side, sp, k: (side == 0 and sp == 2 and op in (3, 51)) or
                          (side == 1 and sp == 2))
-    row("global bytes read (cp.async src-size + ld.global)", g_read, global_read,
-        global_read == g_read)
+    # Tensor (TMA) loads say no bytes themselves: their mbarriers' transaction counts do.
+    tma = sum(cnt[39 << 4 | sp] for sp in range(8))
+    tx = by[74 << 4 | 15]
+    what = "global bytes read (cp.async src-size + ld.global"
+    if tma:
+        global_read += tx
+        what += " + TMA bytes from mbarrier expect_tx"
+    row(what + ")", g_read, global_read, global_read == g_read)
     row("global bytes written (st.global)", g_write, global_write, global_write == g_write)
     row("shared bytes written by cp.async (cp-size)", f">= {g_read}", cp_shared,
         cp_shared >= g_read, "equal plus the pipeline's zero-filling copies past the last "
