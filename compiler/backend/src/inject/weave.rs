@@ -472,21 +472,6 @@ impl Weaver<'_> {
     }
 }
 
-/// The sites of one entry of a plan: its point's ([`attach_sites`]), or for instruction
-/// probes (one opcode pattern per entry, [`plan`]) every instruction the pattern names.
-fn plan_sites(body: &[ptx::Statement], point: Point, list: &[(&Probe, Granularity)]) -> Vec<usize> {
-    let pattern = list.first().and_then(|(p, _)| p.attach.opcode.as_ref());
-    match (point, pattern) {
-        (Point::Insn, Some(pat)) => body
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.as_instruction().is_some_and(|i| pat.matches(&i.opcode)))
-            .map(|(k, _)| k)
-            .collect(),
-        _ => attach_sites(body, point),
-    }
-}
-
 /// Statement indices before which a point's calls go.
 fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
     match point {
@@ -532,6 +517,21 @@ fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
             .collect(),
         // Instruction sites come from their opcode pattern ([`plan_sites`]).
         Point::Insn => Vec::new(),
+    }
+}
+
+/// The sites of one entry of a plan: its point's ([`attach_sites`]), or for instruction
+/// probes (one opcode pattern per entry, [`plan`]) every instruction the pattern names.
+fn plan_sites(body: &[ptx::Statement], point: Point, list: &[(&Probe, Granularity)]) -> Vec<usize> {
+    let pattern = list.first().and_then(|(p, _)| p.attach.opcode.as_ref());
+    match (point, pattern) {
+        (Point::Insn, Some(pat)) => body
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.as_instruction().is_some_and(|i| pat.matches(&i.opcode)))
+            .map(|(k, _)| k)
+            .collect(),
+        _ => attach_sites(body, point),
     }
 }
 
