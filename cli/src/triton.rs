@@ -24,7 +24,10 @@
 //! dumping into a work directory, then, after instrumenting, once more with the override
 //! directory and a fresh cache, and checks from that cache that Triton assembled the
 //! instrumented PTX (which an older Triton, without the override, does not): the check is
-//! how an unsupported Triton is told apart from one that works.
+//! how an unsupported Triton is told apart from one that works. Each run gets fresh
+//! Triton and TorchInductor caches (`TRITON_CACHE_DIR`, `TORCHINDUCTOR_CACHE_DIR`) and
+//! `TRITON_ALWAYS_COMPILE=1`, so `torch.compile`d programs compile their kernels again
+//! and both the dump and the override apply to them.
 //!
 //! The probes' maps live in the modules Triton loads; the application reads them
 //! (`cuModuleGetGlobal` on the compiled kernel's module for `bpf2ptx_map_<name>`, as
@@ -481,7 +484,11 @@ fn run(a: &TritonArgs, loop_budget: Option<u64>) -> Result<i32, TritonError> {
     let ov = work.join("override");
     let cache_dump = work.join("cache-dump");
     let cache = work.join("cache");
-    for d in [&dump, &cache_dump, &cache] {
+    // torch.compile keeps compiled kernels in its own cache too; a warm one would skip
+    // Triton's compile() (and with it the dump and the override).
+    let inductor_dump = work.join("inductor-dump");
+    let inductor = work.join("inductor");
+    for d in [&dump, &cache_dump, &cache, &inductor_dump, &inductor] {
         if d.exists() {
             std::fs::remove_dir_all(d).map_err(io(d))?;
         }
@@ -510,7 +517,11 @@ fn run(a: &TritonArgs, loop_budget: Option<u64>) -> Result<i32, TritonError> {
     eprintln!("bpf2ptx triton: instrumented run");
     let code = run_command(
         &a.command,
-        &[("TRITON_OVERRIDE_DIR", &ov), ("TRITON_CACHE_DIR", &cache)],
+        &[
+            ("TRITON_OVERRIDE_DIR", &ov),
+            ("TRITON_CACHE_DIR", &cache),
+            ("TORCHINDUCTOR_CACHE_DIR", &inductor),
+        ],
         &[
             ("TRITON_KERNEL_OVERRIDE", "1"),
             ("TRITON_KERNEL_DUMP", "0"),
