@@ -681,3 +681,41 @@ fn instruction_sites_anywhere_pass_ptxas() {
         );
     }
 }
+
+/// Damaged Hopper and Blackwell PTX never panics the operand reader or the weaver: each
+/// fixture cut at many lengths and with bytes changed is instrumented or refused.
+#[test]
+fn damaged_new_fixtures_are_errors_not_panics() {
+    let mut seed = 0x18_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let noise = [
+        b'{', b'}', b';', b'[', b']', b'@', b'%', b'.', b',', b' ', b'x', b'0', b'_', b'-',
+    ];
+    let probes = repo_root().join("tests/inject/probes/attach_all.bpf.o");
+    let mut outcomes = [0usize; 2];
+    for f in new_fixtures() {
+        let text = std::fs::read(&f).unwrap();
+        for k in 0..60 {
+            let mut bytes = text.clone();
+            if k % 3 == 0 {
+                bytes.truncate((next() as usize) % bytes.len());
+            } else {
+                for _ in 0..3 {
+                    let at = (next() as usize) % bytes.len();
+                    bytes[at] = noise[(next() as usize) % noise.len()];
+                }
+            }
+            let Ok(app) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let r = inject::inject(&probes, &app, "damaged.ptx", &Options::default());
+            outcomes[usize::from(r.is_ok())] += 1;
+        }
+    }
+    assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
+}
