@@ -61,22 +61,17 @@ OPS = {1: "ld", 2: "ldu", 3: "st", 4: "st.async", 5: "st.bulk", 6: "prefetch",
 SPACES = ["generic", "global", "shared", "local", "shared::cluster", "const", "param", "?"]
 
 
-# ---------------------------------------------------------------- child: one Triton run
+# ---------------------------------------------------------------- the kernel
 
-def child(a):
-    """Runs the matmul once in this process under the Triton environment the parent
-    chose, reads the probe maps from the compiled kernel's module, times it, saves C."""
-    os.environ["TRITON_CACHE_DIR"] = a.cache
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
-    if a.dump:
-        os.environ["TRITON_KERNEL_DUMP"] = "1"
-        os.environ["TRITON_DUMP_DIR"] = a.dump
-    if a.override:
-        os.environ["TRITON_KERNEL_OVERRIDE"] = "1"
-        os.environ["TRITON_OVERRIDE_DIR"] = a.override
-    import torch
+# Triton's tutorial 03 kernel, at module level so Triton finds `tl` among its globals.
+# Importing Triton reads none of the variables the child sets: compile() reads them.
+try:
     import triton
     import triton.language as tl
+except ImportError:  # the parent reports it from the child's failure
+    triton = None
+
+if triton is not None:
 
     @triton.jit
     def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
@@ -110,6 +105,24 @@ def child(a):
         c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
         c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
         tl.store(c_ptrs, c, mask=c_mask)
+
+
+# ---------------------------------------------------------------- child: one Triton run
+
+def child(a):
+    """Runs the matmul once in this process under the Triton environment the parent
+    chose, reads the probe maps from the compiled kernel's module, times it, saves C."""
+    os.environ["TRITON_CACHE_DIR"] = a.cache
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    if a.dump:
+        os.environ["TRITON_KERNEL_DUMP"] = "1"
+        os.environ["TRITON_DUMP_DIR"] = a.dump
+    if a.override:
+        os.environ["TRITON_KERNEL_OVERRIDE"] = "1"
+        os.environ["TRITON_OVERRIDE_DIR"] = a.override
+    if triton is None:
+        sys.exit("Triton is not installed (PyTorch with Triton 3.x is needed)")
+    import torch
 
     M = N = K = a.size
     gen = torch.Generator(device="cuda").manual_seed(0)
