@@ -2,7 +2,7 @@
 """Issue 18 on the GPU: a Triton matmul (sm_90: cp.async, ldmatrix, wgmma) instrumented
 through Triton's own dump and override directories by `bpf2ptx triton`, with
 
-  - examples/probes/mem_bytes.bpf.o: every byte the kernel's data-moving instructions move,
+  - examples/probes/mem_traffic.bpf.o: every byte the kernel's data-moving instructions move,
     by instruction, side (addr / addr2) and state space;
   - examples/probes/tensor_core_count.bpf.o: tensor-core instructions per warp
     (gpu/insn.warp/*/wgmma, .../mma, .../wmma);
@@ -42,7 +42,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BPF2PTX = os.environ.get("BPF2PTX", os.path.join(REPO, "target/release/bpf2ptx"))
-MEM_PROBE = os.path.join(REPO, "examples/probes/mem_bytes.bpf.o")
+MEM_PROBE = os.path.join(REPO, "examples/probes/mem_traffic.bpf.o")
 TC_PROBE = os.path.join(REPO, "examples/probes/tensor_core_count.bpf.o")
 
 # The kernel's configuration: Triton's tutorial 03 (matrix multiplication), its first
@@ -313,19 +313,19 @@ def main():
     # 2. Instrument and run with each probe.
     notes = []
     notes.append(bpf2ptx_triton(MEM_PROBE, dump, os.path.join(work, "ov-mem"),
-                                ["mem_bytes", "mem_count"]))
+                                ["traffic_bytes", "traffic_count"]))
     notes.append(bpf2ptx_triton(TC_PROBE, dump, os.path.join(work, "ov-tc"),
                                 ["tc_per_warp", "tc_by_op"]))
     mem, mem_c, _ = phase(work, "mem", size, a.reps, override=os.path.join(work, "ov-mem"),
-                          maps=["mem_bytes", "mem_count"])
+                          maps=["traffic_bytes", "traffic_count"])
     tc, tc_c, _ = phase(work, "tc", size, a.reps, override=os.path.join(work, "ov-tc"),
                         maps=["tc_per_warp", "tc_by_op"])
-    row("Triton assembled the instrumented PTX (mem_bytes)", "yes", str(mem["instrumented"]),
+    row("Triton assembled the instrumented PTX (mem_traffic)", "yes", str(mem["instrumented"]),
         mem["instrumented"])
     row("Triton assembled the instrumented PTX (tensor_core_count)", "yes",
         str(tc["instrumented"]), tc["instrumented"])
     ref = torch.load(plain_c)
-    for tag, path in (("mem_bytes", mem_c), ("tensor_core_count", tc_c)):
+    for tag, path in (("mem_traffic", mem_c), ("tensor_core_count", tc_c)):
         same = torch.equal(ref, torch.load(path))
         row(f"C unchanged under {tag}", "bit for bit", "equal" if same else "DIFFERS", same)
 
@@ -334,8 +334,8 @@ def main():
     programs = (M // BM) * (N // BN)
     g_read = 2 * programs * (K // BK) * (BM * BK + BK * BN)
     g_write = 2 * M * N
-    by = mem["maps"]["mem_bytes"]
-    cnt = mem["maps"]["mem_count"]
+    by = mem["maps"]["traffic_bytes"]
+    cnt = mem["maps"]["traffic_count"]
     table = []
     for key, v in enumerate(by):
         if v or cnt[key]:
@@ -387,7 +387,7 @@ def main():
         row("tensor-core instruction in the kernel", "wgmma or mma", "none", False)
 
     # 5. Cost.
-    for tag, r in (("mem_bytes", mem), ("tensor_core_count", tc)):
+    for tag, r in (("mem_traffic", mem), ("tensor_core_count", tc)):
         row(f"time with {tag} / plain (median of {a.reps})", "-",
             f"{r['ms']:.3f} / {plain['ms']:.3f} ms = {r['ms'] / plain['ms']:.2f}x", True,
             f"{r['n_regs']} registers (plain {plain['n_regs']}), {r['n_spills']} spills")
@@ -408,7 +408,7 @@ def main():
              "| check | model | probe | result | note |", "|---|---|---|---|---|"]
     for r in rows:
         lines.append("| " + " | ".join(str(c) for c in r) + " |")
-    lines += ["", "Bytes by instruction (mem_bytes probe, every thread):", "",
+    lines += ["", "Bytes by instruction (mem_traffic probe, every thread):", "",
               "| instruction | side / space | accesses | bytes |", "|---|---|---|---|"]
     for t in sorted(table, key=lambda t: -t[3]):
         lines.append(f"| {t[0]} | {t[1]} | {t[2]} | {t[3]} |")

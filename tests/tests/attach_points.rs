@@ -589,7 +589,7 @@ fn abi_attach_table_is_current() {
 }
 
 /// The example probes of issue 18 (`examples/probes/tensor_core_count.bpf.o`,
-/// `mem_bytes.bpf.o`) instrument the fixtures, and ptxas accepts the result; the tensor
+/// `mem_traffic.bpf.o`) instrument the fixtures, and ptxas accepts the result; the tensor
 /// core counter attaches to the tensor-core and matrix instructions only.
 #[test]
 fn example_probes_instrument_the_fixtures() {
@@ -597,7 +597,7 @@ fn example_probes_instrument_the_fixtures() {
     let tmp = tempfile::tempdir().unwrap();
     for f in new_fixtures() {
         let text = read(&f);
-        for probe in ["tensor_core_count", "mem_bytes"] {
+        for probe in ["tensor_core_count", "mem_traffic"] {
             let file = repo_root().join(format!("examples/probes/{probe}.bpf.o"));
             let woven = inject::inject(&file, &text, "app.ptx", &Options::default())
                 .unwrap_or_else(|e| panic!("{probe}: {e}"))

@@ -101,7 +101,7 @@ fn file_mode_errors_are_clear() {
     let foreign = d.path().join("foreign");
     write(&foreign.join("x.ptx"), "mine");
     let r = triton(&[
-        "examples/probes/mem_bytes.bpf.o",
+        "examples/probes/mem_traffic.bpf.o",
         "--dump-dir",
         dump.to_str().unwrap(),
         "--override-dir",
@@ -127,7 +127,7 @@ fn file_mode_errors_are_clear() {
     let empty = d.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let r = triton(&[
-        "examples/probes/mem_bytes.bpf.o",
+        "examples/probes/mem_traffic.bpf.o",
         "--dump-dir",
         empty.to_str().unwrap(),
         "--override-dir",
@@ -136,7 +136,7 @@ fn file_mode_errors_are_clear() {
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).contains("Triton 3.0"));
     // Neither mode.
-    let r = triton(&["examples/probes/mem_bytes.bpf.o"]);
+    let r = triton(&["examples/probes/mem_traffic.bpf.o"]);
     assert_eq!(r.status.code(), Some(2));
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
- * mem_bytes: every byte a kernel's data-moving instructions move, by instruction, side
+ * mem_traffic: every byte a kernel's data-moving instructions move, by instruction, side
  * and state space (specs/abi.md, "Memory contexts").
  *
  *   key = op << 4 | side << 3 | space     (op: BPF2PTX_OP_*, below 256)
@@ -10,7 +10,7 @@
  * that address (0 generic, 1 global, 2 shared, 3 local, 4 shared::cluster). An
  * mbarrier's transaction bytes (what the tensor copies completing on it deliver) go to
  * key op << 4 | 15. Every thread runs it at every site; the two maps count bytes and
- * accesses.
+ * accesses (traffic_bytes, traffic_count).
  */
 #include "common.h"
 
@@ -19,28 +19,28 @@ struct {
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u64);
-} mem_bytes SEC(".maps");
+} traffic_bytes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u64);
-} mem_count SEC(".maps");
+} traffic_count SEC(".maps");
 
 static __always_inline void add(__u32 key, __u64 bytes)
 {
-	__u64 *v = bpf_map_lookup_elem(&mem_bytes, &key);
+	__u64 *v = bpf_map_lookup_elem(&traffic_bytes, &key);
 
 	if (v)
 		__sync_fetch_and_add(v, bytes);
-	v = bpf_map_lookup_elem(&mem_count, &key);
+	v = bpf_map_lookup_elem(&traffic_count, &key);
 	if (v)
 		__sync_fetch_and_add(v, 1);
 }
 
 SEC("gpu/mem/*")
-int mem_bytes_probe(struct bpf2ptx_mem_ctx *ctx)
+int mem_traffic(struct bpf2ptx_mem_ctx *ctx)
 {
 	__u32 op = (ctx->op & 0xff) << 4;
 	__u32 f = ctx->flags;
