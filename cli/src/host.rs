@@ -139,6 +139,7 @@ impl HostAttach {
                 point: bpf2ptx_backend::inject::attach::Point::Entry,
                 kernel: kernel.clone(),
                 granularity: None,
+                opcode: None,
             }
             .matches(ptx_name),
             HostAttach::Uprobe => true,

@@ -58,7 +58,7 @@ pub enum InjectError {
         message: String,
     },
     /// A GPU program's section is not an attach point.
-    #[error("{file}: program {program}: section `{section}` is not an attach point (gpu/entry/K, gpu/exit/K, gpu/mem/K with an optional .thread/.warp/.block after the point, kprobe/K, kretprobe/K, kprobe/__memcapture)")]
+    #[error("{file}: program {program}: section `{section}` is not an attach point (gpu/entry/K, gpu/exit/K, gpu/mem/K, gpu/insn/K/OPCODE with OPCODE a PTX opcode prefix such as wgmma, mma or bar.sync, each with an optional .thread/.warp/.block after the point; kprobe/K, kretprobe/K, kprobe/__memcapture)")]
     Section {
         /// The probe file.
         file: String,

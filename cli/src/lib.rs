@@ -22,6 +22,7 @@ pub mod host;
 pub mod inject;
 pub mod run;
 pub mod trace;
+pub mod triton;
 
 pub use bpf2ptx_compiler::front::{load_bytes, load_path, LoadError};
 

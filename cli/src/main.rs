@@ -273,7 +273,8 @@ enum Command {
         no_drain: bool,
     },
     /// Merge probes into an application's kernels: calls at kernel entry, before every
-    /// exit, or before every memory access, per the probes' section names. Kernels no
+    /// exit, before every memory access, or before the instructions an opcode names, per
+    /// the probes' section names. Kernels no
     /// probe matches are left byte for byte as they were. Exit 0 written; 1 a probe
     /// rejected, or no probe matches any kernel (the error lists the kernels; nothing is
     /// written; see --allow-no-match); 2 bad input.
@@ -285,12 +286,21 @@ enum Command {
     /// input, before the command runs. Needs the interposer library beside bpf2ptx
     /// (`cargo build --release` puts it there) or in BPF2PTX_INTERPOSER.
     Trace(bpf2ptx::trace::TraceArgs),
+    /// Instrument Triton kernels through Triton's own dump and override directories
+    /// (Triton 3.0 or newer), without trace: `--dump-dir D --override-dir O` instruments
+    /// every `D/<hash>/<kernel>.ptx` the probes match into O, for a run with
+    /// `TRITON_KERNEL_OVERRIDE=1 TRITON_OVERRIDE_DIR=O`; `-- COMMAND` runs the command
+    /// once dumping, instruments, runs it again with the instrumented kernels, and checks
+    /// that Triton used them. Exit: the instrumented run's code; 1 a probe rejected or no
+    /// probe matches a kernel; 2 bad input, or a Triton that ignored the override.
+    Triton(bpf2ptx::triton::TritonArgs),
 }
 
 #[derive(Args)]
 struct InjectArgs {
     /// The probes: a BPF ELF object whose programs are in attach-point sections
-    /// (gpu/entry/K, gpu/exit/K, gpu/mem/K, kprobe/K, kretprobe/K, kprobe/__memcapture).
+    /// (gpu/entry/K, gpu/exit/K, gpu/mem/K, gpu/insn/K/OPCODE, kprobe/K, kretprobe/K,
+    /// kprobe/__memcapture).
     probes: PathBuf,
     /// The application: its PTX (nvcc -ptx), or a fatbin, executable, shared library or
     /// object file nvcc built with PTX in it (`-gencode arch=compute_XX,code=compute_XX`).
@@ -379,6 +389,7 @@ fn main() {
         ),
         Some(Command::Inject(args)) => inject_cmd(&args, cli.loop_budget, &flags),
         Some(Command::Trace(args)) => bpf2ptx::trace::trace(&args, cli.loop_budget, &flags),
+        Some(Command::Triton(args)) => bpf2ptx::triton::triton(&args, cli.loop_budget, &flags),
         Some(Command::Run {
             path,
             mem,
@@ -765,13 +776,15 @@ fn verify(
     }
 }
 
-/// ` (memory-access probe of every kernel, 24-byte context)`: what `verify` checked a
+/// ` (memory-access probe of every kernel, 80-byte context)`: what `verify` checked a
 /// program as.
 fn describe_attach(a: &Attach) -> String {
-    let point = match a.point {
-        Point::Entry => "entry",
-        Point::Exit => "exit",
-        Point::Mem => "memory-access",
+    let point = match (a.point, &a.opcode) {
+        (Point::Entry, _) => "entry".to_string(),
+        (Point::Exit, _) => "exit".to_string(),
+        (Point::Mem, _) => "memory-access".to_string(),
+        (Point::Insn, Some(op)) => format!("`{}` instruction", op.as_str()),
+        (Point::Insn, None) => "instruction".to_string(),
     };
     let kernel = if a.kernel == "*" {
         "every kernel".to_string()

@@ -78,7 +78,7 @@ fn failures_keep_the_old_output_and_exit_with_the_documented_code() {
 fn rejected_probe_exits_1_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("v.ptx");
-    // A memory probe that reads past its 24-byte context.
+    // A memory probe that reads past its 80-byte context.
     let r = inject(
         "tests/inject/probes/bad_ctx.bpf.o",
         &repo_root().join("examples/apps/vecadd.ptx"),
@@ -121,7 +121,7 @@ fn verify_names_the_attach_point() {
     let out = String::from_utf8_lossy(&r.stdout);
     assert!(r.status.success());
     assert!(
-        out.contains("(memory-access probe of every kernel, 24-byte context): accepted"),
+        out.contains("(memory-access probe of every kernel, 80-byte context): accepted"),
         "{out}"
     );
     let r = Command::new(bpf2ptx_bin())
@@ -134,6 +134,6 @@ fn verify_names_the_attach_point() {
     let p = &doc["programs"][0];
     assert_eq!(p["verdict"], "rejected");
     assert_eq!(p["attach"]["point"], "mem");
-    assert_eq!(p["attach"]["context_bytes"], 24);
+    assert_eq!(p["attach"]["context_bytes"], 80);
     assert_eq!(p["errors"][0]["rule"], "mem-bounds");
 }

@@ -287,23 +287,36 @@ pub struct Entry {
     pub known: KnownBytes,
 }
 
-/// Up to 32 context bytes with known values: byte `k` is known when bit `k` of `mask` is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Up to [`KnownBytes::CAPACITY`] context bytes with known values: byte `k` is known when
+/// bit `k` of `mask` is. (The largest context, a memory site's, is 80 bytes.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KnownBytes {
     /// The values.
-    pub bytes: [u8; 32],
+    pub bytes: [u8; KnownBytes::CAPACITY],
     /// Which are known.
-    pub mask: u32,
+    pub mask: u128,
+}
+
+impl Default for KnownBytes {
+    fn default() -> Self {
+        KnownBytes {
+            bytes: [0; KnownBytes::CAPACITY],
+            mask: 0,
+        }
+    }
 }
 
 impl KnownBytes {
+    /// Context bytes that can be known: one bit of `mask` each.
+    pub const CAPACITY: usize = 128;
+
     /// The little-endian value of bytes `at..at + n` when all are known.
     pub fn value(&self, at: i64, n: u32) -> Option<u64> {
         let at = usize::try_from(at).ok()?;
         let mut v = 0u64;
         for k in (0..n as usize).rev() {
             let b = at + k;
-            if b >= 32 || self.mask & (1 << b) == 0 {
+            if b >= Self::CAPACITY || self.mask & (1 << b) == 0 {
                 return None;
             }
             v = v << 8 | u64::from(self.bytes[b]);

@@ -1,4 +1,4 @@
-/* A memory probe that reads past its 24-byte context: the verifier must reject it
+/* A memory probe that reads past its 80-byte context: the verifier must reject it
  * (`bpf2ptx inject` exits 1 and writes nothing). */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -18,6 +18,6 @@ int past_the_end(struct bpf2ptx_mem_ctx *ctx)
 	__u64 *v = bpf_map_lookup_elem(&last, &k);
 
 	if (v)
-		*v = ((__u64 *)ctx)[3];
+		*v = ((__u64 *)ctx)[10];
 	return 0;
 }

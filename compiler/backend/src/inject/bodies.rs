@@ -58,7 +58,7 @@ pub struct SiteBodies<'a> {
 /// The context bytes a verification consulted, and the bodies of the sites that agree on
 /// them.
 struct Shape {
-    mask: u32,
+    mask: u128,
     /// `start..end` byte ranges into [`KnownBytes::bytes`].
     ranges: Vec<(usize, usize)>,
     bodies: HashMap<Vec<u8>, ptx::InlineBody>,

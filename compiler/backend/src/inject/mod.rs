@@ -1,6 +1,8 @@
 //! PTX injection: reading a CUDA kernel's PTX and merging calls to verified probes into
-//! it at their attach points ([`attach`]: entry, exit, memory accesses; [`weave`]), or
-//! their bodies, verified again and lowered for each site ([`bodies`]).
+//! it at their attach points ([`attach`]: entry, exit, memory accesses, instructions;
+//! [`weave`]), or their bodies, verified again and lowered for each site ([`bodies`]).
+//! Which instructions move data and what their sites tell a probe: [`opcodes`] (the one
+//! table of PTX opcodes) and [`access`].
 //!
 //! ```text
 //!  app.ptx (nvcc / clang output)
@@ -17,8 +19,10 @@
 //! brace block the pattern did not foresee; the model here is why the injector never has
 //! to guess what a line means.
 
+pub mod access;
 pub mod attach;
 pub mod bodies;
 pub mod fatbin;
+pub mod opcodes;
 pub mod ptx;
 pub mod weave;

@@ -16,15 +16,14 @@
 //!
 //! The block's registers are its own (PTX scoping), so the kernel's registers, predicates
 //! and results are never touched; the only state the block shares with the kernel is the
-//! 24-byte `.local` context declared once at the top of each instrumented kernel.
+//! `.local` context (80 bytes, the largest context) declared once at the top of each
+//! instrumented kernel.
 
-use super::attach::{
-    Attach, Point, KERNEL_CTX_SIZE, MEM_ATOMIC, MEM_CTX_SIZE, MEM_LOAD, MEM_SPACE_SHIFT, MEM_STORE,
-};
+use super::access::{self, mem_ctx};
+use super::attach::{Attach, Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
 use super::bodies::{BodyError, SiteBodies};
 use super::ptx::{
-    self, AccessKind, EditError, FunctionKind, Guard, Instruction, ItemKind, Module, Operand,
-    ParseError, Space, StatementKind,
+    self, EditError, FunctionKind, Guard, ItemKind, Module, ParseError, StatementKind,
 };
 use crate::back::ptx::Granularity;
 use serde::Serialize;
@@ -53,7 +52,7 @@ pub struct SiteContext {
     /// Little-endian field bytes.
     pub bytes: [u8; MEM_CTX_SIZE as usize],
     /// Bit `k`: byte `k` is known.
-    pub known: u32,
+    pub known: u128,
     /// Bytes the context has.
     pub size: u32,
 }
@@ -153,6 +152,19 @@ pub enum InjectError {
     /// The probe module and the application define the same symbol.
     #[error("symbol `{0}` is defined by both the application and the probes")]
     Clash(String),
+    /// An instruction whose operands are not what the PTX ISA says for its opcode, so
+    /// its site cannot be filled (nothing is guessed: access.rs).
+    #[error("kernel `{kernel}`, line {line}: `{instruction}`: {reason}")]
+    Operands {
+        /// The kernel.
+        kernel: String,
+        /// The line of the instruction.
+        line: u32,
+        /// Its opcode.
+        instruction: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An edit was refused (a bug).
     #[error(transparent)]
     Edit(#[from] EditError),
@@ -291,7 +303,7 @@ fn plan<'p>(
     let mut plans = Vec::new();
     for (k, name) in kernels.iter().enumerate() {
         let mut points = Vec::new();
-        for point in [Point::Entry, Point::Exit, Point::Mem] {
+        for point in [Point::Entry, Point::Exit, Point::Mem, Point::Insn] {
             let mut list = Vec::new();
             for p in probes
                 .iter()
@@ -303,7 +315,23 @@ fn plan<'p>(
                     elided.insert(p.symbol.clone());
                 }
             }
-            if !list.is_empty() {
+            if point == Point::Insn {
+                // One entry per opcode pattern, so every probe of an entry has its sites.
+                let mut patterns = Vec::new();
+                for (p, _) in &list {
+                    if !patterns.contains(&&p.attach.opcode) {
+                        patterns.push(&p.attach.opcode);
+                    }
+                }
+                for pat in patterns {
+                    let same: Vec<_> = list
+                        .iter()
+                        .filter(|(p, _)| &p.attach.opcode == pat)
+                        .copied()
+                        .collect();
+                    points.push((point, same));
+                }
+            } else if !list.is_empty() {
                 points.push((point, list));
             }
         }
@@ -336,7 +364,7 @@ impl Weaver<'_> {
         let regs = register_widths(f.body());
         let mut edits: Vec<(usize, String)> = Vec::new();
         for (point, list) in &plan.points {
-            for at in attach_sites(f.body(), *point) {
+            for at in plan_sites(f.body(), *point, list) {
                 let st = f.body().get(at);
                 let insn = st.and_then(|s| s.as_instruction());
                 let line = match (point, st) {
@@ -348,6 +376,10 @@ impl Weaver<'_> {
                     Point::Mem => {
                         let i = insn.expect("memory sites are instructions");
                         mem_ctx(i, &regs, &plan.kernel, plan.index, line)?
+                    }
+                    Point::Insn => {
+                        let i = insn.expect("instruction sites are instructions");
+                        access::insn_ctx(i, plan.index, line)
                     }
                 };
                 // An entry site precedes the kernel's first instruction, whose guard is
@@ -371,6 +403,11 @@ impl Weaver<'_> {
                         p,
                         body.as_ref(),
                     ));
+                }
+                // An `.aligned` instruction's lanes wait for each other after the probes.
+                if let Some(i) = insn {
+                    let may_end = list.iter().any(|(p, _)| p.may_end_thread);
+                    text = access::rejoin_aligned(i, may_end, text);
                 }
                 self.sites.push(Site {
                     site: line,
@@ -475,13 +512,26 @@ fn attach_sites(body: &[ptx::Statement], point: Point) -> Vec<usize> {
         Point::Mem => body
             .iter()
             .enumerate()
-            .filter(|(_, s)| {
-                s.as_instruction()
-                    .and_then(Instruction::memory_access)
-                    .is_some_and(|m| !matches!(m.space, Space::Const | Space::Param))
-            })
+            .filter(|(_, s)| s.as_instruction().is_some_and(access::is_mem_site))
             .map(|(k, _)| k)
             .collect(),
+        // Instruction sites come from their opcode pattern ([`plan_sites`]).
+        Point::Insn => Vec::new(),
+    }
+}
+
+/// The sites of one entry of a plan: its point's ([`attach_sites`]), or for instruction
+/// probes (one opcode pattern per entry, [`plan`]) every instruction the pattern names.
+fn plan_sites(body: &[ptx::Statement], point: Point, list: &[(&Probe, Granularity)]) -> Vec<usize> {
+    let pattern = list.first().and_then(|(p, _)| p.attach.opcode.as_ref());
+    match (point, pattern) {
+        (Point::Insn, Some(pat)) => body
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.as_instruction().is_some_and(|i| pat.matches(&i.opcode)))
+            .map(|(k, _)| k)
+            .collect(),
+        _ => attach_sites(body, point),
     }
 }
 
@@ -500,119 +550,8 @@ fn kernel_ctx(kernel: u32, site: u32) -> (String, SiteContext) {
     )
 }
 
-/// The context of a memory site: the address the instruction computes, then the
-/// constants `size | flags << 32` and `kernel | site << 32`.
-fn mem_ctx(
-    insn: &Instruction,
-    regs: &HashMap<String, u32>,
-    kernel: &str,
-    kernel_index: u32,
-    site: u32,
-) -> Result<(String, SiteContext), InjectError> {
-    let m = insn.memory_access().expect("a memory site");
-    let operand = insn.operands.get(m.address);
-    let mut s = String::new();
-    match operand {
-        Some(Operand::Address { base, offset }) => {
-            if base.starts_with('%') {
-                let bits = width(regs, base).ok_or_else(|| InjectError::Register {
-                    kernel: kernel.into(),
-                    line: site,
-                    register: base.clone(),
-                })?;
-                if bits == 64 {
-                    s.push_str(&format!("mov.b64 %bpf2ptx_c0, {base};\n"));
-                } else {
-                    s.push_str(&format!("cvt.u64.u32 %bpf2ptx_c0, {base};\n"));
-                }
-            } else {
-                s.push_str(&format!("mov.u64 %bpf2ptx_c0, {base};\n"));
-            }
-            if *offset != 0 {
-                s.push_str(&format!("add.s64 %bpf2ptx_c0, %bpf2ptx_c0, {offset};\n"));
-            }
-        }
-        other => {
-            let text = match other {
-                Some(Operand::Other(t)) => t.trim(),
-                _ => "",
-            };
-            let imm = text
-                .strip_prefix('[')
-                .and_then(|t| t.strip_suffix(']'))
-                .and_then(|t| parse_int(t.trim()));
-            match imm {
-                Some(v) => s.push_str(&format!("mov.u64 %bpf2ptx_c0, {v};\n")),
-                None => {
-                    return Err(InjectError::Address {
-                        kernel: kernel.into(),
-                        line: site,
-                        operand: text.to_string(),
-                    })
-                }
-            }
-        }
-    }
-    let flags = match m.kind {
-        AccessKind::Load => MEM_LOAD,
-        AccessKind::Store => MEM_STORE,
-        AccessKind::Atomic => MEM_LOAD | MEM_STORE | MEM_ATOMIC,
-        AccessKind::Reduction => MEM_STORE | MEM_ATOMIC,
-    };
-    let space: u32 = match m.space {
-        Space::Generic => 0,
-        Space::Global => 1,
-        Space::Shared => 2,
-        Space::Local => 3,
-        Space::SharedCluster => 4,
-        Space::Const | Space::Param => unreachable!("not attach sites"),
-    };
-    let size = access_size(&insn.opcode.modifiers) * u32::from(m.vector.unwrap_or(1));
-    let w1 = u64::from(size) | u64::from(flags | space << MEM_SPACE_SHIFT) << 32;
-    let w2 = u64::from(kernel_index) | u64::from(site) << 32;
-    s.push_str(&format!(
-        "st.local.u64 [bpf2ptx_ctx], %bpf2ptx_c0;\n\
-         mov.u64 %bpf2ptx_c1, {w1};\nst.local.u64 [bpf2ptx_ctx+8], %bpf2ptx_c1;\n\
-         mov.u64 %bpf2ptx_c2, {w2};\nst.local.u64 [bpf2ptx_ctx+16], %bpf2ptx_c2;\n"
-    ));
-    let mut ctx = SiteContext {
-        bytes: [0; MEM_CTX_SIZE as usize],
-        known: 0x00ff_ff00,
-        size: MEM_CTX_SIZE,
-    };
-    ctx.bytes[8..16].copy_from_slice(&w1.to_le_bytes());
-    ctx.bytes[16..24].copy_from_slice(&w2.to_le_bytes());
-    Ok((s, ctx))
-}
-
-fn parse_int(t: &str) -> Option<u64> {
-    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => t.parse().ok(),
-    }
-}
-
-/// Bytes of one element of a memory instruction's type modifier (`.f32` 4, `.v4` is
-/// applied by the caller); 0 when it names none.
-fn access_size(modifiers: &[String]) -> u32 {
-    modifiers
-        .iter()
-        .rev()
-        .find_map(|m| {
-            Some(match m.as_str() {
-                "b8" | "u8" | "s8" | "e4m3" | "e5m2" => 1,
-                "b16" | "u16" | "s16" | "f16" | "bf16" | "e4m3x2" | "e5m2x2" => 2,
-                "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" | "tf32" => 4,
-                "b64" | "u64" | "s64" | "f64" => 8,
-                "b128" => 16,
-                _ => return None,
-            })
-        })
-        .unwrap_or(0)
-}
-
-/// Bit widths of the kernel's `.reg` declarations, by register name or by the prefix of
-/// a parameterised declaration (`%rd` of `%rd<12>`).
+/// Bit widths of the kernel's `.reg` declarations (1 for `.pred`), by register name or by
+/// the prefix of a parameterised declaration (`%rd` of `%rd<12>`).
 fn register_widths(body: &[ptx::Statement]) -> HashMap<String, u32> {
     let mut out = HashMap::new();
     for s in body {
@@ -623,8 +562,10 @@ fn register_widths(body: &[ptx::Statement]) -> HashMap<String, u32> {
             continue;
         }
         let bits = d.attributes.iter().find_map(|a| match a.as_str() {
-            ".b64" | ".u64" | ".s64" => Some(64),
-            ".b32" | ".u32" | ".s32" => Some(32),
+            ".b64" | ".u64" | ".s64" | ".f64" => Some(64),
+            ".b32" | ".u32" | ".s32" | ".f32" => Some(32),
+            ".b16" | ".u16" | ".s16" => Some(16),
+            ".pred" => Some(1),
             _ => None,
         });
         if let Some(bits) = bits {
@@ -634,12 +575,6 @@ fn register_widths(body: &[ptx::Statement]) -> HashMap<String, u32> {
         }
     }
     out
-}
-
-fn width(regs: &HashMap<String, u32>, reg: &str) -> Option<u32> {
-    regs.get(reg)
-        .or_else(|| regs.get(reg.trim_end_matches(|c: char| c.is_ascii_digit())))
-        .copied()
 }
 
 /// One site's block for one probe: guards, the context (registers `%bpf2ptx_c0..2`
@@ -657,12 +592,17 @@ fn site_block(
     body: Option<&crate::back::ptx::InlineBody>,
 ) -> String {
     let skip = format!("$L__bpf2ptx_{n}");
-    let mut s = String::from(
-        "{\n.reg .b64 %bpf2ptx_d<3>;\n.reg .b64 %bpf2ptx_c<3>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
+    // Lanes whose guard is false leave past the rejoin below, which only the lanes that
+    // passed the guard (and elected a leader among themselves) reach: a per-warp
+    // `bar.warp.sync` over a mask the skipped lanes never read would be undefined.
+    let unguarded = format!("$L__bpf2ptx_{n}_g");
+    let mut s = format!(
+        "{{\n.reg .b64 %bpf2ptx_d<3>;\n.reg .b64 %bpf2ptx_c<{}>;\n.reg .b32 %bpf2ptx_w<3>;\n.reg .pred %bpf2ptx_p;\n",
+        crate::back::ptx::INLINE_CTX_WORDS
     );
     if let Some(gd) = guard {
         let neg = if gd.negated { "" } else { "!" };
-        s.push_str(&format!("@{neg}{} bra {skip};\n", gd.register));
+        s.push_str(&format!("@{neg}{} bra {unguarded};\n", gd.register));
     }
     s.push_str(&crate::back::ptx::granularity_test(
         g,
@@ -717,6 +657,9 @@ fn site_block(
         "%bpf2ptx_w",
         probe.may_end_thread,
     ));
+    if guard.is_some() {
+        s.push_str(&format!("{unguarded}:\n"));
+    }
     s.push_str("}\n");
     s
 }

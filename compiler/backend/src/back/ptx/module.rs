@@ -354,13 +354,14 @@ fn func_head(prog: &Program, k: usize, lanes: bool) -> String {
 /// block) and branches to this label; the attach site defines it after the
 /// body's block (labels are scoped by blocks, so every site can reuse the name).
 pub const INLINE_END: &str = "$L__bpf2ptx_end";
-/// 64-bit context registers `%bpf2ptx_c0..` an attach site sets for an inlined body.
-pub const INLINE_CTX_WORDS: u32 = 3;
+/// 64-bit context registers `%bpf2ptx_c0..` an attach site sets for an inlined body: the
+/// largest context's words (a memory site's 80 bytes).
+pub const INLINE_CTX_WORDS: u32 = 10;
 
 /// Program `pi`'s entry function as a block body to paste at an attach site: its own
 /// `.reg`/`.local` declarations (which shadow the kernel's, PTX scoping), r1..r5 from
 /// the site's `%bpf2ptx_a1..5`, context fields at constant offsets from
-/// `%bpf2ptx_c0..2`, and `exit` as a branch to [`INLINE_END`]. Calls to its
+/// `%bpf2ptx_c0..`, and `exit` as a branch to [`INLINE_END`]. Calls to its
 /// subprograms and the runtime go to the functions of the module [`write_string`] writes
 /// with the same options, which the caller links in. `v` is usually the module's
 /// verification with program `pi` verified again under the site's known context bytes

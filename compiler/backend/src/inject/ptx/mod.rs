@@ -385,7 +385,7 @@ impl Instruction {
                     "shared::cluster" => Space::SharedCluster,
                     "local" => Space::Local,
                     "const" => Space::Const,
-                    "param" => Space::Param,
+                    "param" | "param::entry" | "param::func" => Space::Param,
                     _ => return None,
                 })
             })
