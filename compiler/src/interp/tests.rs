@@ -520,6 +520,7 @@ fn array_map(value_size: u32) -> Map {
         iproute2: None,
         inner: None,
         slots: vec![],
+        fields: vec![],
     }
 }
 
