@@ -24,13 +24,17 @@ pub struct Options {
     /// Call each probe's one `.func` from every site instead of inlining its body there
     /// (smaller code; the inlined form folds each site's constant context and is faster).
     pub call: bool,
-    /// `NAME=device|host|sharded` map options, as for `bpf2ptx FILE`.
+    /// `NAME=device|host|sharded|unsharded|live` map options, as for `bpf2ptx FILE`
+    /// (`live`: no fusion touches the map).
     pub maps: Vec<String>,
     /// The Linux config file giving kconfig externs their values (`--kconfig`;
     /// [`compile::apply_kconfig`]).
     pub kconfig: Option<std::path::PathBuf>,
     /// `--loop-budget N` (specs/verifier.md, "Loops").
     pub loop_budget: Option<u64>,
+    /// `--no-fuse`: no register accumulation or forwarding at inlined sites (today's
+    /// lowering of every site, for comparison; `ptx::Options::fuse`).
+    pub no_fuse: bool,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -270,6 +274,7 @@ pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
                 attach,
                 effects: attach::has_effects(p),
                 may_end_thread: attach::may_end_thread(p),
+                may_output: attach::may_output(p),
             })
         })
         .collect()
@@ -332,6 +337,7 @@ pub fn inject_checked(
         target,
         granularity: opts.granularity,
         loop_budget: opts.loop_budget,
+        fuse: !opts.no_fuse,
         ..maps
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never
