@@ -195,4 +195,6 @@ pub mod kernel {
     }
 }
 
+pub mod fuse_check;
+pub mod ptx_model;
 pub mod random;

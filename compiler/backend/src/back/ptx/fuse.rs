@@ -854,10 +854,11 @@ pub(super) fn forwarded_store(obj: &Object, slot: &FwSlot, value: &str) -> Vec<S
 }
 
 /// The kernel-scope declarations and zeroing the woven kernel needs for these
-/// accumulators and forwarded slots: `(declarations, zeroing at kernel entry)`.
+/// accumulators and forwarded slots: `(declarations, zeroing at kernel entry)`; the zeroing
+/// is a block of its own, like every other text the weaver inserts into a kernel's code.
 pub fn kernel_registers(acc: &[AccSlot], fw: &[FwSlot]) -> (String, String) {
     let mut decl = String::new();
-    let mut init = String::new();
+    let mut init = String::from("{\n// bpf2ptx fusion: accumulators and forwarded slots start empty\n");
     for a in acc {
         let _ = writeln!(decl, ".reg .b64 {};", a.register());
         let _ = writeln!(init, "mov.u64 {}, 0;", a.register());
@@ -868,6 +869,7 @@ pub fn kernel_registers(acc: &[AccSlot], fw: &[FwSlot]) -> (String, String) {
         let _ = writeln!(init, "mov.u64 {}, 0;", f.register());
         let _ = writeln!(init, "mov.u32 {}, 0;", f.stored_register());
     }
+    init.push_str("}\n");
     (decl, init)
 }
 

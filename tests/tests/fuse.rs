@@ -1,0 +1,170 @@
+//! Fusion (issue 19; specs/verifier.md "Register accumulation and forwarding") on the
+//! CPU: the example probes on the example applications, run on the PTX-level model
+//! (tests/ptx_model.rs) fused and unfused, give the same maps and outputs, and the maps
+//! the launch makes by hand.
+
+use bpf2ptx::inject::Options;
+use bpf2ptx_tests::fuse_check::{self, App};
+use bpf2ptx_tests::repo_root;
+use std::path::PathBuf;
+
+fn example_probe(name: &str) -> (PathBuf, bpf2ptx_compiler::program::Object) {
+    let path = repo_root().join(format!("examples/probes/{name}.bpf.o"));
+    let obj = bpf2ptx::load_path(&path).expect("loads");
+    (path, obj)
+}
+
+fn float_bytes(k: usize) -> u8 {
+    // Small positive floats: byte 3 of each word 0x3f (1.0 .. 2.0), the rest varying.
+    if k % 4 == 3 {
+        0x3f
+    } else {
+        (k * 7 % 251) as u8
+    }
+}
+
+/// vecadd over `n` floats, `block` threads per block (the last block partly past `n`).
+fn vecadd(n: u32, block: u32) -> App {
+    App {
+        ptx: std::fs::read_to_string(repo_root().join("examples/apps/vecadd.ptx")).unwrap(),
+        kernel: "_Z6vecAddPKfS0_Pfi".into(),
+        grid: [n.div_ceil(block), 1, 1],
+        block: [block, 1, 1],
+        buffers: vec![
+            (u64::from(n) * 4, float_bytes),
+            (u64::from(n) * 4, float_bytes),
+            (u64::from(n) * 4, |_| 0),
+        ],
+        scalars: vec![u64::from(n)],
+    }
+}
+
+/// The tiled matmul of `n` x `n` (a multiple of 16).
+fn matmul(n: u32) -> App {
+    let bytes = u64::from(n * n) * 4;
+    App {
+        ptx: std::fs::read_to_string(repo_root().join("examples/apps/matmul.ptx")).unwrap(),
+        kernel: "_Z6matmulPKfS0_Pfi".into(),
+        grid: [n / 16, n / 16, 1],
+        block: [16, 16, 1],
+        buffers: vec![(bytes, float_bytes), (bytes, float_bytes), (bytes, |_| 0)],
+        scalars: vec![u64::from(n)],
+    }
+}
+
+fn no_fuse() -> Options {
+    Options {
+        no_fuse: true,
+        ..Default::default()
+    }
+}
+
+/// mem_hist's key: space << 5 | kind << 3 | log2(size).
+fn key(space: usize, kind: usize, size: usize) -> usize {
+    space << 5 | kind << 3 | size.trailing_zeros() as usize
+}
+
+#[test]
+fn mem_hist_fused_counts_what_unfused_counts() {
+    let (path, obj) = example_probe("mem_hist");
+    for (name, app, want) in [
+        ("vecadd 600", vecadd(600, 256), vec![(key(1, 1, 4), 1200u64), (key(1, 2, 4), 600)]),
+        (
+            "matmul 32",
+            matmul(32),
+            // Per thread: 2 tile steps x (2 global loads, 2 shared stores, 32 shared
+            // loads), one global store; 1024 threads.
+            vec![
+                (key(1, 1, 4), 4096),
+                (key(2, 2, 4), 4096),
+                (key(2, 1, 4), 65536),
+                (key(1, 2, 4), 1024),
+            ],
+        ),
+    ] {
+        let fused = fuse_check::run(&path, &obj, &app, &Options::default())
+            .unwrap_or_else(|e| panic!("{name}, fused: {e}"));
+        let unfused = fuse_check::run(&path, &obj, &app, &no_fuse())
+            .unwrap_or_else(|e| panic!("{name}, unfused: {e}"));
+        assert!(fused == unfused, "{name}: fused and unfused differ");
+        let hist = fuse_check::words(&fused.maps[0].1);
+        let got: Vec<(usize, u64)> = hist
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v != 0)
+            .map(|(k, &v)| (k, v))
+            .collect();
+        let mut want = want;
+        want.sort_unstable();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn warp_time_forwarded_gives_the_unfused_histogram() {
+    let (path, obj) = example_probe("warp_time");
+    for (name, app) in [
+        ("vecadd 600", vecadd(600, 256)),
+        ("vecadd 600, blocks of 48", vecadd(600, 48)),
+        ("matmul 32", matmul(32)),
+    ] {
+        let fused = fuse_check::run(&path, &obj, &app, &Options::default())
+            .unwrap_or_else(|e| panic!("{name}, fused: {e}"));
+        let unfused = fuse_check::run(&path, &obj, &app, &no_fuse())
+            .unwrap_or_else(|e| panic!("{name}, unfused: {e}"));
+        assert!(fused == unfused, "{name}: fused and unfused differ");
+        let hist = fuse_check::words(&fused.maps.iter().find(|m| m.0 == "warp_hist").unwrap().1);
+        let warps = u64::from(app.grid.iter().product::<u32>())
+            * u64::from(app.block.iter().product::<u32>().div_ceil(32));
+        assert_eq!(hist.iter().sum::<u64>(), warps, "{name}: one sample per warp");
+    }
+}
+
+/// The model sees what fusion does: with the forwarded value replaced by another one, or
+/// a flush's add dropped, the maps differ from the unfused ones (so the comparisons above
+/// are not comparisons of two lowerings that never ran their fused parts); and with
+/// blocks that are not whole warps, the launch-shape check keeps the forwarded value
+/// unused (a wrong one changes nothing).
+#[test]
+fn the_model_sees_a_broken_fusion() {
+    let (path, obj) = example_probe("warp_time");
+    let store = "mov.u64 %bpf2ptx_fw_0_w_0, %r0;";
+    for (block, used) in [(256, true), (48, false)] {
+        let app = vecadd(600, block);
+        let (woven, _) =
+            bpf2ptx::inject::inject(&path, &app.ptx, "app.ptx", &Options::default()).unwrap();
+        let good = fuse_check::run_text(&woven.text, &obj, &app).unwrap();
+        assert!(woven.text.contains(store), "warp_time's entry store is forwarded");
+        let broken = woven.text.replace(store, "mov.u64 %bpf2ptx_fw_0_w_0, 12345;");
+        let bad = fuse_check::run_text(&broken, &obj, &app).unwrap();
+        assert_eq!(good.maps != bad.maps, used, "blocks of {block}: forwarded value used");
+    }
+    // Blocks of 48 threads: every second warp is partial, so the flushes take both paths
+    // (a whole warp's sum, and each lane's own add).
+    let app = vecadd(600, 48);
+    let (path, obj) = example_probe("mem_hist");
+    let (woven, _) =
+        bpf2ptx::inject::inject(&path, &app.ptx, "app.ptx", &Options::default()).unwrap();
+    let good = fuse_check::run_text(&woven.text, &obj, &app).unwrap();
+    let red = "@%bpf2ptx_fp2 red.global.add.u64";
+    let adds = woven.text.matches(red).count();
+    assert_eq!(adds, 4, "two words, each added on two paths");
+    for k in 0..adds {
+        // Drop the k-th flush add alone.
+        let mut n = 0;
+        let broken: String = woven
+            .text
+            .split_inclusive('\n')
+            .filter(|l| {
+                if l.trim_start().starts_with(red) {
+                    n += 1;
+                    n != k + 1
+                } else {
+                    true
+                }
+            })
+            .collect();
+        let bad = fuse_check::run_text(&broken, &obj, &app).unwrap();
+        assert!(good.maps != bad.maps, "flush add {k} dropped: the maps must differ");
+    }
+}
