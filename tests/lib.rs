@@ -196,5 +196,6 @@ pub mod kernel {
 }
 
 pub mod fuse_check;
+pub mod fuse_random;
 pub mod ptx_model;
 pub mod random;

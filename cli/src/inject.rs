@@ -316,9 +316,23 @@ pub fn inject_checked(
 ) -> Result<Injected, InjectError> {
     let mut obj = bpf2ptx_compiler::front::load_path(probes_file).map_err(CompileError::from)?;
     compile::apply_kconfig(&mut obj, opts.kconfig.as_deref())?;
-    let (gpu, skipped) = compile::gpu_programs(&obj);
+    inject_object(&obj, app, app_file, opts)
+}
+
+/// [`inject_checked`] of a probe object already loaded (and its kconfig applied): what
+/// tests that build probe objects in memory call.
+pub fn inject_object(
+    obj: &Object,
+    app: &str,
+    app_file: &str,
+    opts: &Options,
+) -> Result<Injected, InjectError> {
+    let (gpu, skipped) = compile::gpu_programs(obj);
     if gpu.programs.is_empty() {
-        return Err(CompileError::NoGpuPrograms { file: obj.file }.into());
+        return Err(CompileError::NoGpuPrograms {
+            file: obj.file.clone(),
+        }
+        .into());
     }
     let list = probes(&gpu)?;
     let weave_err = |source| InjectError::Weave {

@@ -168,3 +168,85 @@ fn the_model_sees_a_broken_fusion() {
         assert!(good.maps != bad.maps, "flush add {k} dropped: the maps must differ");
     }
 }
+
+/// Random probes of every kind (tests/fuse_random.rs) at random sites of random kernels,
+/// fused and unfused, on the model: the same maps and the same buffer, seed by seed. Every
+/// eighth fused module goes through ptxas for sm_70, sm_80 and sm_90.
+#[test]
+fn random_probes_fused_and_unfused_give_the_same_maps() {
+    use bpf2ptx_tests::fuse_random;
+    let ptxas = bpf2ptx_tests::require_ptxas();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut accumulated, mut forwarded, mut flushed_early) = (0, 0, 0);
+    for seed in 0..100u64 {
+        let (ptx, block) = fuse_random::kernel(seed);
+        let (obj, kinds) = fuse_random::probes(seed);
+        let app = App {
+            ptx,
+            kernel: "k".into(),
+            grid: [1 + (seed % 3) as u32, 1, 1],
+            block: [block, 1, 1],
+            buffers: vec![(fuse_random::BUF, |k| (k * 13 % 256) as u8)],
+            scalars: vec![123],
+        };
+        let weave = |opts: &Options| {
+            bpf2ptx::inject::inject_object(&obj, &app.ptx, "k.ptx", opts)
+                .unwrap_or_else(|e| panic!("seed {seed} ({kinds:?}): {e}"))
+                .woven
+                .text
+        };
+        let fused_text = weave(&Options::default());
+        let unfused_text = weave(&no_fuse());
+        let run = |text: &str, what: &str| {
+            fuse_check::run_text(text, &obj, &app)
+                .unwrap_or_else(|e| panic!("seed {seed} ({kinds:?}), {what}: {e}"))
+        };
+        let fused = run(&fused_text, "fused");
+        let unfused = run(&unfused_text, "unfused");
+        if fused != unfused {
+            let diff: Vec<String> = fused
+                .maps
+                .iter()
+                .zip(&unfused.maps)
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| {
+                    let (x, y) = (fuse_check::words(&a.1), fuse_check::words(&b.1));
+                    let k = x.iter().zip(&y).position(|(p, q)| p != q).unwrap_or(0);
+                    format!("{}[{k}]: fused {} unfused {}", a.0, x[k], y[k])
+                })
+                .collect();
+            panic!(
+                "seed {seed} ({kinds:?}): fused and unfused differ: {diff:?}, buffers equal: {}",
+                fused.buffers == unfused.buffers
+            );
+        }
+        accumulated += usize::from(fused_text.contains("add.u64 %bpf2ptx_acc_"));
+        forwarded += usize::from(fused_text.contains("setp.ne.u32 %p1, %bpf2ptx_fws_"));
+        flushed_early += usize::from(
+            fused_text.contains("%bpf2ptx_flushed") && fused_text.contains("call 507")
+                || fused_text.contains("call (pr), helper"),
+        );
+        if let (Some(p), 0) = (&ptxas, seed % 8) {
+            let f = tmp.path().join(format!("k{seed}.ptx"));
+            std::fs::write(&f, &fused_text).unwrap();
+            for arch in ["sm_70", "sm_80", "sm_90"] {
+                let out = std::process::Command::new(p)
+                    .arg(format!("-arch={arch}"))
+                    .arg(&f)
+                    .arg("-o")
+                    .arg(f.with_extension("cubin"))
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "seed {seed}, {arch}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+    // The seeds exercise what they are for.
+    assert!(accumulated >= 40, "{accumulated} seeds accumulated");
+    assert!(forwarded >= 10, "{forwarded} seeds forwarded a load");
+    assert!(flushed_early >= 10, "{flushed_early} seeds flushed before a call");
+}
