@@ -227,9 +227,14 @@ enum Op {
     Activemask,
     Shfl,
     MatchAny,
+    Vote,
+    Redux,
     BarWarpSync,
     BarSync,
     Nop,
+    /// What the model does not know: an error when it runs (so a module whose unused
+    /// functions use it still loads).
+    Unsupported,
 }
 
 struct Inst {
@@ -710,19 +715,31 @@ impl Model {
                 };
                 go(o, &reg, &sym).map_err(|e| format!("{}: {text}: {e}", f.name()))
             };
+            let unsupported = |why: String| Inst {
+                guard: None,
+                op: Op::Unsupported,
+                mods: vec![why],
+                tys: Vec::new(),
+                ops: Vec::new(),
+                text: text.clone(),
+            };
             let guard = match &i.guard {
-                Some(g) => Some((
-                    g.negated,
-                    reg(&g.register)
-                        .ok_or_else(|| format!("{}: {text}: guard {}", f.name(), g.register))?,
-                )),
+                Some(g) => match reg(&g.register) {
+                    Some(r) => Some((g.negated, r)),
+                    None => {
+                        insts.push(unsupported(format!("guard {}", g.register)));
+                        continue;
+                    }
+                },
                 None => None,
             };
-            let ops = i
-                .operands
-                .iter()
-                .map(resolve)
-                .collect::<Result<Vec<_>, _>>()?;
+            let ops = match i.operands.iter().map(resolve).collect::<Result<Vec<_>, _>>() {
+                Ok(ops) => ops,
+                Err(e) => {
+                    insts.push(unsupported(e));
+                    continue;
+                }
+            };
             let mods = i.opcode.modifiers.clone();
             let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
             let has = |m: &str| mods.iter().any(|x| x == m);
@@ -771,10 +788,15 @@ impl Model {
                 "activemask" => Op::Activemask,
                 "shfl" => Op::Shfl,
                 "match" if has("any") => Op::MatchAny,
+                "vote" if has("sync") => Op::Vote,
+                "redux" if has("sync") => Op::Redux,
                 "bar" if has("warp") => Op::BarWarpSync,
                 "bar" | "barrier" => Op::BarSync,
                 "membar" | "fence" | "nanosleep" | "brkpt" | "pmevent" => Op::Nop,
-                other => return err(format!("{}: {text}: `{other}` not modelled", f.name())),
+                other => {
+                    insts.push(unsupported(format!("`{other}` not modelled")));
+                    continue;
+                }
             };
             insts.push(Inst {
                 guard,
@@ -975,7 +997,7 @@ impl Model {
         }
         let op = inst.op;
         match op {
-            Op::Shfl | Op::MatchAny | Op::BarWarpSync => {
+            Op::Shfl | Op::MatchAny | Op::Vote | Op::Redux | Op::BarWarpSync => {
                 let members = match op {
                     Op::BarWarpSync => self.value(&threads[active[0]], &inst.ops[0], l)? as u32,
                     _ => self.value(&threads[active[0]], inst.ops.last().expect("mask"), l)? as u32,
@@ -1044,6 +1066,39 @@ impl Model {
                         .filter(|x| x.1 == v)
                         .fold(0u32, |m, x| m | 1 << x.0);
                     self.set(&mut threads[t], &inst.ops[0], u64::from(m))?;
+                }
+                Ok(())
+            }
+            Op::Vote | Op::Redux => {
+                let vals: Vec<u64> = active
+                    .iter()
+                    .filter(|&&t| members & (1 << threads[t].lane) != 0)
+                    .map(|&t| self.value(&threads[t], &inst.ops[1], l))
+                    .collect::<Result<_, String>>()?;
+                let has = |m: &str| inst.mods.iter().any(|x| x == m);
+                let v = if inst.op == Op::Vote {
+                    if has("any") {
+                        u64::from(vals.iter().any(|&v| v != 0))
+                    } else if has("all") {
+                        u64::from(vals.iter().all(|&v| v != 0))
+                    } else {
+                        return err("vote.sync other than any/all not modelled");
+                    }
+                } else {
+                    let ty = *inst.tys.first().ok_or("redux without a type")?;
+                    let vals = vals.iter().map(|&v| ty.mask(v));
+                    if has("add") {
+                        vals.fold(0u64, |a, v| ty.mask(a.wrapping_add(v)))
+                    } else if has("or") {
+                        vals.fold(0, |a, v| a | v)
+                    } else if has("and") {
+                        vals.fold(ty.mask(u64::MAX), |a, v| a & v)
+                    } else {
+                        return err("redux.sync other than add/or/and not modelled");
+                    }
+                };
+                for &t in active {
+                    self.set(&mut threads[t], &inst.ops[0], v)?;
                 }
                 Ok(())
             }
@@ -1188,6 +1243,7 @@ impl Model {
         };
         let mut next = true;
         match inst.op {
+            Op::Unsupported => return err(inst.mods.join(" ")),
             Op::Nop => {}
             Op::Mov => match (&inst.ops[0], &inst.ops[1]) {
                 (Opnd::Vec(parts), src) => {
@@ -1529,7 +1585,9 @@ impl Model {
                 t.state = State::Barrier;
                 next = false;
             }
-            Op::Shfl | Op::MatchAny | Op::BarWarpSync => unreachable!("collectives"),
+            Op::Shfl | Op::MatchAny | Op::Vote | Op::Redux | Op::BarWarpSync => {
+                unreachable!("collectives")
+            }
         }
         if next {
             t.top_mut().pc += 1;

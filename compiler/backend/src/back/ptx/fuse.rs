@@ -877,16 +877,27 @@ pub fn kernel_registers(acc: &[AccSlot], fw: &[FwSlot]) -> (String, String) {
 /// threads that reach it (the module of `obj` lowered with `opts` defines the maps' symbols
 /// and says whether an array is sharded and at which scope atomics run).
 ///
-/// A whole warp that arrives together (`activemask` all ones) sums each accumulator over
-/// its lanes with five butterfly shuffles (64-bit, as two 32-bit halves) and lane 0 adds
-/// the sum once; otherwise each lane adds its own. A zero sum adds nothing. A sharded
+/// A whole warp that arrives together (`activemask` all ones) adds once per word: it skips
+/// everything when every lane's accumulators are all zero (`vote.sync.any`); on sm_80 and
+/// later, when every lane's accumulators are below 2^27 (so 32 of them fit 32 bits),
+/// `redux.sync.add.u32` sums each over the warp in one instruction; otherwise five
+/// butterfly shuffles (64-bit, as two 32-bit halves) do. Lane 0 adds a non-zero sum.
+/// A warp that arrives in part has each lane add its own non-zero accumulators. A sharded
 /// array's word is taken in the replica of the SM the flush runs on: the host sums the
 /// replicas, so any replica gives the same sum as the ones the unfused adds would have
 /// used. `guard`: the statement's own guard (`@%p` of `@%p ret`), run under it.
-pub fn flush_text(obj: &Object, opts: &Options, acc: &[AccSlot], guard: Option<(bool, &str)>) -> String {
+pub fn flush_text(
+    obj: &Object,
+    opts: &Options,
+    acc: &[AccSlot],
+    guard: Option<(bool, &str)>,
+) -> String {
     let sys = super::atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
     let space = if sys { ".sys.global" } else { ".global" };
-    let sharded = |m: u32| is_sharded(obj, opts, m as usize) && obj.maps[m as usize].origin != MapOrigin::GlobalData;
+    let redux = crate::inject::weave::sm_number(&opts.target).is_some_and(|n| n >= 80);
+    let sharded = |m: u32| {
+        is_sharded(obj, opts, m as usize) && obj.maps[m as usize].origin != MapOrigin::GlobalData
+    };
     let mut s = String::from(
         "{\n.reg .b32 %bpf2ptx_f<6>;\n.reg .b64 %bpf2ptx_fd<3>;\n.reg .pred %bpf2ptx_fp<3>;\n",
     );
@@ -916,7 +927,39 @@ pub fn flush_text(obj: &Object, opts: &Options, acc: &[AccSlot], guard: Option<(
             s.push_str("add.u64 %bpf2ptx_fd2, %bpf2ptx_fd2, %bpf2ptx_fd1;\n");
         }
     };
+    // A whole warp: every lane's accumulators or-ed together, for the two tests.
     s.push_str("@!%bpf2ptx_fp0 bra $L__bpf2ptx_flush_lanes;\n");
+    let _ = writeln!(s, "mov.b64 %bpf2ptx_fd0, {};", acc[0].register());
+    for a in &acc[1..] {
+        let _ = writeln!(s, "or.b64 %bpf2ptx_fd0, %bpf2ptx_fd0, {};", a.register());
+    }
+    s.push_str(
+        "setp.ne.u64 %bpf2ptx_fp2, %bpf2ptx_fd0, 0;\nvote.sync.any.pred %bpf2ptx_fp2, %bpf2ptx_fp2, -1;\n\
+         @!%bpf2ptx_fp2 bra $L__bpf2ptx_flushed;\n",
+    );
+    if redux {
+        s.push_str(
+            "setp.lt.u64 %bpf2ptx_fp2, %bpf2ptx_fd0, 134217728;\n\
+             vote.sync.all.pred %bpf2ptx_fp2, %bpf2ptx_fp2, -1;\n\
+             @!%bpf2ptx_fp2 bra $L__bpf2ptx_flush_wide;\n",
+        );
+        for a in acc {
+            let r = a.register();
+            let _ = writeln!(s, "cvt.u32.u64 %bpf2ptx_f3, {r};");
+            s.push_str(
+                "redux.sync.add.u32 %bpf2ptx_f3, %bpf2ptx_f3, -1;\n\
+                 setp.ne.and.u32 %bpf2ptx_fp2, %bpf2ptx_f3, 0, %bpf2ptx_fp1;\n\
+                 cvt.u64.u32 %bpf2ptx_fd0, %bpf2ptx_f3;\n",
+            );
+            address(&mut s, a);
+            let _ = writeln!(
+                s,
+                "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+                a.offset
+            );
+        }
+        s.push_str("bra $L__bpf2ptx_flushed;\n$L__bpf2ptx_flush_wide:\n");
+    }
     for a in acc {
         let r = a.register();
         let _ = writeln!(s, "mov.b64 %bpf2ptx_fd0, {r};");
