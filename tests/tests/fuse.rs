@@ -345,3 +345,23 @@ fn live_and_host_maps_keep_the_unfused_lowering() {
     // And without the option, the same probe is fused.
     assert!(weave(&path, &app, &Options::default()).contains("%bpf2ptx_acc_0_"));
 }
+
+/// Forwarding, exactly: fuse_forward stores a value of the warp at entry and counts a
+/// function of what it loads back at exit, so the histogram is known for a launch of
+/// whole warps; fused (the load takes the register), unfused, and computed agree.
+#[test]
+fn a_forwarded_value_is_the_stored_one() {
+    let (path, obj) = inject_probe("fuse_forward");
+    let app = vecadd(1024, 128);
+    let fused = weave(&path, &app, &Options::default());
+    assert!(fused.contains("@%p1 mov.u64 %r1, %bpf2ptx_fw_0_w_0;"), "the exit's load is forwarded");
+    let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
+    let b = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
+    assert!(a == b, "fused and unfused differ");
+    let mut want = [0u64; 64];
+    for w in 0..1024u64 / 32 {
+        want[(((32 * w) * 3 + 1) ^ w) as usize & 63] += 1;
+    }
+    let hist = fuse_check::words(&a.maps.iter().find(|m| m.0 == "fw_hist").unwrap().1);
+    assert_eq!(hist, want);
+}
