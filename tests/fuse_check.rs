@@ -11,6 +11,9 @@ use bpf2ptx_compiler::program::{MapOrigin, Object};
 use bpf2ptx_runtime::MapKind;
 use std::path::Path;
 
+/// The initial contents of a buffer, byte by byte.
+pub type Fill = fn(usize) -> u8;
+
 /// An application launch: the kernel, its shape and how to make its arguments.
 pub struct App {
     /// The application's PTX.
@@ -22,7 +25,7 @@ pub struct App {
     /// Threads per block.
     pub block: [u32; 3],
     /// Buffers to allocate (bytes, initial contents by index), passed first, in order.
-    pub buffers: Vec<(u64, fn(usize) -> u8)>,
+    pub buffers: Vec<(u64, Fill)>,
     /// Scalar arguments after the buffers.
     pub scalars: Vec<u64>,
 }
@@ -39,15 +42,22 @@ pub struct Outcome {
 
 /// Injects the probes of `probes` into `app` with `opts` and runs the result on the
 /// model; `obj` is the probe object (for its maps).
-pub fn run(probes: &Path, obj: &Object, app: &App, opts: &inject::Options) -> Result<Outcome, String> {
-    let (woven, _) = inject::inject(probes, &app.ptx, "app.ptx", opts).map_err(|e| e.to_string())?;
+pub fn run(
+    probes: &Path,
+    obj: &Object,
+    app: &App,
+    opts: &inject::Options,
+) -> Result<Outcome, String> {
+    let (woven, _) =
+        inject::inject(probes, &app.ptx, "app.ptx", opts).map_err(|e| e.to_string())?;
     run_text(&woven.text, obj, app)
 }
 
 /// Runs already woven PTX on the model.
 pub fn run_text(text: &str, obj: &Object, app: &App) -> Result<Outcome, String> {
     let mut m = Model::new(text)?;
-    let threads = u64::from(app.grid.iter().product::<u32>()) * u64::from(app.block.iter().product::<u32>());
+    let threads =
+        u64::from(app.grid.iter().product::<u32>()) * u64::from(app.block.iter().product::<u32>());
     let warps = u64::from(app.grid.iter().product::<u32>())
         * u64::from(app.block.iter().product::<u32>().div_ceil(32));
     // Per-thread and per-warp arrays get storage for the launch, bound as a loader binds
@@ -60,7 +70,11 @@ pub fn run_text(text: &str, obj: &Object, app: &App) -> Result<Outcome, String> 
         let Some((desc, _)) = m.symbol(&ptx::map_desc_symbol(&map.name)) else {
             continue;
         };
-        let units = if map.kind() == Some(MapKind::PerWarpArray) { warps } else { threads };
+        let units = if map.kind() == Some(MapKind::PerWarpArray) {
+            warps
+        } else {
+            threads
+        };
         let stride = bpf2ptx_runtime::maps::round8(u64::from(map.value_size));
         let bytes = units * u64::from(map.max_entries) * stride;
         let at = m.alloc(bytes);

@@ -211,7 +211,12 @@ pub fn probes(seed: u64) -> (Object, Vec<String>) {
     }
     // A forwarded load wants its store: often add one.
     if list.iter().any(|p| p.1.starts_with("Load")) && r.below(3) > 0 {
-        list.push(store(&mut r, list.iter().find(|p| p.1.starts_with("Load")).map(|p| p.1.clone())));
+        list.push(store(
+            &mut r,
+            list.iter()
+                .find(|p| p.1.starts_with("Load"))
+                .map(|p| p.1.clone()),
+        ));
     }
     let mut obj: Option<Object> = None;
     let mut names = Vec::new();
@@ -241,7 +246,10 @@ fn section(r: &mut Rng, point: &str) -> String {
 
 /// `r0` = the value pointer of `map`'s slot at the frame's key `r1`.
 fn lookup(s: &mut String, map: u32) {
-    let _ = writeln!(s, "*(u32 *)(r10 - 4) = r1\nr2 = r10\nr2 += -4\nr1 = map_idx({map}) ll\ncall 1");
+    let _ = writeln!(
+        s,
+        "*(u32 *)(r10 - 4) = r1\nr2 = r10\nr2 += -4\nr1 = map_idx({map}) ll\ncall 1"
+    );
 }
 
 fn probe(r: &mut Rng) -> (Probe, String) {
@@ -265,7 +273,9 @@ fn probe(r: &mut Rng) -> (Probe, String) {
         }
     };
     let kinds: &[&str] = if mem {
-        &["Count", "Plain", "Global", "AddrKey", "Reader", "Load", "Clobber", "Ender"]
+        &[
+            "Count", "Plain", "Global", "AddrKey", "Reader", "Load", "Clobber", "Ender",
+        ]
     } else if point == "exit" {
         &["Count", "Plain", "Global", "Reader", "Load", "Load"]
     } else {
@@ -281,7 +291,9 @@ fn probe(r: &mut Rng) -> (Probe, String) {
             if kind == "Count" {
                 s.push_str("if r0 == 0 goto out\nlock *(u64 *)(r0 + 0) += r7\n");
             } else {
-                s.push_str("if r0 == 0 goto out\nr1 = *(u64 *)(r0 + 0)\nr1 += r7\n*(u64 *)(r0 + 0) = r1\n");
+                s.push_str(
+                    "if r0 == 0 goto out\nr1 = *(u64 *)(r0 + 0)\nr1 += r7\n*(u64 *)(r0 + 0) = r1\n",
+                );
             }
         }
         "Global" => {
@@ -321,7 +333,9 @@ fn probe(r: &mut Rng) -> (Probe, String) {
         }
         _ => {
             // Ender: ends its thread at accesses to some addresses.
-            s.push_str("r1 = *(u64 *)(r6 + 0)\nr1 &= 0x70\nif r1 != 0x30 goto keep\ncall 507\nkeep:\n");
+            s.push_str(
+                "r1 = *(u64 *)(r6 + 0)\nr1 &= 0x70\nif r1 != 0x30 goto keep\ncall 507\nkeep:\n",
+            );
             s.push_str("r1 = 9\n");
             lookup(&mut s, 0);
             s.push_str("if r0 == 0 goto out\nr1 = 1\nlock *(u64 *)(r0 + 0) += r1\n");
@@ -351,7 +365,9 @@ fn store(r: &mut Rng, like: Option<String>) -> (Probe, String) {
     lookup(&mut s, if form == 2 { 3 } else { 2 });
     // The value: the thread's id times 3 plus its SM, or the timer.
     if r.below(2) == 0 {
-        s.push_str("if r0 == 0 goto out\nr6 = r0\ncall 600\nr0 *= 3\nr0 += 1\n*(u64 *)(r6 + 0) = r0\n");
+        s.push_str(
+            "if r0 == 0 goto out\nr6 = r0\ncall 600\nr0 *= 3\nr0 += 1\n*(u64 *)(r6 + 0) = r0\n",
+        );
     } else {
         s.push_str("if r0 == 0 goto out\nr6 = r0\ncall 502\n*(u64 *)(r6 + 0) = r0\n");
     }

@@ -31,9 +31,7 @@
 //!
 //! Anything outside what it knows is an error naming the instruction, never a guess.
 
-use bpf2ptx_backend::inject::ptx::{
-    self as model, FunctionKind, ItemKind, Operand, StatementKind,
-};
+use bpf2ptx_backend::inject::ptx::{self as model, FunctionKind, ItemKind, Operand, StatementKind};
 use std::collections::HashMap;
 
 /// SMs the model pretends to have: `%smid` is the block's linear index modulo this.
@@ -72,7 +70,9 @@ impl Memory {
     }
 
     fn read(&self, a: u64, n: u32) -> u64 {
-        (0..n).fold(0u64, |v, k| v | u64::from(self.byte(a + u64::from(k))) << (8 * k))
+        (0..n).fold(0u64, |v, k| {
+            v | u64::from(self.byte(a + u64::from(k))) << (8 * k)
+        })
     }
 
     fn write(&mut self, a: u64, n: u32, v: u64) {
@@ -375,6 +375,10 @@ fn initialiser(text: &str) -> Vec<Result<u64, String>> {
         .collect()
 }
 
+/// A module variable's initialiser: its address, element size and values (numbers, or
+/// symbols whose addresses they are).
+type Init = (u64, u64, Vec<Result<u64, String>>);
+
 /// A lexical scope while flattening a function.
 #[derive(Default)]
 struct Scope {
@@ -384,7 +388,11 @@ struct Scope {
     vars: HashMap<String, Var>,
 }
 
-fn lookup<'a, T>(scopes: &'a [Scope], mut s: usize, f: impl Fn(&'a Scope) -> Option<T>) -> Option<T> {
+fn lookup<'a, T>(
+    scopes: &'a [Scope],
+    mut s: usize,
+    f: impl Fn(&'a Scope) -> Option<T>,
+) -> Option<T> {
     loop {
         if let Some(v) = f(&scopes[s]) {
             return Some(v);
@@ -408,7 +416,7 @@ impl Model {
             executed: 0,
         };
         // Module variables first (functions refer to them), with their initialisers.
-        let mut inits: Vec<(u64, u64, Vec<Result<u64, String>>)> = Vec::new();
+        let mut inits: Vec<Init> = Vec::new();
         let mut func_names: HashMap<String, usize> = HashMap::new();
         for item in module.items() {
             match item.kind() {
@@ -476,21 +484,23 @@ impl Model {
             funcs[idx] = Some(func);
         }
         m.shared_bytes = shared_top;
-        m.funcs = std::rc::Rc::new(funcs
-            .into_iter()
-            .enumerate()
-            .map(|(k, f)| {
-                f.unwrap_or(Func {
-                    name: format!("prototype {k}"),
-                    insts: Vec::new(),
-                    nregs: 0,
-                    params: Vec::new(),
-                    rets: Vec::new(),
-                    entry: false,
-                    kparams: Vec::new(),
+        m.funcs = std::rc::Rc::new(
+            funcs
+                .into_iter()
+                .enumerate()
+                .map(|(k, f)| {
+                    f.unwrap_or(Func {
+                        name: format!("prototype {k}"),
+                        insts: Vec::new(),
+                        nregs: 0,
+                        params: Vec::new(),
+                        rets: Vec::new(),
+                        entry: false,
+                        kparams: Vec::new(),
+                    })
                 })
-            })
-            .collect());
+                .collect(),
+        );
         Ok(m)
     }
 
@@ -658,10 +668,14 @@ impl Model {
                             sym(s).ok_or_else(|| format!("unknown symbol `{s}`"))?
                         }
                         Operand::Vector(v) => Opnd::Vec(
-                            v.iter().map(|x| go(x, reg, sym)).collect::<Result<_, _>>()?,
+                            v.iter()
+                                .map(|x| go(x, reg, sym))
+                                .collect::<Result<_, _>>()?,
                         ),
                         Operand::List(v) => Opnd::List(
-                            v.iter().map(|x| go(x, reg, sym)).collect::<Result<_, _>>()?,
+                            v.iter()
+                                .map(|x| go(x, reg, sym))
+                                .collect::<Result<_, _>>()?,
                         ),
                         Operand::Address { base, offset } => {
                             let b = if base.starts_with('%') {
@@ -733,7 +747,12 @@ impl Model {
                 },
                 None => None,
             };
-            let ops = match i.operands.iter().map(resolve).collect::<Result<Vec<_>, _>>() {
+            let ops = match i
+                .operands
+                .iter()
+                .map(resolve)
+                .collect::<Result<Vec<_>, _>>()
+            {
                 Ok(ops) => ops,
                 Err(e) => {
                     insts.push(unsupported(e));
@@ -848,7 +867,11 @@ impl Model {
         let per_block = (block[0] * block[1] * block[2]) as usize;
         let blocks = grid[0] * grid[1] * grid[2];
         for b in 0..blocks {
-            let ctaid = [b % grid[0], (b / grid[0]) % grid[1], b / (grid[0] * grid[1])];
+            let ctaid = [
+                b % grid[0],
+                (b / grid[0]) % grid[1],
+                b / (grid[0] * grid[1]),
+            ];
             // Shared memory starts as garbage on the GPU; zero here.
             for a in (0..self.shared_bytes).step_by(PAGE as usize) {
                 self.mem.pages.remove(&((SHARED_BASE + a) / PAGE));
@@ -856,7 +879,11 @@ impl Model {
             let mut threads: Vec<Thread> = (0..per_block)
                 .map(|t| {
                     let t = t as u32;
-                    let tid = [t % block[0], (t / block[0]) % block[1], t / (block[0] * block[1])];
+                    let tid = [
+                        t % block[0],
+                        (t / block[0]) % block[1],
+                        t / (block[0] * block[1]),
+                    ];
                     let global = u64::from(b) * per_block as u64 + u64::from(t);
                     Thread {
                         frames: vec![Frame {
@@ -912,10 +939,11 @@ impl Model {
                 continue;
             }
             // The next warp with a lane that can run.
-            let Some(warp) = (0..warps)
-                .map(|k| (w + k) % warps)
-                .find(|&k| threads[k * 32..((k + 1) * 32).min(n)].iter().any(|t| t.state == State::Run))
-            else {
+            let Some(warp) = (0..warps).map(|k| (w + k) % warps).find(|&k| {
+                threads[k * 32..((k + 1) * 32).min(n)]
+                    .iter()
+                    .any(|t| t.state == State::Run)
+            }) else {
                 let stuck: Vec<String> = threads
                     .iter()
                     .filter(|t| t.state != State::Exited)
@@ -927,7 +955,10 @@ impl Model {
                             t.global,
                             t.state,
                             self.funcs[f.func].name,
-                            self.funcs[f.func].insts.get(f.pc).map_or("end", |i| i.text.as_str())
+                            self.funcs[f.func]
+                                .insts
+                                .get(f.pc)
+                                .map_or("end", |i| i.text.as_str())
                         )
                     })
                     .collect();
@@ -944,7 +975,8 @@ impl Model {
             // The lanes there, and lanes of the warp waiting at a collective there.
             let group: Vec<usize> = range
                 .filter(|&t| {
-                    matches!(threads[t].state, State::Run | State::Waiting) && key(&threads[t]) == min
+                    matches!(threads[t].state, State::Run | State::Waiting)
+                        && key(&threads[t]) == min
                 })
                 .collect();
             for &t in &group {
@@ -999,17 +1031,18 @@ impl Model {
         match op {
             Op::Shfl | Op::MatchAny | Op::Vote | Op::Redux | Op::BarWarpSync => {
                 let members = match op {
-                    Op::BarWarpSync => self.value(&threads[active[0]], &inst.ops[0], l)? as u32,
-                    _ => self.value(&threads[active[0]], inst.ops.last().expect("mask"), l)? as u32,
+                    Op::BarWarpSync => self.value(&threads[active[0]], &inst.ops[0])? as u32,
+                    _ => self.value(&threads[active[0]], inst.ops.last().expect("mask"))? as u32,
                 };
                 let base = active[0] / 32 * 32;
                 let mut here: u32 = 0;
                 let mut exited: u32 = 0;
-                for t in base..(base + 32).min(threads.len()) {
-                    let bit = 1 << threads[t].lane;
+                let end = (base + 32).min(threads.len());
+                for (t, th) in threads.iter().enumerate().take(end).skip(base) {
+                    let bit = 1 << th.lane;
                     if active.contains(&t) {
                         here |= bit;
-                    } else if threads[t].state == State::Exited {
+                    } else if th.state == State::Exited {
                         exited |= bit;
                     }
                 }
@@ -1023,7 +1056,7 @@ impl Model {
                 if op == Op::Shfl && members & exited != 0 {
                     return err(ctx("shfl.sync with an exited lane in its mask".into()));
                 }
-                self.collective(threads, &active, members & here, inst, l)
+                self.collective(threads, &active, members & here, inst)
                     .map_err(ctx)?;
                 for &t in &active {
                     threads[t].top_mut().pc += 1;
@@ -1045,9 +1078,7 @@ impl Model {
         active: &[usize],
         members: u32,
         inst: &Inst,
-        l: &Launch,
     ) -> Result<(), String> {
-        let base = active[0] / 32 * 32;
         match inst.op {
             Op::BarWarpSync => Ok(()),
             Op::MatchAny => {
@@ -1056,11 +1087,14 @@ impl Model {
                     .iter()
                     .filter(|&&t| members & (1 << threads[t].lane) != 0)
                     .map(|&t| {
-                        Ok((threads[t].lane, ty.mask(self.value(&threads[t], &inst.ops[1], l)?)))
+                        Ok((
+                            threads[t].lane,
+                            ty.mask(self.value(&threads[t], &inst.ops[1])?),
+                        ))
                     })
                     .collect::<Result<_, String>>()?;
                 for &t in active {
-                    let v = ty.mask(self.value(&threads[t], &inst.ops[1], l)?);
+                    let v = ty.mask(self.value(&threads[t], &inst.ops[1])?);
                     let m = vals
                         .iter()
                         .filter(|x| x.1 == v)
@@ -1073,7 +1107,7 @@ impl Model {
                 let vals: Vec<u64> = active
                     .iter()
                     .filter(|&&t| members & (1 << threads[t].lane) != 0)
-                    .map(|&t| self.value(&threads[t], &inst.ops[1], l))
+                    .map(|&t| self.value(&threads[t], &inst.ops[1]))
                     .collect::<Result<_, String>>()?;
                 let has = |m: &str| inst.mods.iter().any(|x| x == m);
                 let v = if inst.op == Op::Vote {
@@ -1111,13 +1145,17 @@ impl Model {
                     .clone();
                 let src: HashMap<u32, u64> = active
                     .iter()
-                    .map(|&t| Ok((threads[t].lane, self.value(&threads[t], &inst.ops[1], l)? & 0xffff_ffff)))
+                    .map(|&t| {
+                        Ok((
+                            threads[t].lane,
+                            self.value(&threads[t], &inst.ops[1])? & 0xffff_ffff,
+                        ))
+                    })
                     .collect::<Result<_, String>>()?;
-                let _ = base;
                 for &t in active {
                     let lane = threads[t].lane;
-                    let b = self.value(&threads[t], &inst.ops[2], l)? as u32 & 31;
-                    let c = self.value(&threads[t], &inst.ops[3], l)? as u32;
+                    let b = self.value(&threads[t], &inst.ops[2])? as u32 & 31;
+                    let c = self.value(&threads[t], &inst.ops[3])? as u32;
                     let max_lane = c & 31;
                     let seg = (c >> 8) & 31;
                     let min_lane = lane & seg;
@@ -1176,13 +1214,13 @@ impl Model {
     }
 
     /// The value of operand `o` for thread `t` (an address operand's address).
-    fn value(&self, t: &Thread, o: &Opnd, l: &Launch) -> Result<u64, String> {
+    fn value(&self, t: &Thread, o: &Opnd) -> Result<u64, String> {
         Ok(match o {
             Opnd::Reg(r) => t.top().regs[*r],
             Opnd::NotReg(r) => u64::from(t.top().regs[*r] == 0),
             Opnd::Imm(v) => *v,
             Opnd::Var(v) => self.var_addr(t, *v),
-            Opnd::Addr(b, off) => self.value(t, b, l)?.wrapping_add(*off as u64),
+            Opnd::Addr(b, off) => self.value(t, b)?.wrapping_add(*off as u64),
             Opnd::Special(_) => return err("special register in a read-only position"),
             _ => return err(format!("operand {o:?} has no value")),
         })
@@ -1211,10 +1249,12 @@ impl Model {
         if a < PAGE {
             return err(format!("access at {a:#x}: null"));
         }
-        if a >= GLOBAL_BASE && a < LOCAL_BASE {
+        if (GLOBAL_BASE..LOCAL_BASE).contains(&a) {
             let end = a + u64::from(n);
             if !self.allocs.iter().any(|&(s, e)| s <= a && end <= e) {
-                return err(format!("global access of {n} bytes at {a:#x} outside every allocation"));
+                return err(format!(
+                    "global access of {n} bytes at {a:#x} outside every allocation"
+                ));
             }
         }
         Ok(())
@@ -1238,7 +1278,7 @@ impl Model {
         let val = |this: &Self, t: &mut Thread, k: usize| -> Result<u64, String> {
             match inst.ops.get(k).ok_or("missing operand")? {
                 Opnd::Special(s) => Ok(this.special(t, *s, l, mask)),
-                o => this.value(t, o, l),
+                o => this.value(t, o),
             }
         };
         let mut next = true;
@@ -1249,7 +1289,7 @@ impl Model {
                 (Opnd::Vec(parts), src) => {
                     let v = match src {
                         Opnd::Special(s) => self.special(t, *s, l, mask),
-                        o => self.value(t, o, l)?,
+                        o => self.value(t, o)?,
                     };
                     let w = ty.bits() / parts.len() as u32;
                     for (k, p) in parts.iter().enumerate() {
@@ -1261,7 +1301,7 @@ impl Model {
                     let w = ty.bits() / parts.len() as u32;
                     let mut v = 0u64;
                     for (k, p) in parts.iter().enumerate() {
-                        let x = self.value(t, p, l)? & ((1u64 << w) - 1);
+                        let x = self.value(t, p)? & ((1u64 << w) - 1);
                         v |= x << (w * k as u32);
                     }
                     self.set(t, d, v)?;
@@ -1271,8 +1311,20 @@ impl Model {
                     self.set(t, d, v)?;
                 }
             },
-            Op::Add | Op::Sub | Op::MulLo | Op::MulHi | Op::MulWide | Op::Div | Op::Rem
-            | Op::Min | Op::Max | Op::And | Op::Or | Op::Xor | Op::Shl | Op::Shr => {
+            Op::Add
+            | Op::Sub
+            | Op::MulLo
+            | Op::MulHi
+            | Op::MulWide
+            | Op::Div
+            | Op::Rem
+            | Op::Min
+            | Op::Max
+            | Op::And
+            | Op::Or
+            | Op::Xor
+            | Op::Shl
+            | Op::Shr => {
                 let a = val(self, t, 1)?;
                 let b = val(self, t, 2)?;
                 let v = binary(inst.op, ty, a, b)?;
@@ -1323,10 +1375,14 @@ impl Model {
                 } else {
                     let field = if pos >= bits { 0 } else { a >> pos };
                     let len = len.min(bits);
-                    let m = if len >= 64 { u64::MAX } else { (1u64 << len) - 1 };
+                    let m = if len >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << len) - 1
+                    };
                     let f = field & m;
                     let sbit = if signed {
-                        if pos + len - 1 >= bits {
+                        if pos + len > bits {
                             a >> (bits - 1) & 1
                         } else {
                             f >> (len - 1) & 1
@@ -1352,7 +1408,11 @@ impl Model {
                     b
                 } else {
                     let len = len.min(bits - pos);
-                    let m = if len >= 64 { u64::MAX } else { (1u64 << len) - 1 } << pos;
+                    let m = if len >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << len) - 1
+                    } << pos;
                     (b & !m) | ((a << pos) & m)
                 };
                 self.set(t, &inst.ops[0], ty.mask(v))?;
@@ -1367,7 +1427,11 @@ impl Model {
                     let sel = (c >> (4 * k)) & 0xf;
                     let byte = bytes[(sel & 7) as usize];
                     let byte = if sel & 8 != 0 {
-                        if byte & 0x80 != 0 { 0xff } else { 0 }
+                        if byte & 0x80 != 0 {
+                            0xff
+                        } else {
+                            0
+                        }
                     } else {
                         byte
                     };
@@ -1382,7 +1446,11 @@ impl Model {
                 self.set(t, &inst.ops[0], ty.mask(if p != 0 { a } else { b }))?;
             }
             Op::Setp => {
-                let cmp = inst.mods.first().ok_or("setp without a comparison")?.clone();
+                let cmp = inst
+                    .mods
+                    .first()
+                    .ok_or("setp without a comparison")?
+                    .clone();
                 let ty = *inst.tys.first().ok_or("setp without a type")?;
                 let a = ty.mask(val(self, t, 1)?);
                 let b = ty.mask(val(self, t, 2)?);
@@ -1406,7 +1474,11 @@ impl Model {
                     (Ty::F(32), Ty::U(_)) => u64::from((a as f32).to_bits()),
                     (Ty::S(_) | Ty::U(_), Ty::F(32)) => {
                         let f = f32::from_bits(a as u32);
-                        d.mask(if matches!(d, Ty::S(_)) { f as i64 as u64 } else { f as u64 })
+                        d.mask(if matches!(d, Ty::S(_)) {
+                            f as i64 as u64
+                        } else {
+                            f as u64
+                        })
                     }
                     (Ty::F(_), _) | (_, Ty::F(_)) => return err("float conversion not modelled"),
                     (_, Ty::S(_)) => d.mask(s.signed(a) as u64),
@@ -1425,7 +1497,7 @@ impl Model {
                 self.set(t, &inst.ops[0], u64::from(a.mul_add(b, c).to_bits()))?;
             }
             Op::Ld => {
-                let addr = self.value(t, &inst.ops[1], l)?;
+                let addr = self.value(t, &inst.ops[1])?;
                 let n = ty.bytes();
                 match &inst.ops[0] {
                     Opnd::Vec(parts) => {
@@ -1441,24 +1513,24 @@ impl Model {
                 }
             }
             Op::St => {
-                let addr = self.value(t, &inst.ops[0], l)?;
+                let addr = self.value(t, &inst.ops[0])?;
                 let n = ty.bytes();
                 match &inst.ops[1] {
                     Opnd::Vec(parts) => {
                         for (k, p) in parts.iter().enumerate() {
-                            let v = self.value(t, p, l)?;
+                            let v = self.value(t, p)?;
                             self.store(addr + u64::from(n) * k as u64, n, v)?;
                         }
                     }
                     o => {
-                        let v = self.value(t, o, l)?;
+                        let v = self.value(t, o)?;
                         self.store(addr, n, v)?;
                     }
                 }
             }
             Op::Atom | Op::Red => {
                 let (aop, ai) = if inst.op == Op::Atom { (1, 1) } else { (0, 0) };
-                let addr = self.value(t, &inst.ops[ai], l)?;
+                let addr = self.value(t, &inst.ops[ai])?;
                 let n = ty.bytes();
                 let old = self.load(addr, n)?;
                 let b = ty.mask(val(self, t, ai + 1)?);
@@ -1468,15 +1540,24 @@ impl Model {
                     .find(|m| {
                         matches!(
                             m.as_str(),
-                            "add" | "inc" | "dec" | "min" | "max" | "and" | "or" | "xor" | "exch" | "cas"
+                            "add"
+                                | "inc"
+                                | "dec"
+                                | "min"
+                                | "max"
+                                | "and"
+                                | "or"
+                                | "xor"
+                                | "exch"
+                                | "cas"
                         )
                     })
                     .ok_or("atomic without an operation")?
                     .clone();
                 let new = match kind.as_str() {
-                    "add" if matches!(ty, Ty::F(32)) => u64::from(
-                        (f32::from_bits(old as u32) + f32::from_bits(b as u32)).to_bits(),
-                    ),
+                    "add" if matches!(ty, Ty::F(32)) => {
+                        u64::from((f32::from_bits(old as u32) + f32::from_bits(b as u32)).to_bits())
+                    }
                     "add" => old.wrapping_add(b),
                     "and" => old & b,
                     "or" => old | b,
@@ -1544,7 +1625,7 @@ impl Model {
                     return err(format!("call of `{}` with wrong arguments", func.name));
                 }
                 for (a, &(at, bytes)) in args.iter().zip(&func.params) {
-                    let src = self.value(t, a, l)?;
+                    let src = self.value(t, a)?;
                     let dst = PARAM_BASE + t.global * REGION + at;
                     for k in 0..u64::from(bytes) {
                         let b = self.mem.byte(src + k);
@@ -1554,7 +1635,7 @@ impl Model {
                 let ret_to = ret
                     .iter()
                     .zip(&func.rets)
-                    .map(|(r, &(at, bytes))| Ok((self.value(t, r, l)?, at, bytes)))
+                    .map(|(r, &(at, bytes))| Ok((self.value(t, r)?, at, bytes)))
                     .collect::<Result<Vec<_>, String>>()?;
                 t.frames.push(Frame {
                     func: callee,

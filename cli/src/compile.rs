@@ -430,9 +430,8 @@ pub fn map_options(
             "unsharded" => o.unsharded[k] = true,
             "live" => o.live[k] = true,
             _ => {
-                return Err(format!(
-                    "--map {opt}: the placement is `device`, `host`, `sharded`, `unsharded` or `live`"
-                ))
+                let places = "`device`, `host`, `sharded`, `unsharded` or `live`";
+                return Err(format!("--map {opt}: the placement is {places}"));
             }
         }
     }

@@ -68,7 +68,11 @@ fn key(space: usize, kind: usize, size: usize) -> usize {
 fn mem_hist_fused_counts_what_unfused_counts() {
     let (path, obj) = example_probe("mem_hist");
     for (name, app, want) in [
-        ("vecadd 600", vecadd(600, 256), vec![(key(1, 1, 4), 1200u64), (key(1, 2, 4), 600)]),
+        (
+            "vecadd 600",
+            vecadd(600, 256),
+            vec![(key(1, 1, 4), 1200u64), (key(1, 2, 4), 600)],
+        ),
         (
             "matmul 32",
             matmul(32),
@@ -116,7 +120,11 @@ fn warp_time_forwarded_gives_the_unfused_histogram() {
         let hist = fuse_check::words(&fused.maps.iter().find(|m| m.0 == "warp_hist").unwrap().1);
         let warps = u64::from(app.grid.iter().product::<u32>())
             * u64::from(app.block.iter().product::<u32>().div_ceil(32));
-        assert_eq!(hist.iter().sum::<u64>(), warps, "{name}: one sample per warp");
+        assert_eq!(
+            hist.iter().sum::<u64>(),
+            warps,
+            "{name}: one sample per warp"
+        );
     }
 }
 
@@ -134,10 +142,19 @@ fn the_model_sees_a_broken_fusion() {
         let (woven, _) =
             bpf2ptx::inject::inject(&path, &app.ptx, "app.ptx", &Options::default()).unwrap();
         let good = fuse_check::run_text(&woven.text, &obj, &app).unwrap();
-        assert!(woven.text.contains(store), "warp_time's entry store is forwarded");
-        let broken = woven.text.replace(store, "mov.u64 %bpf2ptx_fw_0_w_0, 12345;");
+        assert!(
+            woven.text.contains(store),
+            "warp_time's entry store is forwarded"
+        );
+        let broken = woven
+            .text
+            .replace(store, "mov.u64 %bpf2ptx_fw_0_w_0, 12345;");
         let bad = fuse_check::run_text(&broken, &obj, &app).unwrap();
-        assert_eq!(good.maps != bad.maps, used, "blocks of {block}: forwarded value used");
+        assert_eq!(
+            good.maps != bad.maps,
+            used,
+            "blocks of {block}: forwarded value used"
+        );
     }
     // Blocks of 48 threads: every second warp is partial, so the flushes take both paths
     // (a whole warp's sum, and each lane's own add).
@@ -153,7 +170,7 @@ fn the_model_sees_a_broken_fusion() {
     // here are small, so the shuffle path (adds 2 and 3) never runs.
     assert_eq!(adds, 6, "two words, each added on three paths");
     let runs = [true, true, false, false, true, true];
-    for k in 0..adds {
+    for (k, &ran) in runs.iter().enumerate() {
         // Drop the k-th flush add alone.
         let mut n = 0;
         let broken: String = woven
@@ -169,7 +186,7 @@ fn the_model_sees_a_broken_fusion() {
             })
             .collect();
         let bad = fuse_check::run_text(&broken, &obj, &app).unwrap();
-        assert_eq!(good.maps != bad.maps, runs[k], "flush add {k} dropped");
+        assert_eq!(good.maps != bad.maps, ran, "flush add {k} dropped");
     }
 }
 
@@ -259,7 +276,10 @@ fn random_probes_fused_and_unfused_give_the_same_maps() {
     // The seeds exercise what they are for.
     assert!(accumulated >= 40, "{accumulated} seeds accumulated");
     assert!(forwarded >= 10, "{forwarded} seeds forwarded a load");
-    assert!(flushed_early >= 10, "{flushed_early} seeds flushed before a call");
+    assert!(
+        flushed_early >= 10,
+        "{flushed_early} seeds flushed before a call"
+    );
 }
 
 fn inject_probe(name: &str) -> (PathBuf, bpf2ptx_compiler::program::Object) {
@@ -283,10 +303,19 @@ fn a_map_a_probe_reads_is_not_accumulated() {
     let (path, obj) = inject_probe("fuse_reads");
     let app = vecadd(600, 256);
     let fused = weave(&path, &app, &Options::default());
-    assert!(!fused.contains("%bpf2ptx_acc_0_"), "hist (map 0) is read: no accumulator");
-    assert!(fused.contains("add.u64 %bpf2ptx_acc_1_0"), "total (map 1) is accumulated");
+    assert!(
+        !fused.contains("%bpf2ptx_acc_0_"),
+        "hist (map 0) is read: no accumulator"
+    );
+    assert!(
+        fused.contains("add.u64 %bpf2ptx_acc_1_0"),
+        "total (map 1) is accumulated"
+    );
     let body = fused.split("$L__bpf2ptx_1:").next().unwrap();
-    assert!(body.contains("red.global.add.u64"), "hist's add stays an atomic at the site");
+    assert!(
+        body.contains("red.global.add.u64"),
+        "hist's add stays an atomic at the site"
+    );
     let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
     let b = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
     assert!(a == b, "fused and unfused differ");
@@ -303,15 +332,24 @@ fn a_ring_output_probe_is_not_fused_and_flushes_before_it() {
     // the exit itself; the first flush ends right where the site block starts.
     let kernel = &fused[fused.find(".entry _Z6vecAdd").unwrap()..];
     let ret = kernel.rfind("\tret;").unwrap();
-    let site = kernel[..ret].rfind(".reg .b64 %bpf2ptx_d<3>;").expect("the exit site");
-    let flushed = kernel[..site].rfind("$L__bpf2ptx_flushed:").expect("a flush before it");
+    let site = kernel[..ret]
+        .rfind(".reg .b64 %bpf2ptx_d<3>;")
+        .expect("the exit site");
+    let flushed = kernel[..site]
+        .rfind("$L__bpf2ptx_flushed:")
+        .expect("a flush before it");
     let between = &kernel[flushed + "$L__bpf2ptx_flushed:".len()..site];
     assert!(
-        between.chars().all(|c| c.is_whitespace() || c == '{' || c == '}'),
+        between
+            .chars()
+            .all(|c| c.is_whitespace() || c == '{' || c == '}'),
         "the accumulators are flushed right before the ring probe's site: {between:?}"
     );
     // `sent` (map 1) is added to by the ring probe: no accumulator; `hits` (map 0) is.
-    assert!(!fused.contains("%bpf2ptx_acc_1_"), "the ring probe's own add is not accumulated");
+    assert!(
+        !fused.contains("%bpf2ptx_acc_1_"),
+        "the ring probe's own add is not accumulated"
+    );
     assert!(fused.contains("add.u64 %bpf2ptx_acc_0_0"));
     let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
     let b = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
@@ -354,7 +392,10 @@ fn a_forwarded_value_is_the_stored_one() {
     let (path, obj) = inject_probe("fuse_forward");
     let app = vecadd(1024, 128);
     let fused = weave(&path, &app, &Options::default());
-    assert!(fused.contains("@%p1 mov.u64 %r1, %bpf2ptx_fw_0_w_0;"), "the exit's load is forwarded");
+    assert!(
+        fused.contains("@%p1 mov.u64 %r1, %bpf2ptx_fw_0_w_0;"),
+        "the exit's load is forwarded"
+    );
     let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
     let b = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
     assert!(a == b, "fused and unfused differ");

@@ -139,13 +139,55 @@ type FusedRow = (
 /// ring output next to fused adds (both stay unfused), and the same probe with fusion off
 /// and with its map live (both today's lowering).
 const FUSED: &[FusedRow] = &[
-    ("vecadd.mem_hist", "examples/probes/mem_hist.bpf.o", "examples/apps/vecadd.ptx", false, &[]),
-    ("matmul.mem_hist", "examples/probes/mem_hist.bpf.o", "examples/apps/matmul.ptx", false, &[]),
-    ("vecadd.warp_time", "examples/probes/warp_time.bpf.o", "examples/apps/vecadd.ptx", false, &[]),
-    ("vecadd.fuse_reads", "tests/inject/probes/fuse_reads.bpf.o", "examples/apps/vecadd.ptx", false, &[]),
-    ("vecadd.fuse_ring", "tests/inject/probes/fuse_ring.bpf.o", "examples/apps/vecadd.ptx", false, &[]),
-    ("vecadd.mem_hist.no-fuse", "examples/probes/mem_hist.bpf.o", "examples/apps/vecadd.ptx", true, &[]),
-    ("vecadd.mem_hist.live", "examples/probes/mem_hist.bpf.o", "examples/apps/vecadd.ptx", false, &["mem_hist=live"]),
+    (
+        "vecadd.mem_hist",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "matmul.mem_hist",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/matmul.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.warp_time",
+        "examples/probes/warp_time.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.fuse_reads",
+        "tests/inject/probes/fuse_reads.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.fuse_ring",
+        "tests/inject/probes/fuse_ring.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.mem_hist.no-fuse",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/vecadd.ptx",
+        true,
+        &[],
+    ),
+    (
+        "vecadd.mem_hist.live",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &["mem_hist=live"],
+    ),
 ];
 
 /// `(golden file name, PTX)` for every row of [`FUSED`].
@@ -154,7 +196,8 @@ fn fused() -> Vec<(String, String)> {
     FUSED
         .iter()
         .map(|&(name, probe, app, no_fuse, maps)| {
-            let text = std::fs::read_to_string(root.join(app)).unwrap_or_else(|e| panic!("{app}: {e}"));
+            let text =
+                std::fs::read_to_string(root.join(app)).unwrap_or_else(|e| panic!("{app}: {e}"));
             let opts = inject::Options {
                 no_fuse,
                 maps: maps.iter().map(|m| m.to_string()).collect(),

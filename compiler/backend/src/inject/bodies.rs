@@ -310,8 +310,7 @@ mod tests {
         let cache = SiteBodies::new(&verified, &opts);
         let ctxs = contexts(Point::Entry);
         for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
-            let (own, _) =
-                site_body(&verified, &opts, k, known_bytes(ctx), None).expect("lowers");
+            let (own, _) = site_body(&verified, &opts, k, known_bytes(ctx), None).expect("lowers");
             assert_eq!(own, cache.get(k, ctx, false).expect("lowers"));
         }
         let shapes = cache.shapes.lock().expect("not poisoned");

@@ -169,8 +169,7 @@ pub fn eligible(v: &Verified<'_>, opts: &Options) -> Eligible {
             kind_ok
                 && !flag(&opts.host, k)
                 && !flag(&opts.live, k)
-                && v
-                    .all_facts()
+                && v.all_facts()
                     .all(|f| f.map_only_adds.get(k).copied().unwrap_or(false))
         })
         .collect();
@@ -247,7 +246,11 @@ enum Val {
     /// A map reference (`ld_imm64` of a map).
     Map(u32),
     /// A map value pointer (possibly NULL for a lookup whose result is not yet tested).
-    Value { map: u32, key: Key, off: i64 },
+    Value {
+        map: u32,
+        key: Key,
+        off: i64,
+    },
     Tid(Tid),
 }
 
@@ -314,7 +317,11 @@ impl State {
                 if let Val::Const(c) = v {
                     let shift = (at - a) * 8;
                     let bits = size * 8;
-                    let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
+                    let mask = if bits == 64 {
+                        u64::MAX
+                    } else {
+                        (1 << bits) - 1
+                    };
                     return Val::Const((c >> shift) & mask);
                 }
                 return Val::Unknown;
@@ -394,7 +401,9 @@ fn analyse(obj: &Object, pi: usize, facts: &Facts) -> Option<Found> {
         let next = i + 1;
         let mut falls = true;
         match ins.kind() {
-            Kind::Alu(..) | Kind::Ldx(..) if matches!(plain(i), Some(PlainAdd::Load | PlainAdd::Add)) => {
+            Kind::Alu(..) | Kind::Ldx(..)
+                if matches!(plain(i), Some(PlainAdd::Load | PlainAdd::Add)) =>
+            {
                 out.regs[d] = Val::Unknown;
             }
             Kind::Alu(..) | Kind::Neg(_) | Kind::Endian(..) | Kind::Movsx(..) | Kind::Ldx(..)
@@ -440,7 +449,9 @@ fn analyse(obj: &Object, pi: usize, facts: &Facts) -> Option<Found> {
                 let n = size.bytes();
                 out.regs[d] = match st.regs[s] {
                     Val::Stack(k) => match st.load(k + i64::from(ins.off), n) {
-                        Val::Const(c) if signed => Val::Const(interp::sign_extend(c, (n * 8) as u8)),
+                        Val::Const(c) if signed => {
+                            Val::Const(interp::sign_extend(c, (n * 8) as u8))
+                        }
                         v => v,
                     },
                     Val::Value { map, key, off } if size == Size::DW && !signed => {
@@ -743,7 +754,12 @@ pub fn plan(v: &Verified<'_>, opts: &Options, pi: usize, eligible: &Eligible) ->
 /// The accumulator of an add to map `map`, key `key`, value offset `off`: an eligible
 /// map's aligned, in-range 8-byte word.
 fn acc_slot(obj: &Object, eligible: &Eligible, map: u32, key: Key, off: i64) -> Option<AccSlot> {
-    if !eligible.accumulate.get(map as usize).copied().unwrap_or(false) {
+    if !eligible
+        .accumulate
+        .get(map as usize)
+        .copied()
+        .unwrap_or(false)
+    {
         return None;
     }
     let m = obj.maps.get(map as usize)?;
@@ -769,7 +785,13 @@ fn acc_slot(obj: &Object, eligible: &Eligible, map: u32, key: Key, off: i64) -> 
 /// writers at kernel entry: one writer per warp when blocks are whole warps, which the
 /// store checks at run time); per-thread arrays: any key (the slot is the thread's);
 /// per-warp arrays: per-warp or per-block writers.
-fn fw_slot(obj: &Object, map: u32, key: Key, off: i64, writer: Option<Granularity>) -> Option<FwSlot> {
+fn fw_slot(
+    obj: &Object,
+    map: u32,
+    key: Key,
+    off: i64,
+    writer: Option<Granularity>,
+) -> Option<FwSlot> {
     let m = obj.maps.get(map as usize)?;
     let off = u32::try_from(off).ok()?;
     if off % 8 != 0 || off + 8 > m.value_size {
@@ -858,7 +880,8 @@ pub(super) fn forwarded_store(obj: &Object, slot: &FwSlot, value: &str) -> Vec<S
 /// is a block of its own, like every other text the weaver inserts into a kernel's code.
 pub fn kernel_registers(acc: &[AccSlot], fw: &[FwSlot]) -> (String, String) {
     let mut decl = String::new();
-    let mut init = String::from("{\n// bpf2ptx fusion: accumulators and forwarded slots start empty\n");
+    let mut init =
+        String::from("{\n// bpf2ptx fusion: accumulators and forwarded slots start empty\n");
     for a in acc {
         let _ = writeln!(decl, ".reg .b64 {};", a.register());
         let _ = writeln!(init, "mov.u64 {}, 0;", a.register());
