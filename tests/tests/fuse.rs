@@ -406,3 +406,40 @@ fn a_forwarded_value_is_the_stored_one() {
     let hist = fuse_check::words(&a.maps.iter().find(|m| m.0 == "fw_hist").unwrap().1);
     assert_eq!(hist, want);
 }
+
+/// A kernel that would need more than `fuse::MAX_ACCUMULATORS` accumulators keeps the
+/// unfused bodies (each accumulator is a register live through the whole kernel).
+#[test]
+fn too_many_accumulators_keep_the_kernel_unfused() {
+    let app = matmul(32);
+    for (mask, fused) in [(7u32, true), (63, false)] {
+        // A memory probe counting in the slot of its site's line: matmul has 37 sites.
+        let text = format!(
+            ".map hist array 4 8 64\nr1 = *(u32 *)(r1 + 20)\nr1 &= {mask}\n\
+             *(u32 *)(r10 - 4) = r1\nr2 = r10\nr2 += -4\nr1 = map_idx(0) ll\ncall 1\n\
+             if r0 == 0 goto out\nr1 = 1\nlock *(u64 *)(r0 + 0) += r1\nout:\nr0 = 0\nexit\n"
+        );
+        let mut obj = bpf2ptx::load_bytes("sites.s", text.as_bytes()).unwrap();
+        obj.programs[0].section = "gpu/mem/*".into();
+        let woven =
+            bpf2ptx::inject::inject_object(&obj, &app.ptx, "matmul.ptx", &Options::default())
+                .unwrap()
+                .woven
+                .text;
+        let n = woven.matches(".reg .b64 %bpf2ptx_acc_").count();
+        assert_eq!(
+            n > 0,
+            fused,
+            "slots & {mask}: {n} accumulators ({})",
+            slots.len()
+        );
+        assert!(n <= bpf2ptx_backend::back::ptx::fuse::MAX_ACCUMULATORS);
+        let a = fuse_check::run_text(&woven, &obj, &app).unwrap();
+        let unfused = bpf2ptx::inject::inject_object(&obj, &app.ptx, "matmul.ptx", &no_fuse())
+            .unwrap()
+            .woven
+            .text;
+        let b = fuse_check::run_text(&unfused, &obj, &app).unwrap();
+        assert!(a == b, "slots & {mask}: fused and unfused differ");
+    }
+}

@@ -388,19 +388,36 @@ impl Weaver<'_> {
                     point: *point,
                     guard,
                     fill,
+                    ctx,
+                    line,
                     probes,
                 });
             }
         }
-        let mut acc: BTreeSet<AccSlot> = BTreeSet::new();
-        let mut fw: BTreeSet<FwSlot> = BTreeSet::new();
-        for b in &blocks {
-            for (_, _, body) in &b.probes {
-                if let Some(body) = body {
-                    acc.extend(body.accumulators.iter().copied());
-                    fw.extend(body.forwards.iter().copied());
+        let collect = |blocks: &[SiteBlocks<'_>]| {
+            let mut acc: BTreeSet<AccSlot> = BTreeSet::new();
+            let mut fw: BTreeSet<FwSlot> = BTreeSet::new();
+            for b in blocks {
+                for (_, _, body) in &b.probes {
+                    if let Some(body) = body {
+                        acc.extend(body.accumulators.iter().copied());
+                        fw.extend(body.forwards.iter().copied());
+                    }
                 }
             }
+            (acc, fw)
+        };
+        let (mut acc, mut fw) = collect(&blocks);
+        // Past this many accumulators the kernel would trade occupancy (two registers each,
+        // live through the whole kernel) for atomics: it keeps the unfused bodies.
+        if acc.len() > fuse::MAX_ACCUMULATORS {
+            for b in &mut blocks {
+                let ctx = b.ctx;
+                for (p, _, body) in &mut b.probes {
+                    *body = self.body(p, &ctx, b.line, false)?;
+                }
+            }
+            (acc, fw) = collect(&blocks);
         }
         let acc: Vec<AccSlot> = acc.into_iter().collect();
         let fw: Vec<FwSlot> = fw.into_iter().collect();
@@ -513,6 +530,8 @@ struct SiteBlocks<'p> {
     point: Point,
     guard: Option<Guard>,
     fill: String,
+    ctx: SiteContext,
+    line: u32,
     probes: Vec<(&'p Probe, Granularity, Option<crate::back::ptx::InlineBody>)>,
 }
 

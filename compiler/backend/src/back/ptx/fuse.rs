@@ -31,6 +31,11 @@ use bpf2ptx_verifier::{Addend, Facts, PlainAdd, Regions, Verified};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+/// The most accumulators one kernel gets: each is a 64-bit register live from the
+/// kernel's entry to its exits, so past this many the registers cost more occupancy than
+/// the atomics they save, and the weaver keeps that kernel's bodies unfused.
+pub const MAX_ACCUMULATORS: usize = 16;
+
 /// An 8-byte word of a map's storage that probes add to: `offset` bytes into map `map`'s
 /// values (key x stride + the value's offset for an array; the offset in the section for
 /// global data), in the replica of the thread's SM for a sharded array.
