@@ -265,26 +265,35 @@ mod tests {
     /// for every program of the injection tests' probes.
     #[test]
     fn cached_site_bodies_are_the_sites_own() {
-        let opts = ptx::Options::default();
+        let opts = ptx::Options {
+            fuse: true,
+            ..Default::default()
+        };
         let mut checked = 0;
+        let mut fused = 0;
         for name in ["counters", "memcapture", "plain_counters", "ring_exit"] {
             let obj = probes(name);
             let verified = verify(&obj);
             let cache = SiteBodies::new(&verified, &opts);
+            let eligible = fuse::eligible(&verified, &opts);
             for (k, p) in obj.programs.iter().enumerate() {
                 let a = Attach::from_section(&p.section).expect("an attach point");
                 let ctxs = contexts(a.point);
-                // Twice, so the second round is served from the cache.
+                // Twice, so the second round is served from the cache; fused and not.
                 for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
-                    let (own, _) =
-                        site_body(&verified, &opts, k, known_bytes(ctx), None).expect("lowers");
-                    let cached = cache.get(k, ctx, false).expect("lowers");
-                    assert_eq!(own, cached, "{name}: program {}", p.name);
-                    checked += 1;
+                    for f in [false, true] {
+                        let e = f.then_some(&eligible);
+                        let (own, _) =
+                            site_body(&verified, &opts, k, known_bytes(ctx), e).expect("lowers");
+                        let cached = cache.get(k, ctx, f).expect("lowers");
+                        assert_eq!(own, cached, "{name}: program {}, fused {f}", p.name);
+                        fused += usize::from(!own.accumulators.is_empty());
+                        checked += 1;
+                    }
                 }
             }
         }
-        assert!(checked > 0);
+        assert!(checked > 0 && fused > 0, "{checked} bodies, {fused} fused");
     }
 
     /// A probe that reads its site (not its kernel) and branches on it: sites that differ
