@@ -155,40 +155,50 @@ __device__ __forceinline__ void flush_add(u64 *p, u64 v)
 	}
 }
 
-// memory-access histogram, fused: a per-thread register per key (the keys are constants
-// at each site, so the array is registers), added to the SM's padded replica at exit.
+// memory-access histogram, fused: a per-thread register per key the apps make (the key
+// is a constant at each site, so each add picks its register at compile time), added to
+// the SM's padded replica at exit.
 struct MemHistFused : None {
-	u64 acc[128];
-	__device__ __forceinline__ MemHistFused()
-	{
-#pragma unroll
-		for (int k = 0; k < 128; k++)
-			acc[k] = 0;
-	}
-	// log2 of an access size, foldable (so every index is a constant at its site).
+	enum {
+		GLOBAL_LOAD = SP_GLOBAL << 5 | K_LOAD << 3 | 2,
+		GLOBAL_STORE = SP_GLOBAL << 5 | K_STORE << 3 | 2,
+		SHARED_LOAD = SP_SHARED << 5 | K_LOAD << 3 | 2,
+		SHARED_STORE = SP_SHARED << 5 | K_STORE << 3 | 2,
+	};
+	u64 gl = 0, gs = 0, sl = 0, ss = 0;
+	// log2 of an access size, foldable (so every key is a constant at its site).
 	static __device__ __forceinline__ constexpr int lg(int s)
 	{
 		return s >= 16 ? 4 : s >= 8 ? 3 : s >= 4 ? 2 : s >= 2 ? 1 : 0;
 	}
-	__device__ __forceinline__ void mem(u64 *, int space, int kind, int size)
+	__device__ __forceinline__ void mem(u64 *m0, int space, int kind, int size)
 	{
-		acc[space << 5 | kind << 3 | lg(size)] += 1;
+		int key = space << 5 | kind << 3 | lg(size);
+		if (key == GLOBAL_LOAD)
+			gl += 1;
+		else if (key == GLOBAL_STORE)
+			gs += 1;
+		else if (key == SHARED_LOAD)
+			sl += 1;
+		else if (key == SHARED_STORE)
+			ss += 1;
+		else
+			atomicAdd(&m0[(smid() % SHARDS) * 128 + key], 1ull);
 	}
 	__device__ __forceinline__ void leave(u64 *m0, u64 *)
 	{
 		u64 *rep = &m0[(smid() % SHARDS) * 128];
-#pragma unroll
-		for (int k = 0; k < 128; k++)
-			if (k == (SP_GLOBAL << 5 | K_LOAD << 3 | 2) || k == (SP_GLOBAL << 5 | K_STORE << 3 | 2) ||
-			    k == (SP_SHARED << 5 | K_LOAD << 3 | 2) || k == (SP_SHARED << 5 | K_STORE << 3 | 2))
-				flush_add(&rep[k], acc[k]);
+		flush_add(&rep[GLOBAL_LOAD], gl);
+		flush_add(&rep[GLOBAL_STORE], gs);
+		flush_add(&rep[SHARED_LOAD], sl);
+		flush_add(&rep[SHARED_STORE], ss);
 	}
 };
 
 // per-warp time histogram, fused: lane 0 keeps its start in a register; the store stays
 // (a host may read it), the exit's load goes.
 struct WarpTimeFused : None {
-	u64 start;
+	u64 start = 0;
 	__device__ __forceinline__ void entry(u64 *m0, u64 *)
 	{
 		if (laneid() != 0)
