@@ -220,4 +220,7 @@ pub mod kernel {
     }
 }
 
+pub mod fuse_check;
+pub mod fuse_random;
+pub mod ptx_model;
 pub mod random;

@@ -6,9 +6,12 @@
 // examples/apps/{vecadd,matmul}.cu with a probe policy P spliced in at kernel
 // entry, kernel exit and at every memory access the source makes:
 //
-//   P::entry(m0, m1)             kernel entry
-//   P::leave(m0, m1)             kernel exit
-//   P::mem(m0, space, kind, sz)  before each load / store
+//   p.entry(m0, m1)             kernel entry
+//   p.leave(m0, m1)             kernel exit
+//   p.mem(m0, space, kind, sz)  before each load / store
+//
+// on one instance `P p` per thread, so a policy can keep per-thread state in registers
+// (the fused twins: what `bpf2ptx inject`'s fusion does, written by hand, issue 19).
 //
 // m0 / m1 are the probe's maps (u64 arrays the host allocates). "Naive" twins
 // add to one address with atomicAdd; "sharded" twins use the layout bpf2ptx
@@ -123,20 +126,110 @@ template <bool SHARD> struct MemHist : None {
 	}
 };
 
+// The fused twins (issue 19): what `bpf2ptx inject` does by default, by hand.
+
+// Sum of v over a whole warp (every lane active and calling it): redux.sync when the
+// values fit (sm_80+), else shuffles; lane 0 gets the sum.
+__device__ __forceinline__ u64 warp_sum(u64 v)
+{
+#if __CUDA_ARCH__ >= 800
+	if (__all_sync(0xffffffffu, v < (1ull << 27)))
+		return __reduce_add_sync(0xffffffffu, (unsigned)v);
+#endif
+	for (int d = 16; d > 0; d >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, d);
+	return v;
+}
+
+// Adds v to *p once per warp (a whole warp: the warp's sum by lane 0), or per lane.
+__device__ __forceinline__ void flush_add(u64 *p, u64 v)
+{
+	if (__activemask() == 0xffffffffu) {
+		if (!__any_sync(0xffffffffu, v != 0))
+			return;
+		u64 s = warp_sum(v);
+		if (laneid() == 0 && s != 0)
+			atomicAdd(p, s);
+	} else if (v != 0) {
+		atomicAdd(p, v);
+	}
+}
+
+// memory-access histogram, fused: a per-thread register per key the apps make (the key
+// is a constant at each site, so each add picks its register at compile time), added to
+// the SM's padded replica at exit.
+struct MemHistFused : None {
+	enum {
+		GLOBAL_LOAD = SP_GLOBAL << 5 | K_LOAD << 3 | 2,
+		GLOBAL_STORE = SP_GLOBAL << 5 | K_STORE << 3 | 2,
+		SHARED_LOAD = SP_SHARED << 5 | K_LOAD << 3 | 2,
+		SHARED_STORE = SP_SHARED << 5 | K_STORE << 3 | 2,
+	};
+	u64 gl = 0, gs = 0, sl = 0, ss = 0;
+	// log2 of an access size, foldable (so every key is a constant at its site).
+	static __device__ __forceinline__ constexpr int lg(int s)
+	{
+		return s >= 16 ? 4 : s >= 8 ? 3 : s >= 4 ? 2 : s >= 2 ? 1 : 0;
+	}
+	__device__ __forceinline__ void mem(u64 *m0, int space, int kind, int size)
+	{
+		int key = space << 5 | kind << 3 | lg(size);
+		if (key == GLOBAL_LOAD)
+			gl += 1;
+		else if (key == GLOBAL_STORE)
+			gs += 1;
+		else if (key == SHARED_LOAD)
+			sl += 1;
+		else if (key == SHARED_STORE)
+			ss += 1;
+		else
+			atomicAdd(&m0[(smid() % SHARDS) * 128 + key], 1ull);
+	}
+	__device__ __forceinline__ void leave(u64 *m0, u64 *)
+	{
+		u64 *rep = &m0[(smid() % SHARDS) * 128];
+		flush_add(&rep[GLOBAL_LOAD], gl);
+		flush_add(&rep[GLOBAL_STORE], gs);
+		flush_add(&rep[SHARED_LOAD], sl);
+		flush_add(&rep[SHARED_STORE], ss);
+	}
+};
+
+// per-warp time histogram, fused: lane 0 keeps its start in a register; the store stays
+// (a host may read it), the exit's load goes.
+struct WarpTimeFused : None {
+	u64 start = 0;
+	__device__ __forceinline__ void entry(u64 *m0, u64 *)
+	{
+		if (laneid() != 0)
+			return;
+		start = globaltimer();
+		m0[global_tid() >> 5] = start;
+	}
+	__device__ __forceinline__ void leave(u64 *, u64 *m1)
+	{
+		if (laneid() != 0)
+			return;
+		u64 now = globaltimer();
+		atomicAdd(&m1[(smid() % SHARDS) * 64 + log2u(now - start)], 1ull);
+	}
+};
+
 template <class P>
 __device__ __forceinline__ void vecadd_body(const float *a, const float *b, float *c, int n, u64 *m0, u64 *m1)
 {
-	P::entry(m0, m1);
+	P p;
+	p.entry(m0, m1);
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n) {
-		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
+		p.mem(m0, SP_GLOBAL, K_LOAD, 4);
 		float x = a[i];
-		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
+		p.mem(m0, SP_GLOBAL, K_LOAD, 4);
 		float y = b[i];
-		P::mem(m0, SP_GLOBAL, K_STORE, 4);
+		p.mem(m0, SP_GLOBAL, K_STORE, 4);
 		c[i] = x + y;
 	}
-	P::leave(m0, m1);
+	p.leave(m0, m1);
 }
 
 #define TILE 16
@@ -146,30 +239,31 @@ __device__ __forceinline__ void matmul_body(const float *A, const float *B, floa
 {
 	__shared__ float As[TILE][TILE];
 	__shared__ float Bs[TILE][TILE];
-	P::entry(m0, m1);
+	P p;
+	p.entry(m0, m1);
 	int tx = threadIdx.x, ty = threadIdx.y;
 	int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
 	float acc = 0.0f;
 
 	for (int t = 0; t < n; t += TILE) {
-		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
-		P::mem(m0, SP_SHARED, K_STORE, 4);
+		p.mem(m0, SP_GLOBAL, K_LOAD, 4);
+		p.mem(m0, SP_SHARED, K_STORE, 4);
 		As[ty][tx] = A[row * n + t + tx];
-		P::mem(m0, SP_GLOBAL, K_LOAD, 4);
-		P::mem(m0, SP_SHARED, K_STORE, 4);
+		p.mem(m0, SP_GLOBAL, K_LOAD, 4);
+		p.mem(m0, SP_SHARED, K_STORE, 4);
 		Bs[ty][tx] = B[(t + ty) * n + col];
 		__syncthreads();
 #pragma unroll
 		for (int k = 0; k < TILE; k++) {
-			P::mem(m0, SP_SHARED, K_LOAD, 4);
-			P::mem(m0, SP_SHARED, K_LOAD, 4);
+			p.mem(m0, SP_SHARED, K_LOAD, 4);
+			p.mem(m0, SP_SHARED, K_LOAD, 4);
 			acc += As[ty][k] * Bs[k][tx];
 		}
 		__syncthreads();
 	}
-	P::mem(m0, SP_GLOBAL, K_STORE, 4);
+	p.mem(m0, SP_GLOBAL, K_STORE, 4);
 	C[row * n + col] = acc;
-	P::leave(m0, m1);
+	p.leave(m0, m1);
 }
 
 #define TWIN(name, P)                                                                              \
@@ -208,3 +302,5 @@ TWIN(warptime_naive, WarpTimeNaive)
 TWIN(warptime_sharded, WarpTimeSharded)
 TWIN(memhist_naive, MemHistNaive)
 TWIN(memhist_sharded, MemHistSharded)
+TWIN(memhist_fused, MemHistFused)
+TWIN(warptime_fused, WarpTimeFused)

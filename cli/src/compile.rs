@@ -403,10 +403,12 @@ pub fn host_by_default(m: &Map) -> bool {
     m.is(MapKind::host_by_default) && m.origin != MapOrigin::GlobalData
 }
 
-/// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`)
-/// into the backend's per-map options: `sharded` (forced), `unsharded` (forbidden) and
-/// `host` (pinned host memory, `.sys` atomics; [`host_by_default`] where no option names
-/// the map). Returns the options and the names of the host-placed maps (for the loader).
+/// Parses `--map NAME=PLACE` options (PLACE: `device`, `host`, `sharded`, `unsharded`,
+/// `live`) into the backend's per-map options: `sharded` (forced), `unsharded`
+/// (forbidden), `host` (pinned host memory, `.sys` atomics; [`host_by_default`] where no
+/// option names the map) and `live` (a host reads the map while the kernel runs: inject's
+/// fusion leaves it alone; nothing else changes). Returns the options and the names of
+/// the host-placed maps (for the loader).
 pub fn map_options(
     obj: &Object,
     options: &[String],
@@ -415,6 +417,7 @@ pub fn map_options(
     let mut o = ptx::Options {
         sharded: vec![false; n],
         unsharded: vec![false; n],
+        live: vec![false; n],
         host: obj.maps.iter().map(host_by_default).collect(),
         ..Default::default()
     };
@@ -428,10 +431,10 @@ pub fn map_options(
             "host" => o.host[k] = true,
             "sharded" => o.sharded[k] = true,
             "unsharded" => o.unsharded[k] = true,
+            "live" => o.live[k] = true,
             _ => {
-                return Err(format!(
-                    "--map {opt}: the placement is `device`, `host`, `sharded` or `unsharded`"
-                ))
+                let places = "`device`, `host`, `sharded`, `unsharded` or `live`";
+                return Err(format!("--map {opt}: the placement is {places}"));
             }
         }
     }

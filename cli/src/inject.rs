@@ -24,7 +24,8 @@ pub struct Options {
     /// Call each probe's one `.func` from every site instead of inlining its body there
     /// (smaller code; the inlined form folds each site's constant context and is faster).
     pub call: bool,
-    /// `NAME=device|host|sharded` map options, as for `bpf2ptx FILE`.
+    /// `NAME=device|host|sharded|unsharded|live` map options, as for `bpf2ptx FILE`
+    /// (`live`: no fusion touches the map).
     pub maps: Vec<String>,
     /// The Linux config file giving kconfig externs their values (`--kconfig`;
     /// [`compile::apply_kconfig`]).
@@ -33,6 +34,9 @@ pub struct Options {
     pub loop_budget: Option<u64>,
     /// How to compile PROBES when it is C (`--clang`, `-I`, `-D`; [`crate::build`]).
     pub flags: crate::build::Flags,
+    /// `--no-fuse`: no register accumulation or forwarding at inlined sites (today's
+    /// lowering of every site, for comparison; `ptx::Options::fuse`).
+    pub no_fuse: bool,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -272,6 +276,7 @@ pub fn probes(obj: &Object) -> Result<Vec<Probe>, InjectError> {
                 attach,
                 effects: attach::has_effects(p),
                 may_end_thread: attach::may_end_thread(p),
+                may_output: attach::may_output(p),
             })
         })
         .collect()
@@ -326,9 +331,23 @@ pub fn inject_object(
     opts: &Options,
 ) -> Result<Injected, InjectError> {
     compile::apply_kconfig(&mut obj, opts.kconfig.as_deref())?;
-    let (gpu, skipped) = compile::gpu_programs(&obj);
+    inject_loaded(&obj, app, app_file, opts)
+}
+
+/// [`inject_checked`] of a probe object already loaded (and its kconfig applied): what
+/// tests that build probe objects in memory call.
+pub fn inject_loaded(
+    obj: &Object,
+    app: &str,
+    app_file: &str,
+    opts: &Options,
+) -> Result<Injected, InjectError> {
+    let (gpu, skipped) = compile::gpu_programs(obj);
     if gpu.programs.is_empty() {
-        return Err(CompileError::NoGpuPrograms { file: obj.file }.into());
+        return Err(CompileError::NoGpuPrograms {
+            file: obj.file.clone(),
+        }
+        .into());
     }
     let list = probes(&gpu)?;
     let weave_err = |source| InjectError::Weave {
@@ -347,6 +366,7 @@ pub fn inject_object(
         target,
         granularity: opts.granularity,
         loop_budget: opts.loop_budget,
+        fuse: !opts.no_fuse,
         ..maps
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never

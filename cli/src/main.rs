@@ -328,9 +328,17 @@ struct InjectArgs {
     /// JSON to this file.
     #[arg(long, value_name = "FILE")]
     sites: Option<PathBuf>,
-    /// `NAME=device|host|sharded`: a map's placement, as for `bpf2ptx run`. Repeatable.
-    #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded")]
+    /// `NAME=device|host|sharded|unsharded`: a map's placement, as for `bpf2ptx run`;
+    /// `NAME=live`: a host reads NAME while the kernel runs, so every update of it reaches
+    /// the map where the probe makes it (no register accumulation or forwarding touches
+    /// it). Repeatable.
+    #[arg(long = "map", value_name = "NAME=device|host|sharded|unsharded|live")]
     map: Vec<String>,
+    /// Lower every site as without fusion: each add reaches its map at its site, and every
+    /// load reads memory (for comparison; fusion changes no map's final contents,
+    /// specs/verifier.md "Register accumulation and forwarding").
+    #[arg(long)]
+    no_fuse: bool,
     /// When no probe matches any kernel of APP (an empty APP has none), write APP
     /// unchanged and exit 0 with a note, instead of exit 1 without writing.
     #[arg(long)]
@@ -456,6 +464,7 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>, flags: &bpf2ptx::build::
         kconfig: a.kconfig.clone(),
         loop_budget,
         flags: flags.clone(),
+        no_fuse: a.no_fuse,
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
@@ -1018,6 +1027,8 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>, flags: &bpf2ptx::build::Flags) -> 
         unsharded: map_opts.unsharded,
         host: loader::host_flags(&obj, &host).unwrap_or_default(),
         loop_budget,
+        fuse: false,
+        live: map_opts.live,
     };
     let text = match compile::compile(&obj, &opts) {
         Ok(t) => t,

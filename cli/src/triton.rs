@@ -432,6 +432,7 @@ fn options(a: &TritonArgs, loop_budget: Option<u64>, flags: &crate::build::Flags
         kconfig: a.kconfig.clone(),
         loop_budget,
         flags: flags.clone(),
+        no_fuse: false,
     }
 }
 

@@ -1242,7 +1242,7 @@ enum Step {
 }
 
 /// Sign-extends the low `bits` bits of `v` to 64 bits.
-fn sign_extend(v: u64, bits: u8) -> u64 {
+pub fn sign_extend(v: u64, bits: u8) -> u64 {
     match bits {
         8 => v as u8 as i8 as i64 as u64,
         16 => v as u16 as i16 as i64 as u64,
@@ -1251,7 +1251,10 @@ fn sign_extend(v: u64, bits: u8) -> u64 {
     }
 }
 
-fn alu64(op: AluOp, a: u64, b: u64) -> u64 {
+/// A 64-bit ALU operation `a op b` with BPF's semantics (masked shifts, division by zero
+/// 0, modulo by zero `a`): the one home of them, which the backend's constant folding of
+/// probe bodies at attach sites uses too.
+pub fn alu64(op: AluOp, a: u64, b: u64) -> u64 {
     let (sa, sb) = (a as i64, b as i64);
     match op {
         AluOp::Add => a.wrapping_add(b),
@@ -1273,7 +1276,8 @@ fn alu64(op: AluOp, a: u64, b: u64) -> u64 {
     }
 }
 
-fn alu32(op: AluOp, a: u32, b: u32) -> u32 {
+/// [`alu64`] on the low 32 bits (the caller zero-extends the result).
+pub fn alu32(op: AluOp, a: u32, b: u32) -> u32 {
     let (sa, sb) = (a as i32, b as i32);
     match op {
         AluOp::Add => a.wrapping_add(b),
@@ -1295,7 +1299,8 @@ fn alu32(op: AluOp, a: u32, b: u32) -> u32 {
     }
 }
 
-fn endian(order: Order, bits: u8, v: u64) -> u64 {
+/// A byte-order operation (`le`/`be`/`bswap` of `bits`), zero-extended.
+pub fn endian(order: Order, bits: u8, v: u64) -> u64 {
     match (order, bits) {
         (Order::Le, 16) => u64::from(v as u16),
         (Order::Le, 32) => u64::from(v as u32),
@@ -1306,7 +1311,8 @@ fn endian(order: Order, bits: u8, v: u64) -> u64 {
     }
 }
 
-fn compare(cond: Cond, w: Width, a: u64, b: u64) -> bool {
+/// Whether a conditional jump `if a cond b` at width `w` is taken.
+pub fn compare(cond: Cond, w: Width, a: u64, b: u64) -> bool {
     let (a, b, sa, sb) = match w {
         Width::W64 => (a, b, a as i64, b as i64),
         Width::W32 => (

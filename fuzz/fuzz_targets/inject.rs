@@ -1,9 +1,9 @@
 //! Fuzz target for probe injection: any text as an application's PTX → `weave` with the
 //! probes of tests/inject/probes/counters.bpf.o (entry, exit and memory probes for every
 //! kernel, thread/warp/block granularity), their bodies inlined: each site's body verified
-//! again with the site's context and lowered, as `bpf2ptx inject` does. Exercises the PTX
-//! reader, the attach-site search, address operands, register declarations and the
-//! edits. The only failure is a panic (or a sanitizer report).
+//! again with the site's context, fused and lowered, as `bpf2ptx inject` does. Exercises
+//! the PTX reader, the attach-site search, address operands, register declarations, the
+//! flush sites and the edits. The only failure is a panic (or a sanitizer report).
 #![no_main]
 
 use bpf2ptx_backend::back::ptx::{self, Granularity};
@@ -30,8 +30,11 @@ fn setup() -> &'static Setup {
             bpf2ptx_compiler::front::load_bytes("counters.bpf.o", bytes).expect("loads")
         });
         let probes = bpf2ptx::inject::probes(obj).expect("attach points");
+        // Fused, as `bpf2ptx inject` lowers by default: the counters' adds go to kernel
+        // accumulators, flushed at every exit, trap and call the input has.
         let opts = ptx::Options {
             target: "sm_90".into(),
+            fuse: true,
             ..Default::default()
         };
         let (verified, resolved) = bpf2ptx::compile::resolve(obj, &opts).expect("verifies");

@@ -15,6 +15,12 @@
 //!   target is the fixture's) for every fixture tests/tests/inject.rs runs:
 //!   tests/inject/ptx/*.ptx and examples/apps/*.ptx (`app.<name>.counters.ptx`).
 //!
+//! - `fused/<name>.ptx`: `bpf2ptx inject PROBE --into APP -o OUT [OPTIONS]` for each row of
+//!   [`FUSED`]: the example probes and the fusion test probes on the example applications,
+//!   fused (the default) and with the options that keep today's lowering (`--no-fuse`,
+//!   `--map NAME=live`), so what fusion inserts (accumulators, flushes, forwarded slots)
+//!   is reviewed in the diff of these files.
+//!
 //! Inputs are named by their repository-relative path, as the CLI run from the root names
 //! them, so no golden depends on where the checkout is. A difference fails with a diff of
 //! the first differing module (the lines that differ, with context) and how many differ.
@@ -118,6 +124,92 @@ fn injected() -> Vec<(String, String)> {
         .collect()
 }
 
+/// One fused golden: (golden file name, probe object, application, `--no-fuse`, `--map`
+/// options), all paths repository-relative.
+type FusedRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [&'static str],
+);
+
+/// The fused goldens: register accumulation (mem_hist on the vector add and the tiled
+/// matmul, whose loop accumulates), forwarding (warp_time), a map a probe reads and a
+/// ring output next to fused adds (both stay unfused), and the same probe with fusion off
+/// and with its map live (both today's lowering).
+const FUSED: &[FusedRow] = &[
+    (
+        "vecadd.mem_hist",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "matmul.mem_hist",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/matmul.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.warp_time",
+        "examples/probes/warp_time.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.fuse_reads",
+        "tests/inject/probes/fuse_reads.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.fuse_ring",
+        "tests/inject/probes/fuse_ring.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "vecadd.mem_hist.no-fuse",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/vecadd.ptx",
+        true,
+        &[],
+    ),
+    (
+        "vecadd.mem_hist.live",
+        "examples/probes/mem_hist.bpf.o",
+        "examples/apps/vecadd.ptx",
+        false,
+        &["mem_hist=live"],
+    ),
+];
+
+/// `(golden file name, PTX)` for every row of [`FUSED`].
+fn fused() -> Vec<(String, String)> {
+    let root = repo_root();
+    FUSED
+        .iter()
+        .map(|&(name, probe, app, no_fuse, maps)| {
+            let text =
+                std::fs::read_to_string(root.join(app)).unwrap_or_else(|e| panic!("{app}: {e}"));
+            let opts = inject::Options {
+                no_fuse,
+                maps: maps.iter().map(|m| m.to_string()).collect(),
+                ..Default::default()
+            };
+            let (woven, _) = inject::inject(&root.join(probe), &text, app, &opts)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            (format!("{name}.ptx"), woven.text)
+        })
+        .collect()
+}
+
 /// The lines of `a` and `b` that differ (common leading and trailing lines dropped, but
 /// [`CONTEXT`] of them kept), and the 1-based line the window starts at.
 fn window(a: &str, b: &str) -> (String, String, usize) {
@@ -215,4 +307,9 @@ fn conformance_ptx_is_golden() {
 #[test]
 fn injected_ptx_is_golden() {
     check("inject", injected());
+}
+
+#[test]
+fn fused_ptx_is_golden() {
+    check("fused", fused());
 }

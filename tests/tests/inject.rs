@@ -57,8 +57,10 @@ fn run(probes: &str, app: &Path, opts: &Options) -> Woven {
 }
 
 /// The output with everything inject added taken out again: the probe section, the
-/// per-kernel context declaration, and each site block (`{` + `.reg .b64 %bpf2ptx_d..`
-/// up to its matching `}`); `.version`/`.target` lines are left for the caller.
+/// per-kernel context declaration, fusion's kernel registers, and each block it inserted
+/// (a site block, `{` + `.reg .b64 %bpf2ptx_d..`; a flush, `{` + `.reg .b32
+/// %bpf2ptx_f<..`; the zeroing of fusion's registers, `{` + `// bpf2ptx fusion`, each up
+/// to its matching `}`); `.version`/`.target` lines are left for the caller.
 fn strip(out: &str) -> String {
     let lines: Vec<&str> = out.split_inclusive('\n').collect();
     let mut kept = String::new();
@@ -72,14 +74,26 @@ fn strip(out: &str) -> String {
             i += 1;
             continue;
         }
-        if t.starts_with(".local .align 8 .b8 bpf2ptx_ctx[") {
+        let fusion_reg = [
+            ".reg .b64 %bpf2ptx_acc_",
+            ".reg .b64 %bpf2ptx_fw_",
+            ".reg .b32 %bpf2ptx_fws_",
+        ];
+        if t.starts_with(".local .align 8 .b8 bpf2ptx_ctx[")
+            || fusion_reg.iter().any(|r| t.starts_with(r))
+        {
             i += 1;
             continue;
         }
+        let inserted = [
+            ".reg .b64 %bpf2ptx_d",
+            ".reg .b32 %bpf2ptx_f<",
+            "// bpf2ptx fusion",
+        ];
         if t == "{"
             && lines
                 .get(i + 1)
-                .is_some_and(|l| l.trim().starts_with(".reg .b64 %bpf2ptx_d"))
+                .is_some_and(|l| inserted.iter().any(|m| l.trim().starts_with(m)))
         {
             let mut depth = 0;
             loop {

@@ -454,6 +454,13 @@ pub struct Facts {
     /// (`plain_add`), and makes no other load, store, helper access or update of the map,
     /// so the values may be sharded into per-SM replicas that the host sums.
     pub map_only_adds: Vec<bool>,
+    /// Per map: some instruction may write the map's values: a store, an atomic, a
+    /// helper that writes through a pointer into a value, or a helper other than a lookup
+    /// that takes the map (an update or delete changes values whole). `false` proves the
+    /// program never changes the map, which the injector needs before it keeps a value a
+    /// probe stored in a register for a later load of the same slot (specs/verifier.md,
+    /// "Register accumulation and forwarding").
+    pub map_written: Vec<bool>,
     /// Per instruction: its part in a counter update written as plain code (`*v += 1`,
     /// `*v = *v + x`) that may run as one atomic add without fetch: a load and a store of
     /// the same 4 or 8 bytes of a map value threads share (aligned, on every path; not a

@@ -130,6 +130,35 @@ mod tests {
         assert!(text.ends_with(&diags[0].to_string()), "{text}");
     }
 
+    /// `map_written` says which maps a program may change: a store or an atomic into a
+    /// value, a helper writing into one, or an update; a lookup and a load do not.
+    #[test]
+    fn map_written_names_the_maps_a_program_may_change() {
+        let head = ".map a array 4 8 4\n.map b array 4 8 4\n\
+                    r1 = 0\n*(u32 *)(r10 - 4) = r1\nr2 = r10\nr2 += -4\n";
+        let lookup = |m: u32| {
+            format!("r1 = map_idx({m}) ll\nr2 = r10\nr2 += -4\ncall 1\nif r0 == 0 goto out\n")
+        };
+        let cases: [(String, [bool; 2]); 5] = [
+            (format!("{}r1 = *(u64 *)(r0 + 0)\n", lookup(0)), [false, false]),
+            (format!("{}r1 = 1\n*(u64 *)(r0 + 0) = r1\n", lookup(1)), [false, true]),
+            (format!("{}r1 = 1\nlock *(u64 *)(r0 + 0) += r1\n", lookup(0)), [true, false]),
+            (format!("{}r1 = 1\n*(u64 *)(r10 - 16) = r1\n", lookup(1)), [false, false]),
+            (
+                "*(u64 *)(r10 - 16) = r1\nr1 = map_idx(1) ll\nr3 = r10\nr3 += -16\nr4 = 0\ncall 2\n"
+                    .to_string(),
+                [false, true],
+            ),
+        ];
+        for (body, want) in cases {
+            let text = format!("{head}{body}out:\nr0 = 0\nexit\n");
+            let obj = object(&text);
+            let v =
+                Verified::new(&obj, |_| Entry::probe()).unwrap_or_else(|r| panic!("{r}\n{text}"));
+            assert_eq!(v.facts(0).map_written, want, "{text}");
+        }
+    }
+
     /// `with_known` verifies the program again with the known context bytes: its facts
     /// are those of `verify` with that entry, and a branch on a known field always goes
     /// one way.

@@ -144,6 +144,7 @@ impl<'a> Explorer<'a> {
                         // Anything but a lookup reads or changes values whole.
                         if !bpf2ptx_runtime::is_helper(id, "map_lookup_elem") {
                             self.facts.map_only_adds[m as usize] = false;
+                            self.facts.map_written[m as usize] = true;
                         }
                         // The map kinds the catalogue's column says the helper takes.
                         let map = &self.obj.maps[m as usize];
@@ -406,6 +407,9 @@ impl<'a> Explorer<'a> {
         if let Region::MapValue { map } = r {
             // A helper reads or writes the value as bytes: no sharding.
             self.facts.map_only_adds[map as usize] = false;
+            if access == Access::Write {
+                self.facts.map_written[map as usize] = true;
+            }
         }
         if n == 0 {
             return Ok(());

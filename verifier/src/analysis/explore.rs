@@ -58,6 +58,7 @@ impl<'a> Explorer<'a> {
             errors: Vec::new(),
             facts: Facts {
                 map_only_adds: vec![true; obj.maps.len()],
+                map_written: vec![false; obj.maps.len()],
                 ..Facts::new(n)
             },
             depth: vec![0; prog.funcs.len().max(1)],

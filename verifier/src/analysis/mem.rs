@@ -462,6 +462,10 @@ impl<'a> Explorer<'a> {
         let (first, last) = self.bounds(st, i, base, r, &o, off.into(), n)?;
         self.note_region(i, r);
         self.note_alignment(i, &o, off.into(), size.bytes());
+        // Stores and atomics (which store what they computed) both come here.
+        if let Region::MapValue { map } = r {
+            self.facts.map_written[map as usize] = true;
+        }
         if v.is_pointer() && !matches!(r, Region::Stack { .. }) {
             return Err(self.diag(
                 Rule::PointerLeak,

@@ -416,6 +416,22 @@ pub fn may_end_thread(prog: &Program) -> bool {
     })
 }
 
+/// Whether running `prog` may write a record a host reads while the kernel runs: a ring
+/// output or reservation (`ringbuf_*`, `perf_event_output`), a `trace_printk`,
+/// `trace_vprintk` or `puts`, or a `callx`, whose helper the lowering only knows at run
+/// time. Fused accumulators are added to their maps before such a probe's site, so a host
+/// that reads a record and then the maps sees every add made before it.
+pub fn may_output(prog: &Program) -> bool {
+    prog.insns.iter().any(|i| match i.kind() {
+        Kind::Call(CallKind::Helper) => matches!(
+            bpf2ptx_runtime::helper(i.imm).map(|h| h.lowering),
+            Some(bpf2ptx_runtime::Lowering::Ring { .. } | bpf2ptx_runtime::Lowering::Printk { .. })
+        ),
+        Kind::Callx => true,
+        _ => false,
+    })
+}
+
 /// Whether running `prog` can change anything anyone observes: it calls a helper or a
 /// function, writes memory other than through r10, or uses an atomic. A probe without
 /// effects is not called at all (its return value is ignored), so an empty probe costs

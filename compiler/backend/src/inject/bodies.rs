@@ -6,6 +6,7 @@
 
 use super::weave::SiteContext;
 use crate::back::ptx;
+use crate::back::ptx::fuse;
 use crate::isa::table::Kind;
 use bpf2ptx_verifier::{Facts, KnownBytes, Regions, Rejected, Verified};
 use std::collections::HashMap;
@@ -50,6 +51,8 @@ pub enum BodyError {
 pub struct SiteBodies<'a> {
     verified: &'a Verified<'a>,
     opts: &'a ptx::Options,
+    /// The maps fusion may touch, from every program's facts ([`fuse::eligible`]).
+    eligible: fuse::Eligible,
     /// Per program, the shapes seen: known mask and the byte ranges its loads read, with
     /// the bodies by the bytes in those ranges.
     shapes: Mutex<HashMap<usize, Vec<Shape>>>,
@@ -59,6 +62,8 @@ pub struct SiteBodies<'a> {
 /// them.
 struct Shape {
     mask: u128,
+    /// Whether the bodies are fused into their kernel.
+    fuse: bool,
     /// `start..end` byte ranges into [`KnownBytes::bytes`].
     ranges: Vec<(usize, usize)>,
     bodies: HashMap<Vec<u8>, ptx::InlineBody>,
@@ -84,31 +89,45 @@ impl<'a> SiteBodies<'a> {
         SiteBodies {
             verified,
             opts,
+            eligible: fuse::eligible(verified, opts),
             shapes: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Program `k`'s body for a site with context `ctx`.
-    pub fn get(&self, k: usize, ctx: &SiteContext) -> Result<ptx::InlineBody, BodyError> {
+    /// Program `k`'s body for a site with context `ctx`, fused into its kernel
+    /// ([`fuse::plan`]) when the options ask for it and `fuse` allows it (the weaver says
+    /// no for a kernel whose own registers could collide with fusion's).
+    pub fn get(
+        &self,
+        k: usize,
+        ctx: &SiteContext,
+        fuse: bool,
+    ) -> Result<ptx::InlineBody, BodyError> {
         let known = known_bytes(ctx);
+        let fuse = fuse && self.opts.fuse;
         let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
         let list = shapes.entry(k).or_default();
-        for shape in list.iter().filter(|s| s.mask == known.mask) {
+        for shape in list
+            .iter()
+            .filter(|s| s.mask == known.mask && s.fuse == fuse)
+        {
             if let Some(body) = shape.bodies.get(&shape.key(&known)) {
                 return Ok(body.clone());
             }
         }
-        let (body, facts) = site_body(self.verified, self.opts, k, known)?;
+        let eligible = fuse.then_some(&self.eligible);
+        let (body, facts) = site_body(self.verified, self.opts, k, known, eligible)?;
         if let Some(ranges) = ctx_reads(self.verified, k, &facts) {
             let at = match list
                 .iter()
-                .position(|s| s.mask == known.mask && s.ranges == ranges)
+                .position(|s| s.mask == known.mask && s.ranges == ranges && s.fuse == fuse)
             {
                 Some(i) => i,
                 None => {
                     list.push(Shape {
                         mask: known.mask,
                         ranges,
+                        fuse,
                         bodies: HashMap::new(),
                     });
                     list.len() - 1
@@ -122,6 +141,16 @@ impl<'a> SiteBodies<'a> {
     }
 }
 
+impl SiteBodies<'_> {
+    /// A block that adds the accumulators `acc` to their map words (and zeroes them),
+    /// under the statement's `guard` when there is one ([`fuse::flush_text`] for the
+    /// probe module's maps and options).
+    pub fn flush(&self, acc: &[fuse::AccSlot], guard: Option<&super::ptx::Guard>) -> String {
+        let guard = guard.map(|g| (g.negated, g.register.as_str()));
+        fuse::flush_text(self.verified.object(), self.opts, acc, guard)
+    }
+}
+
 /// The context bytes a site knows, as the verifier's entry takes them.
 fn known_bytes(ctx: &SiteContext) -> KnownBytes {
     let mut known = KnownBytes::default();
@@ -130,13 +159,14 @@ fn known_bytes(ctx: &SiteContext) -> KnownBytes {
     known
 }
 
-/// Program `k` verified again with the context bytes `known` and lowered, with the facts
-/// of that run.
+/// Program `k` verified again with the context bytes `known` and lowered (fused into its
+/// kernel where `eligible` names maps fusion may touch), with the facts of that run.
 fn site_body(
     verified: &Verified<'_>,
     opts: &ptx::Options,
     k: usize,
     known: KnownBytes,
+    eligible: Option<&fuse::Eligible>,
 ) -> Result<(ptx::InlineBody, Facts), BodyError> {
     let file = || verified.object().file.clone();
     let site = verified
@@ -145,7 +175,8 @@ fn site_body(
             file: file(),
             rejected,
         })?;
-    let body = ptx::inline_body(&site, opts, k).map_err(|source| BodyError::Lower {
+    let plan = eligible.map_or_else(fuse::SitePlan::default, |e| fuse::plan(&site, opts, k, e));
+    let body = ptx::inline_body(&site, opts, k, &plan).map_err(|source| BodyError::Lower {
         file: file(),
         source,
     })?;
@@ -234,26 +265,35 @@ mod tests {
     /// for every program of the injection tests' probes.
     #[test]
     fn cached_site_bodies_are_the_sites_own() {
-        let opts = ptx::Options::default();
+        let opts = ptx::Options {
+            fuse: true,
+            ..Default::default()
+        };
         let mut checked = 0;
+        let mut fused = 0;
         for name in ["counters", "memcapture", "plain_counters", "ring_exit"] {
             let obj = probes(name);
             let verified = verify(&obj);
             let cache = SiteBodies::new(&verified, &opts);
+            let eligible = fuse::eligible(&verified, &opts);
             for (k, p) in obj.programs.iter().enumerate() {
                 let a = Attach::from_section(&p.section).expect("an attach point");
                 let ctxs = contexts(a.point);
-                // Twice, so the second round is served from the cache.
+                // Twice, so the second round is served from the cache; fused and not.
                 for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
-                    let (own, _) =
-                        site_body(&verified, &opts, k, known_bytes(ctx)).expect("lowers");
-                    let cached = cache.get(k, ctx).expect("lowers");
-                    assert_eq!(own, cached, "{name}: program {}", p.name);
-                    checked += 1;
+                    for f in [false, true] {
+                        let e = f.then_some(&eligible);
+                        let (own, _) =
+                            site_body(&verified, &opts, k, known_bytes(ctx), e).expect("lowers");
+                        let cached = cache.get(k, ctx, f).expect("lowers");
+                        assert_eq!(own, cached, "{name}: program {}, fused {f}", p.name);
+                        fused += usize::from(!own.accumulators.is_empty());
+                        checked += 1;
+                    }
                 }
             }
         }
-        assert!(checked > 0);
+        assert!(checked > 0 && fused > 0, "{checked} bodies, {fused} fused");
     }
 
     /// A probe that reads its site (not its kernel) and branches on it: sites that differ
@@ -279,8 +319,8 @@ mod tests {
         let cache = SiteBodies::new(&verified, &opts);
         let ctxs = contexts(Point::Entry);
         for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
-            let (own, _) = site_body(&verified, &opts, k, known_bytes(ctx)).expect("lowers");
-            assert_eq!(own, cache.get(k, ctx).expect("lowers"));
+            let (own, _) = site_body(&verified, &opts, k, known_bytes(ctx), None).expect("lowers");
+            assert_eq!(own, cache.get(k, ctx, false).expect("lowers"));
         }
         let shapes = cache.shapes.lock().expect("not poisoned");
         let shapes = &shapes[&k];

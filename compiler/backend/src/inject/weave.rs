@@ -25,6 +25,7 @@ use super::bodies::{BodyError, SiteBodies};
 use super::ptx::{
     self, EditError, FunctionKind, Guard, ItemKind, Module, ParseError, StatementKind,
 };
+use crate::back::ptx::fuse::{self, AccSlot, FwSlot};
 use crate::back::ptx::Granularity;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
@@ -40,8 +41,13 @@ pub struct Probe {
     /// without effects is not called.
     pub effects: bool,
     /// Whether running it may end the thread ([`super::attach::may_end_thread`]): how a
-    /// per-warp site rejoins its lanes afterwards.
+    /// per-warp site rejoins its lanes afterwards, and (with fused bodies in the kernel)
+    /// the accumulators are added to their maps before its site.
     pub may_end_thread: bool,
+    /// Whether running it may write a ring or printk record ([`super::attach::may_output`]),
+    /// which a host reads while the kernel runs: with fused bodies in the kernel, the
+    /// accumulators are added to their maps before its site.
+    pub may_output: bool,
 }
 
 /// The context of one attach site as the probe will see it: the bytes of
@@ -359,10 +365,18 @@ struct Weaver<'a> {
 }
 
 impl Weaver<'_> {
-    /// Inserts the site blocks of `plan` into kernel `f`, and the context declaration.
+    /// Inserts the site blocks of `plan` into kernel `f`, and the context declaration;
+    /// with fused bodies, the kernel's accumulators and forwarding registers, their
+    /// zeroing at entry, and the flushes of the accumulators where a thread may leave.
     fn instrument(&mut self, f: &mut ptx::Function, plan: &Plan<'_>) -> Result<(), InjectError> {
         let regs = register_widths(f.body());
-        let mut edits: Vec<(usize, String)> = Vec::new();
+        // Fusion's registers are kernel-scope names under `%bpf2ptx_`: a kernel that
+        // declares such a name itself (at any depth, where it would shadow ours) keeps the
+        // unfused bodies.
+        let fuse = !declares_bpf2ptx_register(f.body());
+        // First every site's bodies, so the accumulators of the whole kernel are known
+        // before any flush is written.
+        let mut blocks: Vec<SiteBlocks<'_>> = Vec::new();
         for (point, list) in &plan.points {
             for at in plan_sites(f.body(), *point, list) {
                 let st = f.body().get(at);
@@ -386,28 +400,11 @@ impl Weaver<'_> {
                 // its own business; other sites run under their instruction's guard.
                 let guard = match point {
                     Point::Entry => None,
-                    _ => insn.and_then(|i| i.guard.as_ref()),
+                    _ => insn.and_then(|i| i.guard.clone()),
                 };
-                // Probes of one site may differ in granularity: one block each.
-                let mut text = String::new();
+                let mut probes = Vec::new();
                 for (p, g) in list {
-                    self.labels += 1;
-                    let body = self.body(p, &ctx, line)?;
-                    let edge = matches!(point, Point::Entry | Point::Exit);
-                    text.push_str(&site_block(
-                        self.labels,
-                        edge,
-                        guard,
-                        *g,
-                        &fill,
-                        p,
-                        body.as_ref(),
-                    ));
-                }
-                // An `.aligned` instruction's lanes wait for each other after the probes.
-                if let Some(i) = insn {
-                    let may_end = list.iter().any(|(p, _)| p.may_end_thread);
-                    text = access::rejoin_aligned(i, may_end, text);
+                    probes.push((*p, *g, self.body(p, &ctx, line, fuse)?));
                 }
                 self.sites.push(Site {
                     site: line,
@@ -418,28 +415,118 @@ impl Weaver<'_> {
                     instruction: st.map_or_else(String::new, |s| s.text()),
                     source: source_of(f.body(), at, &self.files),
                 });
-                edits.push((at, text));
+                blocks.push(SiteBlocks {
+                    at,
+                    point: *point,
+                    guard,
+                    fill,
+                    ctx,
+                    line,
+                    probes,
+                });
             }
         }
-        edits.push((
-            0,
-            format!(".local .align 8 .b8 bpf2ptx_ctx[{MEM_CTX_SIZE}];\n"),
-        ));
-        // Later positions first, so earlier indices stay valid; at one position the
-        // declaration goes in last, above the rest.
-        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-        // Applied as text, one insertion per position (each inserted above the one
-        // before it, so a position's texts go in last first): parsing the inserted
-        // statements into the body would keep every token of every site block for the
-        // whole run.
+        let collect = |blocks: &[SiteBlocks<'_>]| {
+            let mut acc: BTreeSet<AccSlot> = BTreeSet::new();
+            let mut fw: BTreeSet<FwSlot> = BTreeSet::new();
+            for b in blocks {
+                for (_, _, body) in &b.probes {
+                    if let Some(body) = body {
+                        acc.extend(body.accumulators.iter().copied());
+                        fw.extend(body.forwards.iter().copied());
+                    }
+                }
+            }
+            (acc, fw)
+        };
+        let (mut acc, mut fw) = collect(&blocks);
+        // Past this many accumulators the kernel would trade occupancy (two registers each,
+        // live through the whole kernel) for atomics: it keeps the unfused bodies.
+        if acc.len() > fuse::MAX_ACCUMULATORS {
+            for b in &mut blocks {
+                let ctx = b.ctx;
+                for (p, _, body) in &mut b.probes {
+                    *body = self.body(p, &ctx, b.line, false)?;
+                }
+            }
+            (acc, fw) = collect(&blocks);
+        }
+        let acc: Vec<AccSlot> = acc.into_iter().collect();
+        let fw: Vec<FwSlot> = fw.into_iter().collect();
+        let flush = |guard: Option<&Guard>| -> String {
+            match self.bodies {
+                Some(b) if !acc.is_empty() => b.flush(&acc, guard),
+                _ => String::new(),
+            }
+        };
+        // (statement index, phase, text): at one index the texts go in by phase, top to
+        // bottom (declarations, zeroing, entry sites, other sites, flushes).
+        let mut edits: Vec<(usize, Phase, String)> = Vec::new();
+        for b in &blocks {
+            let mut text = String::new();
+            // Probes of one site may differ in granularity: one block each.
+            for (p, g, body) in &b.probes {
+                // Output a host may read while the kernel runs, or a probe that may end
+                // its thread: the accumulated adds reach the maps before it.
+                if p.may_output || p.may_end_thread {
+                    text.push_str(&flush(None));
+                }
+                self.labels += 1;
+                let edge = matches!(b.point, Point::Entry | Point::Exit);
+                text.push_str(&site_block(
+                    self.labels,
+                    edge,
+                    b.guard.as_ref(),
+                    *g,
+                    &b.fill,
+                    p,
+                    body.as_ref(),
+                ));
+            }
+            // An `.aligned` instruction's lanes wait for each other after the probes.
+            if let Some(i) = f.body().get(b.at).and_then(|s| s.as_instruction()) {
+                let may_end = b.probes.iter().any(|(p, _, _)| p.may_end_thread);
+                text = access::rejoin_aligned(i, may_end, text);
+            }
+            let phase = if b.point == Point::Entry {
+                Phase::Entry
+            } else {
+                Phase::Site
+            };
+            edits.push((b.at, phase, text));
+        }
+        let mut decls = format!(".local .align 8 .b8 bpf2ptx_ctx[{MEM_CTX_SIZE}];\n");
+        if !acc.is_empty() || !fw.is_empty() {
+            self.uses_activemask |= !acc.is_empty();
+            let (decl, init) = fuse::kernel_registers(&acc, &fw);
+            decls.push_str(&decl);
+            let entry = attach_sites(f.body(), Point::Entry)[0];
+            edits.push((entry, Phase::Init, init));
+        }
+        edits.push((0, Phase::Decl, decls));
+        if !acc.is_empty() {
+            for at in flush_sites(f.body()) {
+                let guard = f
+                    .body()
+                    .get(at)
+                    .and_then(|s| s.as_instruction())
+                    .and_then(|i| i.guard.as_ref());
+                edits.push((at, Phase::Flush, flush(guard)));
+            }
+        }
+        // Later positions first, so earlier indices stay valid.
+        edits.sort_by_key(|e| (std::cmp::Reverse(e.0), e.1));
+        // Applied as text, one insertion per position: parsing the inserted statements
+        // into the body would keep every token of every site block for the whole run.
         let mut rest = &edits[..];
-        while let Some((at, _)) = rest.first() {
+        while let Some((at, _, _)) = rest.first() {
             let n = rest.iter().take_while(|e| e.0 == *at).count();
             let (group, tail) = rest.split_at(n);
             rest = tail;
-            let texts: Vec<&str> = group.iter().rev().map(|e| e.1.as_str()).collect();
+            let texts: Vec<&str> = group.iter().map(|e| e.2.as_str()).collect();
             if !f.insert_text_before(*at, &texts)? {
-                for (at, text) in group {
+                // One by one, each above the one before: last first.
+                for (at, _, text) in group.iter().rev() {
                     f.insert_before(*at, text)?;
                 }
             }
@@ -447,12 +534,14 @@ impl Weaver<'_> {
         Ok(())
     }
 
-    /// Probe `p`'s body for a site with context `ctx`, when bodies are inlined.
+    /// Probe `p`'s body for a site with context `ctx`, when bodies are inlined (fused into
+    /// the kernel where the options ask for it and `fuse` allows it).
     fn body(
         &self,
         p: &Probe,
         ctx: &SiteContext,
         line: u32,
+        fuse: bool,
     ) -> Result<Option<crate::back::ptx::InlineBody>, InjectError> {
         let Some(make) = self.bodies else {
             return Ok(None);
@@ -462,7 +551,7 @@ impl Weaver<'_> {
             .iter()
             .position(|q| std::ptr::eq(q, p))
             .expect("a probe of the list");
-        make.get(index, ctx)
+        make.get(index, ctx, fuse)
             .map(Some)
             .map_err(|source| InjectError::Body {
                 probe: p.symbol.clone(),
@@ -470,6 +559,59 @@ impl Weaver<'_> {
                 source: Box::new(source),
             })
     }
+}
+
+/// One attach site's probes with their bodies, before the kernel's texts are made.
+struct SiteBlocks<'p> {
+    at: usize,
+    point: Point,
+    guard: Option<Guard>,
+    fill: String,
+    ctx: SiteContext,
+    line: u32,
+    probes: Vec<(&'p Probe, Granularity, Option<crate::back::ptx::InlineBody>)>,
+}
+
+/// Where an inserted text goes among the texts at one statement, top to bottom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// The kernel-scope declarations (context, fusion's registers).
+    Decl,
+    /// Fusion's registers zeroed, before any probe can use them.
+    Init,
+    /// The entry probes' blocks.
+    Entry,
+    /// Exit and memory probes' blocks.
+    Site,
+    /// The accumulators added to their maps: after the exit probes (which may add to
+    /// them), right before the statement that ends the thread.
+    Flush,
+}
+
+/// Whether the body declares a register whose name starts with `%bpf2ptx_` (fusion's
+/// kernel-scope registers would collide with it or be shadowed by it).
+fn declares_bpf2ptx_register(body: &[ptx::Statement]) -> bool {
+    body.iter().any(|s| match s.kind() {
+        StatementKind::Declaration(d) => d.vars.iter().any(|v| v.name.starts_with("%bpf2ptx_")),
+        _ => false,
+    })
+}
+
+/// Statement indices where a thread's accumulators must reach their maps: every `ret` and
+/// `exit` (the thread ends), every `trap` (the launch fails, but what was added stays
+/// visible to a host that reads the maps), every `call` (a function the kernel calls may
+/// end the thread with `exit` or `trap`, and sites inside it do not share the kernel's
+/// registers), and the closing brace when the kernel can run off its end.
+fn flush_sites(body: &[ptx::Statement]) -> Vec<usize> {
+    let mut v = attach_sites(body, Point::Exit);
+    v.extend(body.iter().enumerate().filter_map(|(k, s)| {
+        s.as_instruction()
+            .is_some_and(|i| matches!(i.opcode.base.as_str(), "trap" | "call"))
+            .then_some(k)
+    }));
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Statement indices before which a point's calls go.

@@ -48,6 +48,10 @@ impl FuncWriter<'_> {
         fp: &[Fp; 11],
         frame: u32,
     ) {
+        if !fetch && op == AtomicOp::Add && self.accumulates(self.cur) {
+            self.accumulate(self.cur, super::fuse::addend_operand(src, None));
+            return;
+        }
         // Atomics must be naturally aligned (BPF requires it too), so no byte-wise path.
         let slot = folded(fp, base, off, size, frame);
         let (space, addr) = match slot {

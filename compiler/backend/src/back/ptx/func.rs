@@ -6,6 +6,7 @@
 use super::calls::{inline_helpers, lowering, LOOKUP, UPDATE};
 use super::entry::{entry_granularity, reads_active_mask, Granularity};
 use super::frame::{analyse_frame, needs_frame_address, Fp};
+use super::fuse::{self, SitePlan};
 use super::loops::LoopRegs;
 use super::module::{map_storage, INLINE_END};
 use super::symbols::{map_desc_symbol, map_symbol};
@@ -57,6 +58,9 @@ pub(super) struct FuncWriter<'a> {
     /// The function inlines a hash map lookup or update ([`FuncWriter::hash_inline`]) and
     /// declares the miss memo (`maps::MEMO_REGS`), which every other call clears.
     memo: bool,
+    /// What fusion changes in an inlined site body (empty elsewhere): adds that go to the
+    /// kernel's accumulators, stores and loads forwarded through its registers.
+    pub(super) fuse: SitePlan,
 }
 
 fn cmp_name(c: Cond) -> (&'static str, bool) {
@@ -110,6 +114,7 @@ impl<'a> FuncWriter<'a> {
             nonnull_r0: false,
             lanes: false,
             memo: false,
+            fuse: SitePlan::default(),
         }
     }
 
@@ -246,6 +251,30 @@ impl<'a> FuncWriter<'a> {
         Ok(())
     }
 
+    /// Whether fusion turns instruction `i`'s add into an add to a kernel accumulator.
+    pub(super) fn accumulates(&self, i: usize) -> bool {
+        self.fuse.accumulate.contains_key(&i)
+    }
+
+    /// Instruction `i`'s add of `addend` into its accumulator (fusion's plan), instead of
+    /// the atomic: the kernel adds the register to the map word when the thread leaves
+    /// (`fuse::flush_text`).
+    pub(super) fn accumulate(&mut self, i: usize, addend: String) {
+        let acc = self.fuse.accumulate[&i].register();
+        self.l(format!("add.u64 {acc}, {acc}, {addend};"));
+    }
+
+    /// After store `i`: when fusion forwards it, the stored value (`value`) into the
+    /// slot's kernel register and the flag that says this thread's store is there.
+    fn forward_store(&mut self, i: usize, value: &str) {
+        let Some(slot) = self.fuse.fw_store.get(&i).copied() else {
+            return;
+        };
+        for line in fuse::forwarded_store(self.obj, &slot, value) {
+            self.l(line);
+        }
+    }
+
     /// The operand for a 64-bit immediate (sign-extended from 32 bits).
     fn imm64(v: i64) -> String {
         format!("{}", v)
@@ -304,6 +333,10 @@ impl<'a> FuncWriter<'a> {
         match (ins.kind(), plain) {
             (Kind::Ldx(..), Some(PlainAdd::Load)) | (Kind::Alu(..), Some(PlainAdd::Add)) => {
                 return Ok(())
+            }
+            (Kind::Stx(_), Some(p @ PlainAdd::Store { .. })) if self.accumulates(i) => {
+                self.accumulate(i, fuse::addend_operand(s, Some(p)));
+                return Ok(());
             }
             (Kind::Stx(size), Some(PlainAdd::Store { addend, map })) => {
                 self.plain_add(size, d, ins.off, addend, map);
@@ -558,15 +591,27 @@ impl<'a> FuncWriter<'a> {
             Kind::Ldx(size, signed) if self.ctx_regs && self.ctx_field(d, size, signed) => {}
             Kind::Ldx(size, signed) => {
                 let val = format!("%r{d}");
+                let forwarded = self.fuse.fw_load.get(&i).copied().map(|slot| {
+                    let done = self.fresh_label();
+                    for line in fuse::forwarded_load_head(&slot, &val, &done) {
+                        self.l(line);
+                    }
+                    done
+                });
                 self.load(size, signed, s, ins.off, fp, frame, &val);
+                if let Some(done) = forwarded {
+                    self.raw_label(&done);
+                }
             }
             Kind::St(size) => {
                 self.l(format!("mov.u64 %t3, {};", ins.imm));
                 self.store(size, d, ins.off, fp, frame, "%t3");
+                self.forward_store(i, &ins.imm.to_string());
             }
             Kind::Stx(size) => {
                 let v = format!("%r{s}");
                 self.store(size, d, ins.off, fp, frame, &v);
+                self.forward_store(i, &v);
             }
             Kind::Atomic(size, op, fetch) => self.atomic(size, op, fetch, d, s, ins.off, fp, frame),
         }

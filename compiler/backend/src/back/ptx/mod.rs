@@ -47,6 +47,7 @@ mod calls;
 mod entry;
 mod frame;
 mod func;
+pub mod fuse;
 mod loops;
 mod maps;
 mod mem;
@@ -118,6 +119,16 @@ pub struct Options {
     /// loops the verifier cannot bound otherwise (`bpf2ptx_verifier::Options::loop_budget`;
     /// the facts then name the loops, which the backend lowers with the budget).
     pub loop_budget: Option<u64>,
+    /// Fuse probe bodies inlined at attach sites into their kernel ([`fuse`]): adds to
+    /// maps only ever added to go into per-thread registers, added to the map at the
+    /// thread's exits; a value an entry probe stores to its thread's own slot is forwarded
+    /// to later loads of it. Only inlined site bodies use it (`bpf2ptx inject`, on unless
+    /// `--no-fuse`); the module's own functions never change.
+    pub fuse: bool,
+    /// Per map: the host reads it while the kernel runs (`--map NAME=live`), so every
+    /// update reaches the map where the program makes it: no fusion touches it. Missing
+    /// entries mean "no".
+    pub live: Vec<bool>,
 }
 
 /// The scope of the module's atomics: `.sys` when some map it declares is host-placed.
@@ -157,6 +168,8 @@ impl Default for Options {
             host: Vec::new(),
             unsharded: Vec::new(),
             loop_budget: None,
+            fuse: false,
+            live: Vec::new(),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::entry::{entry_granularity, entry_kernel, Granularity};
 use super::func::FuncWriter;
+use super::fuse::{AccSlot, FwSlot, SitePlan};
 use super::mem::{runtime_body, runtime_decl};
 use super::rings::{PRINTK_DESC, PRINTK_RING};
 use super::symbols::{
@@ -366,11 +367,22 @@ pub const INLINE_CTX_WORDS: u32 = 10;
 /// with the same options, which the caller links in. `v` is usually the module's
 /// verification with program `pi` verified again under the site's known context bytes
 /// ([`Verified::with_known`]), so the site's constant fields fold away.
-pub fn inline_body(v: &Verified<'_>, opts: &Options, pi: usize) -> Result<InlineBody, Error> {
+///
+/// `plan` is what fusion changes in the body ([`super::fuse::plan`] of the same `v`; empty
+/// for none): its adds go to the kernel's accumulators, its forwarded stores and loads
+/// through the kernel's registers, which the attach site's kernel declares
+/// ([`InlineBody::accumulators`], [`InlineBody::forwards`]).
+pub fn inline_body(
+    v: &Verified<'_>,
+    opts: &Options,
+    pi: usize,
+    plan: &SitePlan,
+) -> Result<InlineBody, Error> {
     let obj = v.object();
     let mut f = FuncWriter::configured(v, opts, pi, 0);
     f.inline = true;
     f.ctx_regs = true;
+    f.fuse = plan.clone();
     let cfg = Cfg::new(&obj.programs[pi]);
     f.lower(&cfg)?;
     // Context bytes are read from memory by any context access the body does not serve
@@ -386,6 +398,8 @@ pub fn inline_body(v: &Verified<'_>, opts: &Options, pi: usize) -> Result<Inline
     Ok(InlineBody {
         text: f.out,
         ctx_in_memory,
+        accumulators: plan.accumulators(),
+        forwards: plan.forwards(),
     })
 }
 
@@ -398,4 +412,10 @@ pub struct InlineBody {
     /// context to the memory r1 points to); when false every field it reads comes from
     /// the site's registers.
     pub ctx_in_memory: bool,
+    /// The kernel accumulators the body adds to (fusion; sorted): the kernel declares
+    /// them, zeroes them at entry and adds them to their maps where the thread may leave.
+    pub accumulators: Vec<AccSlot>,
+    /// The forwarded slots whose kernel registers the body stores or reads (sorted): the
+    /// kernel declares them and zeroes them at entry.
+    pub forwards: Vec<FwSlot>,
 }
