@@ -161,6 +161,69 @@ fn build_artifact(args: &[&str], file: &str) -> PathBuf {
     out
 }
 
+/// An injected module with everything `inject` added taken out again: the probe section,
+/// the per-kernel context declaration, fusion's kernel registers, and each block it
+/// inserted, up to its matching `}` (a site block, `{` + `.reg .b64 %bpf2ptx_d..`; an
+/// aligned site's rejoin, `{` + `.reg .b32 %bpf2ptx_j..`; a flush, `{` + `.reg .b32
+/// %bpf2ptx_f<..`; the zeroing of fusion's registers, `{` + `// bpf2ptx fusion`).
+/// `.version`/`.target` lines are left for the caller. What the tests that check that
+/// inject keeps the kernel's own code byte for byte compare with the input.
+pub fn strip_injected(out: &str) -> String {
+    const FUSION_REGS: [&str; 3] = [
+        ".reg .b64 %bpf2ptx_acc_",
+        ".reg .b64 %bpf2ptx_fw_",
+        ".reg .b32 %bpf2ptx_fws_",
+    ];
+    const BLOCKS: [&str; 4] = [
+        ".reg .b64 %bpf2ptx_d",
+        ".reg .b32 %bpf2ptx_j",
+        ".reg .b32 %bpf2ptx_f<",
+        "// bpf2ptx fusion",
+    ];
+    let lines: Vec<&str> = out.split_inclusive('\n').collect();
+    let mut kept = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim();
+        if t.starts_with("// ---- bpf2ptx probes") {
+            while i < lines.len() && !lines[i].contains("// ---- end of bpf2ptx probes") {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if t.starts_with(".local .align 8 .b8 bpf2ptx_ctx[")
+            || FUSION_REGS.iter().any(|r| t.starts_with(r))
+        {
+            i += 1;
+            continue;
+        }
+        if t == "{"
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| BLOCKS.iter().any(|m| l.trim().starts_with(m)))
+        {
+            let mut depth = 0;
+            while i < lines.len() {
+                let t = lines[i].trim();
+                if t == "{" {
+                    depth += 1;
+                } else if t == "}" {
+                    depth -= 1;
+                }
+                i += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            continue;
+        }
+        kept.push_str(lines[i]);
+        i += 1;
+    }
+    kept
+}
+
 /// The kernel oracle shared by the differential tests: `tests/kernel/testrun.c` built with
 /// gcc and libbpf, which loads raw instructions through bpf(2) and runs them.
 pub mod kernel {

@@ -298,51 +298,6 @@ fn every_corpus_opcode_is_in_the_table() {
     assert!(unknown.is_empty(), "opcodes without a row: {unknown:?}");
 }
 
-/// The injected output with everything inject added taken out: the probes, the context
-/// declaration, each site block and each aligned site's rejoin wrapper.
-fn strip(out: &str) -> String {
-    let lines: Vec<&str> = out.split_inclusive('\n').collect();
-    let mut kept = String::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let t = lines[i].trim();
-        if t.starts_with("// ---- bpf2ptx probes") {
-            while !lines[i].contains("// ---- end of bpf2ptx probes") {
-                i += 1;
-            }
-            i += 1;
-            continue;
-        }
-        if t.starts_with(".local .align 8 .b8 bpf2ptx_ctx[") {
-            i += 1;
-            continue;
-        }
-        let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
-        if t == "{"
-            && (next.starts_with(".reg .b64 %bpf2ptx_d")
-                || next.starts_with(".reg .b32 %bpf2ptx_j"))
-        {
-            let mut depth = 0;
-            loop {
-                let t = lines[i].trim();
-                if t == "{" {
-                    depth += 1;
-                } else if t == "}" {
-                    depth -= 1;
-                }
-                i += 1;
-                if depth == 0 {
-                    break;
-                }
-            }
-            continue;
-        }
-        kept.push_str(lines[i]);
-        i += 1;
-    }
-    kept
-}
-
 fn header_line<'a>(text: &'a str, d: &str) -> &'a str {
     text.lines()
         .find(|l| l.trim_start().starts_with(d))
@@ -379,7 +334,7 @@ fn instrumented_fixtures_keep_their_code_and_pass_ptxas() {
                 ..Default::default()
             };
             let woven = run("attach_all.bpf.o", &f, &opts);
-            let back = strip(&woven.text)
+            let back = bpf2ptx_tests::strip_injected(&woven.text)
                 .replacen(
                     header_line(&woven.text, ".version"),
                     header_line(&text, ".version"),

@@ -56,66 +56,6 @@ fn run(probes: &str, app: &Path, opts: &Options) -> Woven {
         .0
 }
 
-/// The output with everything inject added taken out again: the probe section, the
-/// per-kernel context declaration, fusion's kernel registers, and each block it inserted
-/// (a site block, `{` + `.reg .b64 %bpf2ptx_d..`; a flush, `{` + `.reg .b32
-/// %bpf2ptx_f<..`; the zeroing of fusion's registers, `{` + `// bpf2ptx fusion`, each up
-/// to its matching `}`); `.version`/`.target` lines are left for the caller.
-fn strip(out: &str) -> String {
-    let lines: Vec<&str> = out.split_inclusive('\n').collect();
-    let mut kept = String::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let t = lines[i].trim();
-        if t.starts_with("// ---- bpf2ptx probes") {
-            while !lines[i].contains("// ---- end of bpf2ptx probes") {
-                i += 1;
-            }
-            i += 1;
-            continue;
-        }
-        let fusion_reg = [
-            ".reg .b64 %bpf2ptx_acc_",
-            ".reg .b64 %bpf2ptx_fw_",
-            ".reg .b32 %bpf2ptx_fws_",
-        ];
-        if t.starts_with(".local .align 8 .b8 bpf2ptx_ctx[")
-            || fusion_reg.iter().any(|r| t.starts_with(r))
-        {
-            i += 1;
-            continue;
-        }
-        let inserted = [
-            ".reg .b64 %bpf2ptx_d",
-            ".reg .b32 %bpf2ptx_f<",
-            "// bpf2ptx fusion",
-        ];
-        if t == "{"
-            && lines
-                .get(i + 1)
-                .is_some_and(|l| inserted.iter().any(|m| l.trim().starts_with(m)))
-        {
-            let mut depth = 0;
-            loop {
-                let t = lines[i].trim();
-                if t == "{" {
-                    depth += 1;
-                } else if t == "}" {
-                    depth -= 1;
-                }
-                i += 1;
-                if depth == 0 {
-                    break;
-                }
-            }
-            continue;
-        }
-        kept.push_str(lines[i]);
-        i += 1;
-    }
-    kept
-}
-
 fn header_lines(text: &str) -> (String, String) {
     let find = |d: &str| {
         text.lines()
@@ -165,7 +105,7 @@ fn kernels_keep_their_code_and_sites_match_the_input() {
         // The kernels' own statements are all there, in order, byte for byte.
         let (v_in, t_in) = header_lines(&text);
         let (v_out, t_out) = header_lines(&woven.text);
-        let back = strip(&woven.text)
+        let back = bpf2ptx_tests::strip_injected(&woven.text)
             .replacen(&v_out, &v_in, 1)
             .replacen(&t_out, &t_in, 1);
         assert_eq!(back, text, "{}: kernel code changed", app.display());
