@@ -45,7 +45,9 @@ fn lower(f: &Path) -> String {
 
 /// [`lower`] with `--loop-budget`.
 fn lower_budget(f: &Path, loop_budget: Option<u64>) -> String {
-    let obj = bpf2ptx::load_path(f).unwrap();
+    // Host-side programs (`host/launch/K`, `uprobe`) run on the CPU: skipped, as the CLI
+    // skips them.
+    let (obj, _) = bpf2ptx::compile::gpu_programs(&bpf2ptx::load_path(f).unwrap());
     let opts = ptx::Options {
         target: "sm_70".into(),
         entry: true,
