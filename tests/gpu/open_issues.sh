@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# The GPU checks of the open issues in one device call, in priority order (the issue
+# numbers' order), each skipped once the call's deadline is near so that what ran comes
+# back: every table and log goes to $OUT (the device tool's folder) and a summary line per
+# step to stdout.
+#
+#     OUT=DIR DL=570 BPF2PTX=gpu-carry/bpf2ptx bash tests/gpu/open_issues.sh [STEP ...]
+#
+# STEP (default: all, in this order; NAME:SECONDS sets a step's time estimate):
+#   sanitize  issue 14: every corpus program under compute-sanitizer memcheck
+#   hash      issue 12: benches/gpu-hash, the published probe and insertion cases
+#   fuse      issue 19: benches/gpu/fuse.sh (native / today / fused / twins)
+#   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
+#   latency   issue 16: tests/gpu/trace_latency.py (host program + GPU probe)
+#   apps      issue 16: tests/gpu/trace_apps.py (unmodified apps, counts vs a model)
+#   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
+#   triton    issue 18: tests/gpu/triton_attach.py (Triton matmul, bytes and wgmma)
+# DL: seconds from the start after which no step starts whose estimate does not fit.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+: "${OUT:?set OUT to the folder for the results}"
+export BPF2PTX="$(realpath "${BPF2PTX:-target/release/bpf2ptx}")"
+DL=${DL:-570}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+git log --oneline -1 2>/dev/null | tee "$OUT/commit.txt"
+
+step_sanitize() {
+	timeout 120 bash tests/gpu/sanitize_all.sh >"$OUT/sanitize.log" 2>&1
+	local rc=$?
+	echo "programs clean: $(grep -c ' rc=0 ' "$OUT/sanitize.log"), not clean: $(grep '\.o ' "$OUT/sanitize.log" | grep -vc ' rc=0 ')"
+	local first
+	first=$(grep '\.o ' "$OUT/sanitize.log" | grep -v ' rc=0 ' | head -1)
+	if [ -n "$first" ]; then
+		# The whole memcheck report of the first program that was not clean.
+		timeout 30 compute-sanitizer --tool memcheck --show-backtrace host "$BPF2PTX" run \
+			"tests/corpus/obj/$(awk '{print $1}' <<<"$first")" --program "$(awk '{print $2}' <<<"$first")" \
+			--target sm_90 --grid 2 --block 64 --maps >"$OUT/memcheck_first.log" 2>&1
+		grep -v '^=========     ' "$OUT/memcheck_first.log" | head -30
+	fi
+	return $rc
+}
+step_hash() {
+	REPORT="$OUT/hash-maps.md" timeout 150 bash benches/gpu-hash/run.sh /tmp/bpf2ptx-hash \
+		--cases published,insert --budget 120 >"$OUT/hash.log" 2>&1
+	local rc=$?
+	tail -25 "$OUT/hash.log"
+	return $rc
+}
+step_fuse() {
+	REPS=20 timeout 170 bash benches/gpu/fuse.sh "$OUT/fuse.md" /tmp/bpf2ptx-fuse >"$OUT/fuse.log" 2>&1
+	local rc=$?
+	tail -30 "$OUT/fuse.md" 2>/dev/null || tail -30 "$OUT/fuse.log"
+	return $rc
+}
+step_overhead() { timeout 90 python3 benches/gpu-trace/launch_overhead.py "$OUT/launch-overhead.md" 5 2>&1 | tail -12; }
+step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
+step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
+step_build() { timeout 120 bash tests/gpu/build_integration.sh /tmp/bpf2ptx-build >"$OUT/build-integration.log" 2>&1; local rc=$?; tail -25 "$OUT/build-integration.log"; return $rc; }
+step_triton() { timeout 150 python3 tests/gpu/triton_attach.py "$OUT/triton-attach.md" --size 4096 >"$OUT/triton-attach.log" 2>&1; local rc=$?; tail -30 "$OUT/triton-attach.log"; return $rc; }
+
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120)
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton)
+for s in "${steps[@]}"; do
+	name=${s%%:*}
+	est=${EST[$name]:-60}
+	[ "$s" = "$name" ] || est=${s##*:}
+	if [ $((SECONDS + est)) -gt "$DL" ]; then
+		echo "== $name: skipped (deadline)" | tee -a "$OUT/summary.txt"
+		continue
+	fi
+	echo "== $name"
+	start=$SECONDS
+	"step_$name"
+	rc=$?
+	echo "== $name: rc=$rc, $((SECONDS - start)) s" | tee -a "$OUT/summary.txt"
+done
