@@ -39,8 +39,9 @@ trace() {
 }
 
 echo "alone: copy 1, then copy 2"
-trace alone-1
-trace alone-2
+for run in alone-1 alone-2; do
+	trace "$run" || { echo "$run failed (exit $?): see $OUT/$run.err" >&2; exit 1; }
+done
 # Both at once, their measured loops starting at the same wall-clock time (3 s from now:
 # past the warm-up launch of each, which may pay the JIT).
 start=$(( $(date +%s%3N) + 3000 ))
