@@ -74,7 +74,7 @@ fn the_sharing_probe_verifies_and_its_host_program_shares_the_launch_time() {
     let types = trace::map_types(&obj, btf.as_ref(), &[]).unwrap();
     let hist = |name: &str| {
         let k = obj.maps.iter().position(|m| m.name == name).unwrap();
-        types[k].hist.clone()
+        types[k].hist
     };
     assert_eq!(hist("lat_log2"), Some(Hist::Log2));
     assert_eq!(
@@ -304,6 +304,7 @@ fn sharing_maps(obj: &Object, r: &Run) -> Vec<TracedMap> {
 fn python(args: &[&str]) -> Output {
     Command::new("python3")
         .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(repo_root())
         .output()
         .unwrap_or_else(|e| panic!("python3: {e} (tests/run.sh needs python3 too)"))
@@ -315,6 +316,7 @@ fn python_with_input(args: &[&str], input: &str) -> Output {
     use std::process::Stdio;
     let mut child = Command::new("python3")
         .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(repo_root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -541,4 +543,28 @@ scale_add: checksum 1.0 agrees True
             ]
         ])
     );
+}
+
+/// The GPU machine's scripts of this issue parse (python3's parser, `bash -n`): a typo
+/// found here costs no GPU session.
+#[test]
+fn the_gpu_scripts_parse() {
+    let py = [
+        "tests/gpu/trace_torch.py",
+        "tests/gpu/trace/torch_app.py",
+        "examples/gpu_sharing/summary.py",
+    ];
+    let mut args = vec![
+        "-c",
+        "import ast, sys\nfor f in sys.argv[1:]: ast.parse(open(f).read(), f)",
+    ];
+    args.extend(py);
+    let out = python(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = Command::new("bash")
+        .args(["-n", "examples/gpu_sharing/run.sh"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
