@@ -13,6 +13,7 @@
 # GPU's own architecture through ARCH=NN) and python3.
 # OUT_DIR (default $TMPDIR/gpu_sharing, else /tmp/gpu_sharing) gets, per run
 # (alone-1, alone-2, shared-1, shared-2): RUN.jsonl (the snapshots, --format json),
+# RUN.trace.json (--trace-events: each launch and its kernel's span, for Perfetto),
 # RUN.out (the app's stdout), RUN.err (its stderr and trace's), and summary.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -33,7 +34,8 @@ nvcc -O2 -gencode "arch=compute_$ARCH,code=[sm_$ARCH,compute_$ARCH]" \
 
 # trace RUN [START_AT_MS]: one traced copy of the app.
 trace() {
-	"$BPF2PTX" trace --format json --interval 1s -o "$OUT/$1.jsonl" "$PROBES" -- \
+	"$BPF2PTX" trace --format json --interval 1s -o "$OUT/$1.jsonl" \
+		--trace-events "$OUT/$1.trace.json" "$PROBES" -- \
 		"$OUT/sharing_app" "$LAUNCHES" "$ITERS" "$PER_SM" "${2:-0}" \
 		>"$OUT/$1.out" 2>"$OUT/$1.err"
 }
