@@ -220,6 +220,8 @@ def summarize(out):
                          "(overlapping launches); they are in no histogram")
         for what, reason, n in failures(snap):
             notes.append(f"{name}: {what}: {n} {reason}")
+        a["per_launch"] = (exact_pct(first, 50), exact_pct(first, 99),
+                           exact_pct(span, 50), exact_pct(span, 99))
         runs[name] = a
     print("# GPU sharing: alone vs shared\n")
     shapes = sorted({a["shape"] for a in runs.values() if "shape" in a})
@@ -238,6 +240,25 @@ def summarize(out):
         print(f"\nshared runs' measured loops overlapped {both / 1e6:.1f} ms: "
               f"{100 * both / max(1, e1 - s1):.0f}% of {shared[0]}'s, "
               f"{100 * both / max(1, e2 - s2):.0f}% of {shared[1]}'s")
+    contention = []
+    for name in runs:
+        if not name.startswith("shared-") or "alone-" + name[7:] not in runs:
+            continue
+        al, sh = runs["alone-" + name[7:]], runs[name]
+        parts = []
+        for what, k in (("first-block latency p50", 0), ("p99", 1), ("kernel span p50", 2),
+                        ("p99", 3)):
+            a, b = al["per_launch"][k], sh["per_launch"][k]
+            if a is not None and b is not None:
+                parts.append(f"{what} {us(a)} -> {us(b)} us" + (f" (x{b / a:.1f})" if a else ""))
+        if "rt" in al and "rt" in sh:
+            parts.append(f"app round trip p50 {al['rt'][0]:.1f} -> {sh['rt'][0]:.1f} us, "
+                         f"p99 {al['rt'][2]:.1f} -> {sh['rt'][2]:.1f} us")
+        contention.append(f"- copy {name[7:]}, alone -> shared: " + "; ".join(parts))
+    if contention:
+        print("\nper launch, alone -> shared:")
+        for c in contention:
+            print(c)
     print("\nlatency percentiles: the upper bound of the bucket holding them (2 us buckets "
           "below 2 ms, 100 us above); per-launch figures exact")
     for n in notes:
