@@ -451,6 +451,18 @@ fn the_sharing_summary_reads_what_trace_prints() {
         "{stdout}"
     );
     assert!(
+        stdout.contains(
+            "- copy 1, alone -> shared: first-block latency p50 8.0 -> 2500.0 us (x312.5); \
+             p99 12.0 -> 3000.0 us (x250.0); kernel span p50 40.0 -> 45.0 us (x1.1); \
+             p99 50.0 -> 2000.0 us (x40.0); app round trip p50 30.0 -> 30.0 us, p99 40.0 -> 40.0 us\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("- copy 2"),
+        "no alone-2 to compare with: {stdout}"
+    );
+    assert!(
         stdout.contains("- shared-1: 3 blocks started before"),
         "{stdout}"
     );
