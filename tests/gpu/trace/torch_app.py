@@ -12,7 +12,9 @@ load one and the same extension binary, and nvcc's processes stay out of the tra
 It uses torch.utils.cpp_extension.load when ninja is there (load needs it) and else
 setuptools with BuildExtension(use_ninja=False), which compiles without ninja; both pass
 TORCH_CUDA_ARCH_LIST (default "9.0+PTX": `-gencode=arch=compute_90,code=sm_90
--gencode=arch=compute_90,code=compute_90`) to nvcc.
+-gencode=arch=compute_90,code=compute_90`) to nvcc. torch's CUDA headers include cuBLAS,
+cuSPARSE and cuSOLVER headers from CUDA_HOME; a CUDA_HOME without them (only the
+compiler) gets those of torch's nvidia pip dependencies (library_headers).
 
 `run` prints on stdout what it computed (checksums summed in float64 on the CPU, so the
 same kernels give the same text) and whether each result agrees with torch's own
@@ -20,6 +22,7 @@ operators and with the CPU; on stderr one `model NAME launches L grid G block B`
 extension kernel (torch's kernels are not in the model: nothing may count them). Exit 1
 when a result disagrees.
 """
+import glob
 import importlib
 import os
 import sys
@@ -34,10 +37,43 @@ ROWS, COLS = 777, 1000
 ROW_SUM_LAUNCHES = 2
 
 
+def library_headers(ce, out_dir):
+    """A folder of links to the cuBLAS, cuSPARSE and cuSOLVER headers, for a CUDA_HOME
+    that lacks them (a compiler-only toolkit), or None when it has them. torch's
+    ATen/cuda/CUDAContext.h includes them from CUDA_HOME; torch's own pip dependencies
+    ship them (site-packages/nvidia/cu13/include, or nvidia/LIB/include for CUDA 12).
+    Only these headers are linked, so the toolkit's own runtime headers, which match its
+    nvcc, stay the ones found."""
+    home = ce.CUDA_HOME or ""
+    if os.path.exists(os.path.join(home, "include", "cusparse.h")):
+        return None
+    found = {}
+    for base in sys.path:
+        for inc in sorted(glob.glob(os.path.join(base, "nvidia", "*", "include"))):
+            for h in os.listdir(inc):
+                if h.startswith(("cublas", "cusparse", "cusolver")) and h.endswith(".h"):
+                    found.setdefault(h, os.path.join(inc, h))
+    if "cusparse.h" not in found:
+        print(f"no cusparse.h in CUDA_HOME ({home}) nor in nvidia pip packages: "
+              "torch's CUDA headers will not compile", flush=True)
+        return None
+    links = os.path.join(out_dir, "library-headers")
+    os.makedirs(links, exist_ok=True)
+    for h, path in found.items():
+        dst = os.path.join(links, h)
+        if not os.path.lexists(dst):
+            os.symlink(path, dst)
+    print(f"CUDA_HOME ({home}) has no cusparse.h: using {len(found)} cuBLAS, cuSPARSE and "
+          f"cuSOLVER headers of the nvidia pip packages ({links})", flush=True)
+    return links
+
+
 def build(out_dir):
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0+PTX")
     os.makedirs(out_dir, exist_ok=True)
     from torch.utils import cpp_extension as ce
+    extra = library_headers(ce, out_dir)
+    includes = [extra] if extra else []
     try:  # a private function of torch: only said, not relied on
         flags = " ".join(ce._get_cuda_arch_flags())
     except Exception as e:  # noqa: BLE001
@@ -47,13 +83,13 @@ def build(out_dir):
     if ce.is_ninja_available():
         print("building with torch.utils.cpp_extension.load (ninja)", flush=True)
         ce.load(name=NAME, sources=[SOURCE], build_directory=out_dir,
-                extra_cuda_cflags=["-O2"], verbose=True)
+                extra_cuda_cflags=["-O2"], extra_include_paths=includes, verbose=True)
     else:
         print("no ninja: building with setuptools and BuildExtension(use_ninja=False)",
               flush=True)
         from setuptools import setup
         setup(name=NAME,
-              ext_modules=[ce.CUDAExtension(NAME, [SOURCE],
+              ext_modules=[ce.CUDAExtension(NAME, [SOURCE], include_dirs=includes,
                                             extra_compile_args={"cxx": ["-O2"],
                                                                 "nvcc": ["-O2"]})],
               cmdclass={"build_ext": ce.BuildExtension.with_options(use_ninja=False)},
