@@ -15,3 +15,5 @@ done
 echo "===== link"
 rm -rf /tmp/link-build
 make -C examples/link BPF2PTX="$(pwd)/$BPF2PTX" B=/tmp/link-build run 2>&1
+echo "===== gpu_sharing"
+bash examples/gpu_sharing/run.sh "${TMPDIR:-/tmp}/gpu_sharing" 2>&1

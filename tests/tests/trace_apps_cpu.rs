@@ -1,0 +1,582 @@
+//! The CPU side of the GPU-only pieces of issue 16's application checks, so that what
+//! the GPU machine runs next is known to hold together before it gets there:
+//!
+//! - examples/probes/gpu_sharing.bpf.o (examples/gpu_sharing): the committed object
+//!   verifies, GPU and host programs alike, its host program shares exactly the maps the
+//!   GPU probes read the launch time from, its histograms and launch spans are marked as
+//!   the summary expects, and it injects into nvcc's PTX (examples/apps, no nvcc needed)
+//!   with the placement `bpf2ptx trace` gives shared maps, which ptxas assembles;
+//! - examples/gpu_sharing/summary.py on snapshots printed by `bpf2ptx trace`'s own JSON
+//!   renderer from known map contents: its percentiles, per-launch figures, blocks per
+//!   SM, notes and exit status, in today's shape (a line per module) and in a nested one
+//!   (per process and device, maps shared by host programs printed twice);
+//! - tests/gpu/trace_torch.py's readers: the `counts` slots from rendered snapshots in
+//!   both shapes (earlier snapshots ignored), and the kernels it takes from trace's
+//!   stderr lines.
+//!
+//! The Python parts need python3 (tests/run.sh needs it too); ptxas as the other tests
+//! find it.
+
+use bpf2ptx::host::HostPrograms;
+use bpf2ptx::trace::{self, AppEnd, Format, Hist, Snapshot, TracedMap};
+use bpf2ptx_compiler::program::Object;
+use bpf2ptx_loader::image::{MapCounts, MapData, MapImage};
+use bpf2ptx_tests::{bpf2ptx_bin, repo_root, require_ptxas};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const SHARING: &str = "examples/probes/gpu_sharing.bpf.o";
+
+fn object(rel: &str) -> Object {
+    bpf2ptx::load_path(&repo_root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn the_sharing_probe_verifies_and_its_host_program_shares_the_launch_time() {
+    let out = Command::new(bpf2ptx_bin())
+        .args(["verify", SHARING])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    for p in ["block_start", "block_end"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(&format!("program {p} ")) && l.contains("accepted")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stderr.contains("host-side program on_launch (section host/launch/*")
+            && stderr.contains("accepted for bpf2ptx trace"),
+        "{stderr}"
+    );
+
+    let obj = object(SHARING);
+    let host = HostPrograms::load(&obj, &[]).expect("the host program loads");
+    let names: Vec<&str> = host.programs.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["on_launch"]);
+    let shared: Vec<&str> = host
+        .shared_maps
+        .iter()
+        .map(|&k| obj.maps[k].name.as_str())
+        .collect();
+    assert_eq!(shared, ["launch", "launches"], "pinned, one per process");
+
+    let btf = trace::object_btf(&std::fs::read(repo_root().join(SHARING)).unwrap()).unwrap();
+    let types = trace::map_types(&obj, btf.as_ref(), &[]).unwrap();
+    let hist = |name: &str| {
+        let k = obj.maps.iter().position(|m| m.name == name).unwrap();
+        types[k].hist
+    };
+    assert_eq!(hist("lat_log2"), Some(Hist::Log2));
+    assert_eq!(
+        hist("lat_fine"),
+        Some(Hist::Linear {
+            min: 0,
+            max: 2000,
+            step: 2
+        })
+    );
+    assert_eq!(
+        hist("lat_coarse"),
+        Some(Hist::Linear {
+            min: 0,
+            max: 100_000,
+            step: 100
+        })
+    );
+    assert_eq!(hist("sm_blocks"), None);
+    let spans: Vec<&str> = trace::launch_span_maps(&obj, btf.as_ref())
+        .iter()
+        .map(|&k| obj.maps[k].name.as_str())
+        .collect();
+    assert_eq!(spans, ["spans"]);
+}
+
+/// ptxas here may be older than the nvcc that wrote the examples' PTX; they use nothing
+/// newer than PTX 8.8 (as tests/tests/gallery.rs assembles them).
+fn assemble(ptxas: &Path, ptx: &Path) -> Output {
+    let mut t = std::fs::read_to_string(ptx).unwrap();
+    if let Some(v) = t.lines().find(|l| l.starts_with(".version ")) {
+        if v[".version ".len()..].trim().parse::<f64>().unwrap_or(0.0) > 8.8 {
+            t = t.replacen(v, ".version 8.8", 1);
+        }
+    }
+    let src = ptx.with_extension("88.ptx");
+    std::fs::write(&src, t).unwrap();
+    Command::new(ptxas)
+        .args(["-arch=sm_90", "-o"])
+        .arg(ptx.with_extension("cubin"))
+        .arg(&src)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_sharing_probe_injects_into_nvcc_ptx_as_trace_places_its_maps() {
+    let Some(ptxas) = require_ptxas() else {
+        return;
+    };
+    let obj = object(SHARING);
+    let host = HostPrograms::load(&obj, &[]).unwrap();
+    // What the trace session asks inject for: the shared maps in pinned host memory,
+    // unsharded.
+    let maps = host.map_options(&obj, &[]);
+    assert_eq!(
+        maps,
+        [
+            "launch=host",
+            "launch=unsharded",
+            "launches=host",
+            "launches=unsharded"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (app, kernels) in [
+        ("vecadd", vec!["_Z6vecAddPKfS0_Pfi"]),
+        ("matmul", vec!["_Z6matmulPKfS0_Pfi"]),
+    ] {
+        let out = dir.path().join(format!("{app}.ptx"));
+        let sites = dir.path().join(format!("{app}.sites.json"));
+        let mut cmd = Command::new(bpf2ptx_bin());
+        cmd.arg("inject")
+            .arg(SHARING)
+            .arg("--into")
+            .arg(format!("examples/apps/{app}.ptx"))
+            .arg("-o")
+            .arg(&out)
+            .arg("--sites")
+            .arg(&sites);
+        for m in &maps {
+            cmd.args(["--map", m]);
+        }
+        let r = cmd.current_dir(repo_root()).output().unwrap();
+        assert!(r.status.success(), "{app}: {}", text(&r.stderr));
+        let sites: Value = serde_json::from_str(&std::fs::read_to_string(&sites).unwrap()).unwrap();
+        let mut got: Vec<(String, String, String)> = sites
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| {
+                let (k, p) = (s["kernel"].as_str().unwrap(), s["point"].as_str().unwrap());
+                s["probes"].as_array().unwrap().iter().map(move |n| {
+                    (
+                        k.to_string(),
+                        p.to_string(),
+                        n.as_str().unwrap().to_string(),
+                    )
+                })
+            })
+            .collect();
+        got.sort();
+        got.dedup();
+        let mut want: Vec<(String, String, String)> = kernels
+            .iter()
+            .flat_map(|k| {
+                [("entry", "block_start"), ("exit", "block_end")]
+                    .map(|(p, n)| (k.to_string(), p.to_string(), n.to_string()))
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "{app}: where the probes attached");
+        let ptx = std::fs::read_to_string(&out).unwrap();
+        for m in ["launch", "spans", "sm_blocks", "lat_fine", "lat_coarse"] {
+            assert!(
+                ptx.contains(&format!("bpf2ptx_map_{m}")),
+                "{app}: map {m} missing from the instrumented PTX"
+            );
+        }
+        let a = assemble(&ptxas, &out);
+        assert!(a.status.success(), "{app}: ptxas: {}", text(&a.stderr));
+    }
+}
+
+// ---- rendered snapshots for the Python readers ----------------------------------------
+
+/// An array's data: `vals` at their keys, zeros elsewhere, `value_size` bytes each.
+fn array(obj: &Object, name: &str, vals: &[(usize, &[u8])]) -> TracedMap {
+    let m = obj.maps.iter().find(|m| m.name == name).unwrap().clone();
+    let mut values = vec![vec![0u8; m.value_size as usize]; m.max_entries as usize];
+    for (k, v) in vals {
+        values[*k][..v.len()].copy_from_slice(v);
+    }
+    traced(
+        obj,
+        m,
+        MapData::Array {
+            values,
+            sharded: None,
+        },
+        MapCounts::default(),
+    )
+}
+
+fn counts(obj: &Object, name: &str, vals: &[(usize, u64)]) -> TracedMap {
+    let bytes: Vec<(usize, Vec<u8>)> = vals
+        .iter()
+        .map(|&(k, v)| (k, v.to_le_bytes().to_vec()))
+        .collect();
+    let refs: Vec<(usize, &[u8])> = bytes.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+    array(obj, name, &refs)
+}
+
+fn traced(
+    obj: &Object,
+    map: bpf2ptx_compiler::program::Map,
+    data: MapData,
+    c: MapCounts,
+) -> TracedMap {
+    let btf = trace::object_btf(&std::fs::read(&obj.file).unwrap()).unwrap();
+    let types = trace::map_types(obj, btf.as_ref(), &[]).unwrap();
+    let k = obj.maps.iter().position(|m| m.name == map.name).unwrap();
+    TracedMap {
+        map,
+        types: types[k].clone(),
+        image: MapImage {
+            counts: c,
+            keys: None,
+            data,
+        },
+    }
+}
+
+/// One JSON snapshot line as `bpf2ptx trace --format json` prints it.
+fn render(maps: Vec<TracedMap>, end: bool) -> Value {
+    let s = Snapshot {
+        elapsed_ns: 2_000_000_000,
+        device: None,
+        end: end.then_some(AppEnd::Exited { code: 0 }),
+        maps,
+        loop_budget: Vec::new(),
+        printk_dropped: 0,
+        events: Vec::new(),
+    };
+    serde_json::from_str(&trace::render(&s, Format::Json)).unwrap()
+}
+
+struct Run<'a> {
+    fine: &'a [(usize, u64)],
+    coarse: &'a [(usize, u64)],
+    sm: &'a [(usize, u64)],
+    launches: u64,
+    early: u64,
+    /// (launch time, first block start, last block end)
+    spans: &'a [(u64, u64, u64)],
+    evicted: u64,
+}
+
+fn sharing_maps(obj: &Object, r: &Run) -> Vec<TracedMap> {
+    let spans = obj.maps.iter().find(|m| m.name == "spans").unwrap().clone();
+    let entries = r
+        .spans
+        .iter()
+        .map(|&(t0, a, b)| {
+            let v: Vec<u8> = [a, b].iter().flat_map(|w| w.to_le_bytes()).collect();
+            (t0.to_le_bytes().to_vec(), v)
+        })
+        .collect();
+    vec![
+        counts(obj, "launches", &[(0, r.launches)]),
+        counts(obj, "lat_fine", r.fine),
+        counts(obj, "lat_coarse", r.coarse),
+        counts(obj, "sm_blocks", r.sm),
+        counts(obj, "early", &[(0, r.early)]),
+        traced(
+            obj,
+            spans,
+            MapData::Hash { entries },
+            MapCounts {
+                evicted: r.evicted,
+                ..Default::default()
+            },
+        ),
+    ]
+}
+
+fn python(args: &[&str]) -> Output {
+    Command::new("python3")
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(repo_root())
+        .output()
+        .unwrap_or_else(|e| panic!("python3: {e} (tests/run.sh needs python3 too)"))
+}
+
+/// python3 ARGS with `input` on its standard input.
+fn python_with_input(args: &[&str], input: &str) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new("python3")
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("python3: {e} (tests/run.sh needs python3 too)"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn write_run(dir: &Path, name: &str, lines: &[Value], launches: u64, window: (u64, u64)) {
+    let jsonl: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join(format!("{name}.jsonl")), jsonl).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.out")),
+        format!(
+            "shape launches {n} grid 4 block 256 iters 20000 sms 4\n\
+             roundtrip_us p50 30.0 p90 35.0 p99 40.0 max 90.0\n\
+             window_ns {} {}\nresult 0.999983 wrong 0\n",
+            window.0,
+            window.1,
+            n = launches - 1
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.err")),
+        format!("bpf2ptx trace: module 1: probes in _Z9spin_workPfi (inject 1.0 ms, JIT 9.0 ms)\nmodel spin_work launches {launches} grid 4 block 256\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_sharing_summary_reads_what_trace_prints() {
+    let obj = object(SHARING);
+    let alone = Run {
+        // 404 blocks: 250 in [10, 12) us, 150 in [20, 22), 4 in [100, 102).
+        fine: &[(6, 250), (11, 150), (51, 4)],
+        coarse: &[(1, 400), (2, 4)],
+        sm: &[(0, 101), (1, 101), (2, 101), (3, 101)],
+        launches: 101,
+        early: 0,
+        spans: &[
+            (1_000_000, 1_008_000, 1_058_000),
+            (2_000_000, 2_012_000, 2_052_000),
+        ],
+        evicted: 0,
+    };
+    let shared = Run {
+        // 100 blocks in [10, 12) us, 303 in [2.5, 2.6) ms, 1 at 100 ms or more.
+        fine: &[(6, 100), (1001, 304)],
+        coarse: &[(1, 100), (26, 303), (1001, 1)],
+        sm: &[(0, 100), (1, 101), (2, 101), (3, 102)],
+        launches: 101,
+        early: 3,
+        spans: &[
+            (1_000_000, 1_010_000, 1_055_000),
+            (2_000_000, 4_500_000, 4_545_000),
+            (9_000_000, 12_000_000, 14_000_000),
+        ],
+        evicted: 5,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // alone-1: today's shape, an earlier snapshot (ignored) then the last one.
+    let early_line = render(
+        sharing_maps(
+            &obj,
+            &Run {
+                launches: 7,
+                ..alone
+            },
+        ),
+        false,
+    );
+    let last = render(sharing_maps(&obj, &alone), true);
+    write_run(
+        dir.path(),
+        "alone-1",
+        &[early_line, last.clone()],
+        101,
+        (1000, 2000),
+    );
+    // shared-1: today's shape.
+    let s1 = render(sharing_maps(&obj, &shared), true);
+    write_run(dir.path(), "shared-1", &[s1], 101, (1500, 2500));
+    // shared-2: alone-1's maps nested per device and module, `launches` (shared by the
+    // host program) printed beside both modules, the other maps in one.
+    let maps = last["maps"].as_array().unwrap().clone();
+    let launches: Vec<Value> = maps
+        .iter()
+        .filter(|m| m["name"] == "launches")
+        .cloned()
+        .collect();
+    let nested = json!({
+        "elapsed_ns": 1, "end": last["end"], "failures": [], "events": [],
+        "devices": [{"device": 0, "modules": [
+            {"label": "module 1", "maps": maps},
+            {"label": "module 2", "maps": launches},
+        ]}],
+    });
+    write_run(dir.path(), "shared-2", &[nested], 101, (2000, 3000));
+
+    let out = python(&[
+        "examples/gpu_sharing/summary.py",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(
+        rows[1..],
+        [
+            "| alone-1 | 404 / 404 | 12 / 22 / 22 / 102 | 8.0 / 12.0 (2 launches) | 40.0 / 50.0 | 101 / 101.0 / 101 (4) | 30.0 / 40.0 |",
+            "| shared-1 | 404 / 404 | 2600 / 2600 / 2600 / >= 100000 | 2500.0 / 3000.0 (3 launches) | 45.0 / 2000.0 | 100 / 101.0 / 102 (4) | 30.0 / 40.0 |",
+            "| shared-2 | 404 / 404 | 12 / 22 / 22 / 102 | 8.0 / 12.0 (2 launches) | 40.0 / 50.0 | 101 / 101.0 / 101 (4) | 30.0 / 40.0 |",
+        ],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("app: launches 100 grid 4 block 256 iters 20000 sms 4"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "shared runs' measured loops overlapped 0.0 ms: 50% of shared-1's, 50% of shared-2's"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "- copy 1, alone -> shared: first-block latency p50 8.0 -> 2500.0 us (x312.5); \
+             p99 12.0 -> 3000.0 us (x250.0); kernel span p50 40.0 -> 45.0 us (x1.1); \
+             p99 50.0 -> 2000.0 us (x40.0); app round trip p50 30.0 -> 30.0 us, p99 40.0 -> 40.0 us\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("- copy 2"),
+        "no alone-2 to compare with: {stdout}"
+    );
+    assert!(
+        stdout.contains("- shared-1: 3 blocks started before"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("- shared-1: @spans: 5 evicted"), "{stdout}");
+    assert!(
+        !stdout.contains("host program ran at"),
+        "launches summed twice: {stdout}"
+    );
+
+    // A run that counted other than the blocks it launched fails the summary.
+    write_run(dir.path(), "alone-2", &[last], 102, (1000, 2000));
+    let out = python(&[
+        "examples/gpu_sharing/summary.py",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("| alone-2 | 404 / 408 MISMATCH |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("- alone-2: the host program ran at 101 launches, the app made 102"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_torch_check_reads_counts_in_either_shape_and_the_kernels_from_stderr() {
+    let obj = object("tests/inject/probes/counters.bpf.o");
+    let slots = |base: u64| -> Vec<(usize, u64)> { (0..8).map(|k| (k, base + k as u64)).collect() };
+    // Two modules in today's shape; an earlier snapshot that must not count.
+    let lines = [
+        render(vec![counts(&obj, "counts", &slots(1_000_000))], false),
+        render(vec![counts(&obj, "counts", &slots(100))], true),
+        render(vec![counts(&obj, "counts", &slots(10))], true),
+    ];
+    let nested = json!({"end": lines[1]["end"], "devices": [
+        {"device": 0, "maps": lines[1]["maps"]},
+        {"device": 1, "maps": lines[2]["maps"]},
+    ]});
+    let dir = tempfile::tempdir().unwrap();
+    let read = |name: &str, lines: &[Value]| -> Value {
+        let f = dir.path().join(name);
+        std::fs::write(
+            &f,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let out = python(&[
+            "-c",
+            "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_torch as t; \
+             print(json.dumps(t.counted([json.loads(l) for l in open(sys.argv[1])])))",
+            f.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_str(&text(&out.stdout)).unwrap()
+    };
+    // Slots 0-5 only: 100 + k and 10 + k summed.
+    let want = json!([[110, 112, 114, 116, 118, 120], 2]);
+    assert_eq!(read("today.jsonl", &lines), want);
+    assert_eq!(read("nested.jsonl", &[lines[0].clone(), nested]), want);
+
+    // The stderr lines the check reads: the front end's report of instrumented modules
+    // and the interposer's no-PTX and fallback lines (cli/interposer/src/registry.rs).
+    let stderr = "\
+bpf2ptx trace: library 3: no PTX (SASS for sm_80, sm_90), so kernel _ZN2at6native18elementwise_kernelILi128ELi2EEEviT1_ cannot be probed; rebuild with -gencode arch=compute_90,code=compute_90 (PyTorch extensions: TORCH_CUDA_ARCH_LIST=\"9.0+PTX\"); it runs unmodified
+bpf2ptx trace: library 9: JIT: CUDA_ERROR_NO_BINARY_FOR_GPU; it runs unmodified
+bpf2ptx trace: library 7: probes in _Z7row_sumILi96EEvPKfPfi, ext_scale_add (inject 2.0 ms, JIT 40.1 ms)
+scale_add: checksum 1.0 agrees True
+";
+    let out = python_with_input(
+        &[
+            "-c",
+            "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_torch as t; \
+             e = sys.stdin.read(); \
+             print(json.dumps([sorted(t.instrumented(e)), t.sass_only(e)]))",
+        ],
+        stderr,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(
+        got,
+        json!([
+            ["_Z7row_sumILi96EEvPKfPfi", "ext_scale_add"],
+            [
+                ["_ZN2at6native18elementwise_kernelILi128ELi2EEEviT1_"],
+                ["bpf2ptx trace: library 9: JIT: CUDA_ERROR_NO_BINARY_FOR_GPU; it runs unmodified"]
+            ]
+        ])
+    );
+}
+
+/// The GPU machine's scripts of this issue parse (python3's parser, `bash -n`): a typo
+/// found here costs no GPU session.
+#[test]
+fn the_gpu_scripts_parse() {
+    let py = [
+        "tests/gpu/trace_torch.py",
+        "tests/gpu/trace/torch_app.py",
+        "examples/gpu_sharing/summary.py",
+    ];
+    let mut args = vec![
+        "-c",
+        "import ast, sys\nfor f in sys.argv[1:]: ast.parse(open(f).read(), f)",
+    ];
+    args.extend(py);
+    let out = python(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = Command::new("bash")
+        .args(["-n", "examples/gpu_sharing/run.sh"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
