@@ -888,11 +888,33 @@ fn run_cmd(
         loop_budget,
         ..Default::default()
     };
+    // Host-side programs (`host/launch/K`, `uprobe`) run on the CPU at CUDA launches under
+    // `bpf2ptx trace`, with a context only that has: `run` runs the object's first GPU
+    // program, on either engine, and says which it skipped.
+    let gpu_only = |obj: &Object| -> Object {
+        let (gpu, skipped) = compile::gpu_programs(obj);
+        for (name, section) in &skipped {
+            eprintln!(
+                "note: {}: skipped host-side program {name} (section {section})",
+                obj.file
+            );
+        }
+        gpu
+    };
     let compile_fn = |obj: &Object| -> Result<(String, String), String> {
+        let obj = &gpu_only(obj);
+        let first = obj
+            .programs
+            .first()
+            .ok_or_else(|| format!("{}: no GPU programs to run", obj.file))?;
         let text = compile::compile(obj, &opts_ptx).map_err(|e| e.to_string())?;
-        Ok((text, ptx::entry_symbol(&obj.programs[0])))
+        Ok((text, ptx::entry_symbol(first)))
     };
     let interp_fn = |obj: &Object, mem: &mut [u8]| -> Result<u64, String> {
+        let obj = &gpu_only(obj);
+        if obj.programs.is_empty() {
+            return Err(format!("{}: no GPU programs to run", obj.file));
+        }
         let verified = compile::verify_budget(obj, loop_budget).map_err(|e| e.to_string())?;
         let facts = verified.facts(0);
         let opts = bpf2ptx_compiler::interp::Options {

@@ -206,3 +206,28 @@ fn an_elided_probe_is_not_a_no_match() {
     assert!(err.contains("has no effects"), "{err}");
     assert!(!err.contains("no probe matches"), "{err}");
 }
+
+/// `run --cpu` on an object with a host-side program (`host/launch/*`, which has a launch
+/// context only under `bpf2ptx trace`) skips it, says so, and runs the first GPU program:
+/// the failure is the interpreter's (a GPU helper it lacks), not a verifier rejection of
+/// the host program with an empty context.
+#[test]
+fn run_cpu_skips_host_side_programs() {
+    let obj = repo_root().join("examples/probes/trace_latency.bpf.o");
+    let r = Command::new(bpf2ptx_bin())
+        .args(["run", "--cpu"])
+        .arg(&obj)
+        .output()
+        .unwrap();
+    let err = stderr(&r);
+    assert!(
+        err.contains("skipped host-side program on_launch (section host/launch/*)"),
+        "{err}"
+    );
+    assert!(!err.contains("rejected"), "{err}");
+    assert!(
+        err.contains("helper 502 is not available in the interpreter"),
+        "{err}"
+    );
+    assert_eq!(r.status.code(), Some(1), "{err}");
+}
