@@ -465,6 +465,8 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>, flags: &bpf2ptx::build::
         loop_budget,
         flags: flags.clone(),
         no_fuse: a.no_fuse,
+        // A module injected by hand keeps its own maps, at constant addresses.
+        rebind_maps: false,
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
@@ -1029,6 +1031,8 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>, flags: &bpf2ptx::build::Flags) -> 
         loop_budget,
         fuse: false,
         live: map_opts.live,
+        // `bpf2ptx run` binds only what it sizes per launch: the module's own storage.
+        rebind_maps: false,
     };
     let text = match compile::compile(&obj, &opts) {
         Ok(t) => t,

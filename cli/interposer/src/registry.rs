@@ -21,7 +21,7 @@
 //! keys only: a module or library unloaded is forgotten, with every function of it, so a
 //! handle the driver reuses never finds stale entries.
 
-use crate::bind::{global_address, Binder};
+use crate::bind::{global_address, global_symbol, Bound, DeviceSet, MapSets};
 use crate::clock::{self, Clock};
 use crate::driver::*;
 use crate::hooks::real;
@@ -29,7 +29,7 @@ use crate::hostprog::{HostRuntime, LaunchFacts};
 use crate::jit;
 use crate::resolve::driver_fn;
 use crate::session::{Config, Event, Log, DIR_VAR, FAULT_VAR};
-use crate::snapshot::{self, Reader, Snapshot};
+use crate::snapshot::{self, DeviceMaps, Reader, Snapshot};
 use bpf2ptx::host::{kernel_hash, HostPrograms};
 use bpf2ptx::trace::wire::{append_launches, LaunchRecord};
 use bpf2ptx_backend::inject::attach::Attach;
@@ -68,12 +68,23 @@ struct Image {
     instrumented: Mutex<Option<Result<Instr, ()>>>,
 }
 
-/// An instrumented copy: its handle and the binder of its per-unit arrays.
+/// An instrumented copy: its handle, and the map set of its device it is bound to.
 #[derive(Debug, Clone)]
 struct Instr {
     handle: Handle,
-    binder: Option<SharedBinder>,
+    set: Arc<DeviceSet>,
+    bound: Bound,
 }
+
+impl Instr {
+    /// What each launch of the copy sizes first: its per-unit arrays, if any.
+    fn per_unit(&self) -> Option<PerUnit> {
+        (!self.bound.per_unit.is_empty()).then(|| (self.set.clone(), self.bound.per_unit.clone()))
+    }
+}
+
+/// A map set and the per-unit arrays (object map indices) a launch sizes in it.
+type PerUnit = (Arc<DeviceSet>, Arc<[usize]>);
 
 /// What was decided for an application handle at its first launch: what to launch, the
 /// binder to run before it, and what else each launch of it does.
@@ -81,8 +92,10 @@ struct Instr {
 struct Launch {
     /// The handle to launch (the instrumented twin, or the application's own).
     handle: Handle,
-    /// Sizes per-unit arrays before the launch.
-    binder: Option<SharedBinder>,
+    /// The per-unit arrays sized before the launch.
+    per_unit: Option<PerUnit>,
+    /// The device it runs on (its map set's; 0 when not instrumented).
+    device: u32,
     /// Bit set of the host programs that run at its launches.
     host: u64,
     /// The kernel's id (1-based; 0: a handle the interposer never saw named).
@@ -98,7 +111,8 @@ impl Launch {
     fn plain(f: Handle) -> Launch {
         Launch {
             handle: f,
-            binder: None,
+            per_unit: None,
+            device: 0,
             host: 0,
             kernel: 0,
             hash: 0,
@@ -124,8 +138,6 @@ pub struct LaunchArgs {
 /// Launch records waiting for the snapshot thread, at most this many (then counted as
 /// dropped, said at exit).
 const MAX_PENDING_LAUNCHES: usize = 1 << 20;
-/// A binder shared by the launches of one instrumented module.
-type SharedBinder = Arc<Mutex<Binder>>;
 
 /// A function or kernel handle the application holds.
 #[derive(Debug, Clone)]
@@ -145,14 +157,36 @@ struct State {
     swap: HashMap<Handle, Launch>,
     /// Kernel names launched so far, with their ids (1-based, in order of first launch).
     seen: HashMap<String, u32>,
-    /// Instrumented copies: (label, handle, loaded as a library), in instrumenting order.
-    instrumented: Vec<(String, Handle, bool)>,
 }
 
-/// What takes snapshots: the reader (a stream of its own) and the context it was made in.
+/// The snapshot thread's side: whether snapshots started, and per map set's context the
+/// reader made there (a stream of its own).
+#[derive(Default)]
 struct Copier {
-    reader: Reader,
-    ctx: Handle,
+    started: bool,
+    /// The context current where snapshots started (the clock's rechecks run there).
+    home: Handle,
+    readers: Vec<(Handle, Option<Reader>)>,
+}
+
+/// The calling thread's current context, if any.
+fn current_context() -> Option<Handle> {
+    let f = driver_fn(c"cuCtxGetCurrent")?;
+    let mut ctx: Ptr = std::ptr::null_mut();
+    // SAFETY: the driver's cuCtxGetCurrent with a valid out pointer.
+    let rc = unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(f)(&mut ctx) };
+    (rc == SUCCESS && !ctx.is_null()).then_some(ctx as Handle)
+}
+
+/// Makes `ctx` the calling thread's current context (0: nothing to do).
+fn set_context(ctx: Handle) {
+    if ctx == 0 {
+        return;
+    }
+    if let Some(f) = driver_fn(c"cuCtxSetCurrent") {
+        // SAFETY: the driver's function on a context it returned.
+        unsafe { std::mem::transmute::<Ptr, CtxSetCurrent>(f)(ctx as Ptr) };
+    }
 }
 
 /// A trace session: its configuration, the probes' attach points, and the state.
@@ -180,9 +214,11 @@ struct Session {
     /// When the clock was last measured (ns since the start), for the rechecks.
     clock_at: AtomicU64,
     state: Mutex<State>,
-    /// Made at the first instrumentation (it needs a context); `None` until then, or
-    /// when the driver lacks what it needs.
-    copier: Mutex<Option<Copier>>,
+    /// The maps: one instance per process and device ([`crate::bind`]).
+    sets: MapSets,
+    /// Snapshots: started at the first instrumentation (or the first launch that runs
+    /// host programs or is recorded).
+    copier: Mutex<Copier>,
     /// The last snapshot was taken (at exit): periodic ones stop, so that one racing the
     /// exit (with the CUDA runtime tearing down) never replaces it.
     finished: std::sync::atomic::AtomicBool,
@@ -221,7 +257,8 @@ fn session() -> Option<&'static Session> {
                 said_capture: AtomicBool::new(false),
                 clock_at: AtomicU64::new(0),
                 state: Mutex::default(),
-                copier: Mutex::new(None),
+                sets: MapSets::default(),
+                copier: Mutex::default(),
                 finished: Default::default(),
                 started: Instant::now(),
             })
@@ -373,14 +410,11 @@ pub fn kernel_function(func: Ptr, kernel: Ptr) {
 pub fn launchable(f: Ptr, args: LaunchArgs) -> Ptr {
     with_session(f, |s| {
         let d = s.launchable(f as Handle);
-        if let Some(b) = &d.binder {
-            if let Err(e) = b
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .before_launch(args.dims)
-            {
-                s.log
-                    .say(&format!("{e}; its lookups return NULL in this launch"));
+        if let Some((set, maps)) = &d.per_unit {
+            if let Err(e) = set.before_launch(s.obj, maps, args.dims) {
+                s.log.say(&format!(
+                    "{e}; lookups past the units it holds return NULL in this launch"
+                ));
             }
         }
         let record = d.instrumented && s.config.launch_log;
@@ -442,36 +476,58 @@ impl Session {
         let probed = bytes
             .as_deref()
             .is_some_and(|b| b.windows(8).any(|w| w == b"bpf2ptx_"));
-        let instrumented = probed.then(|| {
-            self.bind_shared(handle as Handle, library);
-            let binder = Binder::new(self.obj, |sym| {
-                global_address(handle as Handle, library, sym)
+        // Its maps are bound to the process's instances as an instrumented copy's are; a
+        // failure leaves it with maps of its own (the rebinding lowering works unbound),
+        // which the snapshot does not see: said.
+        let instrumented = probed
+            .then(|| match self.bind(handle as Handle, library, &label) {
+                Ok(i) => Some(i),
+                Err(e) => {
+                    self.log.say(&format!(
+                        "{label}: {e}; its probes use maps of their own, not in the snapshot"
+                    ));
+                    None
+                }
             })
-            .ok()
-            .flatten()
-            .map(|b| Arc::new(Mutex::new(b)));
-            Instr {
-                handle: handle as Handle,
-                binder,
-            }
-        });
-        if probed {
-            st.instrumented
-                .push((label.clone(), handle as Handle, library));
-        }
+            .flatten();
         st.images.insert(
             handle as Handle,
             Arc::new(Image {
                 label,
                 library,
                 bytes,
-                instrumented: Mutex::new(instrumented.map(Ok)),
+                instrumented: Mutex::new(probed.then(|| instrumented.ok_or(()))),
             }),
         );
         drop(st);
         if probed {
             self.start_snapshots();
         }
+    }
+
+    /// Binds instrumented module `h` (loaded in the current context) to the map set of
+    /// its device ([`crate::bind`]), and the maps host programs share to their pinned
+    /// storage, before any launch of it.
+    fn bind(&self, h: Handle, library: bool, label: &str) -> Result<Instr, String> {
+        let set = self.sets.current().map_err(|e| e.to_string())?;
+        let skip = self
+            .host
+            .as_ref()
+            .map_or(&[][..], |r| r.progs.shared_maps.as_slice());
+        let bound = set
+            .bind(
+                self.obj,
+                label,
+                &mut |sym| global_symbol(h, library, sym),
+                skip,
+            )
+            .map_err(|e| e.to_string())?;
+        self.bind_shared(h, library);
+        Ok(Instr {
+            handle: h,
+            set,
+            bound,
+        })
     }
 
     /// Points the shared maps' descriptors in instrumented module `h` at the storage the
@@ -497,6 +553,8 @@ impl Session {
                 None => self.config.maps.clone(),
             },
             loop_budget: self.config.loop_budget,
+            // One instance of each map per process and device, bound into every module.
+            rebind_maps: true,
             granularity: match self.config.granularity.as_deref() {
                 Some("warp") => bpf2ptx_backend::back::ptx::Granularity::Warp,
                 Some("block") => bpf2ptx_backend::back::ptx::Granularity::Block,
@@ -532,7 +590,8 @@ impl Session {
             });
             let plain = Launch {
                 handle: f,
-                binder: None,
+                per_unit: None,
+                device: 0,
                 host: self
                     .host
                     .as_ref()
@@ -555,7 +614,8 @@ impl Session {
             .and_then(|i| {
                 Some(Launch {
                     handle: self.twin(i.handle, &func)?,
-                    binder: i.binder,
+                    per_unit: i.per_unit(),
+                    device: i.set.device,
                     instrumented: true,
                     ..plain.clone()
                 })
@@ -604,6 +664,7 @@ impl Session {
                 pending.push(LaunchRecord {
                     seq,
                     kernel: d.kernel,
+                    device: d.device,
                     stream: facts.stream,
                     grid: facts.grid,
                     block: facts.block,
@@ -683,12 +744,7 @@ impl Session {
             });
         }
         *slot = Some(r.clone().map_err(|_| ()));
-        if let Ok(i) = &r {
-            self.state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .instrumented
-                .push((img.label.clone(), i.handle, img.library));
+        if r.is_ok() {
             self.start_snapshots();
         }
         r.ok()
@@ -725,20 +781,22 @@ impl Session {
         let kernels = kernels_of(&done.woven);
         let t1 = Instant::now();
         let (handle, cached) = self.jit(&done.woven.text, img.library)?;
+        let jit_ms = t1.elapsed().as_secs_f64() * 1e3;
+        // Bound before any launch of it; a module that cannot be bound runs unmodified.
+        let instr = self
+            .bind(handle, img.library, &img.label)
+            .map_err(|e| format!("binding its maps: {e}"))?;
         self.log.event(&Event::Instrumented {
             label: img.label.clone(),
             kernels,
             inject_ms,
-            jit_ms: t1.elapsed().as_secs_f64() * 1e3,
+            jit_ms,
             cached,
         });
-        let binder = Binder::new(self.obj, |sym| global_address(handle, img.library, sym))?
-            .map(|b| Arc::new(Mutex::new(b)));
-        self.bind_shared(handle, img.library);
         if self.config.launch_log {
             self.ensure_clock();
         }
-        Ok(Instr { handle, binder })
+        Ok(instr)
     }
 
     /// Has the driver assemble `ptx` into a module or library, as the original was,
@@ -859,28 +917,17 @@ impl Session {
 }
 
 impl Session {
-    /// At the first instrumentation: makes the copier in the current context, registers
-    /// the last snapshot at exit (now, after the CUDA runtime registered its own teardown,
-    /// so that ours runs first), and starts the periodic snapshots.
+    /// At the first instrumentation (or launch that runs host programs or is recorded):
+    /// notes the current context (where the clock is rechecked), registers the last
+    /// snapshot at exit (now, after the CUDA runtime registered its own teardown, so that
+    /// ours runs first), and starts the periodic snapshots.
     fn start_snapshots(&'static self) {
         let mut copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
-        if copier.is_some() {
+        if copier.started {
             return;
         }
-        let mut ctx: Ptr = std::ptr::null_mut();
-        // SAFETY: the driver's cuCtxGetCurrent with a valid out pointer.
-        let have_ctx = driver_fn(c"cuCtxGetCurrent")
-            .map(|f| unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(f)(&mut ctx) } == SUCCESS)
-            .unwrap_or(false);
-        let Some(reader) = Reader::new().filter(|_| have_ctx) else {
-            self.log
-                .say("map snapshots unavailable (the driver lacks stream copies)");
-            return;
-        };
-        *copier = Some(Copier {
-            reader,
-            ctx: ctx as Handle,
-        });
+        copier.started = true;
+        copier.home = current_context().unwrap_or(0);
         extern "C" fn last_snapshot() {
             if let Some(s) = session() {
                 let _ = catch_unwind(|| s.snapshot(true));
@@ -899,36 +946,21 @@ impl Session {
         }
     }
 
-    /// Copies every instrumented module's maps into `snapshot.json`. `last`: at exit,
-    /// after waiting for the context's work.
+    /// Copies every map set's maps (one per device) into `snapshot.json`, each in its
+    /// context on a stream of its own, and the maps host programs share. `last`: at exit,
+    /// after waiting for each context's work. The calling thread's context is restored.
     fn snapshot(&self, last: bool) {
-        let mods = self
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .instrumented
-            .clone();
-        let copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(c) = copier.as_ref() else {
+        let mut copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
+        if !copier.started {
             return;
-        };
+        }
         // Under the copier's lock: a periodic snapshot either ran before the last one or
         // sees the flag.
         use std::sync::atomic::Ordering::SeqCst;
         if self.finished.load(SeqCst) || last && self.finished.swap(true, SeqCst) {
             return;
         }
-        // SAFETY: the driver's functions on the context the copier was made in.
-        unsafe {
-            if let Some(set) = driver_fn(c"cuCtxSetCurrent") {
-                std::mem::transmute::<Ptr, CtxSetCurrent>(set)(c.ctx as Ptr);
-            }
-            if last {
-                if let Some(sync) = driver_fn(c"cuCtxSynchronize") {
-                    std::mem::transmute::<Ptr, CtxSynchronize>(sync)();
-                }
-            }
-        }
+        let before = current_context();
         let now = self.started.elapsed().as_nanos() as u64;
         let measured = self.clock_at.load(Relaxed);
         if !last
@@ -936,20 +968,53 @@ impl Session {
             && self.clock.measured()
             && now.saturating_sub(measured) >= clock::RECHECK.as_nanos() as u64
         {
+            set_context(copier.home);
             self.measure_clock();
         }
+        let mut devices = Vec::new();
+        for set in self.sets.all() {
+            set_context(set.ctx);
+            if last {
+                // SAFETY: the driver's function, in the set's context.
+                unsafe {
+                    if let Some(sync) = driver_fn(c"cuCtxSynchronize") {
+                        std::mem::transmute::<Ptr, CtxSynchronize>(sync)();
+                    }
+                }
+            }
+            let at = match copier.readers.iter().position(|r| r.0 == set.ctx) {
+                Some(at) => at,
+                None => {
+                    let reader = Reader::new();
+                    if reader.is_none() {
+                        self.log.say(&format!(
+                            "device {}: map snapshots unavailable (the driver lacks stream copies)",
+                            set.device
+                        ));
+                    }
+                    copier.readers.push((set.ctx, reader));
+                    copier.readers.len() - 1
+                }
+            };
+            let Some(reader) = copier.readers[at].1 else {
+                continue;
+            };
+            let (modules, maps) = set.raw_maps(self.obj, &|a, n| reader.copy(a, n));
+            devices.push(DeviceMaps {
+                device: set.device,
+                context: set.context,
+                modules,
+                maps,
+            });
+        }
+        if let Some(ctx) = before {
+            set_context(ctx);
+        }
         let shared = self.host.as_ref().and_then(HostRuntime::shared_now);
-        let skip: Vec<usize> =
-            shared.map_or_else(Vec::new, |s| s.maps.iter().map(|m| m.index).collect());
         let snap = Snapshot {
             time_ns: now,
             last,
-            modules: mods
-                .iter()
-                .map(|(label, h, library)| {
-                    c.reader.module_maps(label, *h, *library, self.obj, &skip)
-                })
-                .collect(),
+            devices,
             shared: shared.map_or_else(Vec::new, |s| {
                 s.maps
                     .iter()

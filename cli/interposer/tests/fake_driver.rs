@@ -247,30 +247,37 @@ fn the_last_snapshot_holds_every_map_of_the_instrumented_module() {
     assert!(log.iter().any(|l| l == "synchronize"), "{log:?}");
     let snap = read(&f.path("trace")).expect("snapshot.json");
     assert!(snap.last);
-    assert_eq!(snap.modules.len(), 1);
-    assert_eq!(snap.modules[0].label, "module 1");
-    let names: Vec<&str> = snap.modules[0]
-        .maps
-        .iter()
-        .map(|m| m.name.as_str())
-        .collect();
-    // cuda_counter's three hash maps (and its .rodata for bpf_printk).
-    for want in ["entered_at", "launches", "busy_ns"] {
-        assert!(names.contains(&want), "{names:?}");
+    assert_eq!(snap.devices.len(), 1);
+    let dev = &snap.devices[0];
+    assert_eq!((dev.device, dev.context), (0, 0));
+    assert_eq!(dev.modules, ["module 1"]);
+    let names: Vec<&str> = dev.maps.iter().map(|m| m.name.as_str()).collect();
+    // cuda_counter's three hash maps (its .rodata stays the module's own).
+    assert_eq!(names, ["entered_at", "launches", "busy_ns"], "{names:?}");
+    let obj = bpf2ptx::load_path(&common::repo().join(PROBES)).unwrap();
+    for raw in &dev.maps {
+        let m = obj.maps.iter().find(|m| m.name == raw.name).unwrap();
+        // The instance's words: storage and counts block of its own (not 0), the rest as
+        // the module laid the map out.
+        assert_eq!(raw.desc[0] as u32, m.map_type, "{}", m.name);
+        assert!(
+            raw.desc[3] != 0 && raw.desc[5] != 0,
+            "{}: {:?}",
+            m.name,
+            raw.desc
+        );
+        let desc: Vec<u8> = raw.desc.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let data = unhex(&raw.data).unwrap();
+        assert_eq!(
+            data.len() as u64,
+            bpf2ptx_loader::image::storage_bytes(m, &desc),
+            "{}: the storage a reader decodes",
+            m.name
+        );
+        assert!(data.iter().all(|&b| b == 0), "nothing ran: zeroed");
+        let counts = raw.counts.as_deref().and_then(unhex).unwrap();
+        assert_eq!(counts.len() as u64, bpf2ptx_runtime::maps::COUNTS_BYTES);
     }
-    let launches = snap.modules[0]
-        .maps
-        .iter()
-        .find(|m| m.name == "launches")
-        .unwrap();
-    // The fake's globals are 64 bytes of their name's length.
-    let len = |s: &str| vec![s.len() as u8; 64];
-    assert_eq!(launches.desc, vec![u64::from_le_bytes([20; 8]); 8]); // bpf2ptx_map_launches
-    assert_eq!(unhex(&launches.data), Some(len("bpf2ptx_mapdata_launches")));
-    assert_eq!(
-        launches.counts.as_deref().and_then(unhex),
-        Some(len("bpf2ptx_mapcnt_launches"))
-    );
 }
 
 #[test]
@@ -288,7 +295,7 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
     let mem: Vec<&str> = log
         .iter()
         .map(String::as_str)
-        .filter(|l| l.starts_with("alloc") || l.starts_with("dtod") || *l == "free")
+        .filter(|l| ["alloc 512", "alloc 1024", "dtod 256", "free"].contains(l))
         .collect();
     // 2 keys x 32 threads x 8 bytes; then 2 x 64 x 8 with each key's 32 slots moved.
     assert_eq!(
@@ -297,7 +304,7 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
         "{log:?}"
     );
     let snap = read(&f.path("trace")).expect("snapshot.json");
-    let per_thread = snap.modules[0]
+    let per_thread = snap.devices[0]
         .maps
         .iter()
         .find(|m| m.name == "per_thread")
@@ -393,9 +400,9 @@ fn ptx_given_to_the_linker_is_instrumented_once() {
     assert_eq!(labels, ["link input 1 (app.ptx)"]);
     let snap = bpf2ptx_interposer::snapshot::read(&f.path("trace")).expect("snapshot");
     assert_eq!(
-        snap.modules.len(),
+        snap.devices.iter().map(|d| d.modules.len()).sum::<usize>(),
         1,
-        "the linked module's maps are snapshotted"
+        "the linked module's maps are bound and snapshotted"
     );
 }
 
@@ -473,7 +480,7 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
         "host_ns {host_ns} on the GPU's timeline ({before}..{after} + offset)"
     );
     // One instance: the module's snapshot leaves the shared maps to `shared`.
-    assert!(snap.modules[0].maps.iter().all(|m| m.name != "launch"));
+    assert!(snap.devices[0].maps.iter().all(|m| m.name != "launch"));
     // The launch records, for --trace-events.
     let records = bpf2ptx::trace::wire::read_launches(&f.path("trace"));
     let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();

@@ -1,7 +1,8 @@
 //! `bpf2ptx trace` end to end under the stand-in driver (tests/fake): the front end
 //! verifies the probes, starts the application with the interposer, prints the snapshots
 //! and says what it instrumented; exit codes, crashes, rejected probes and probes that
-//! match nothing. No GPU: the fake driver's globals are zeros (every map unbound).
+//! match nothing, one instance of each map per device and their sum. No GPU: the fake
+//! driver acts out tests/trace/shared_maps.bpf.o's probes where a test asks it to.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -28,7 +29,6 @@ fn trace(dir: &Path, args: &[&str], mode: &str) -> Output {
         .current_dir(repo())
         .env("LD_LIBRARY_PATH", dir)
         .env("BPF2PTX_INTERPOSER", so)
-        .env("FAKE_CUDA_ZERO_GLOBALS", "1")
         .env("FAKE_CUDA_LOG", dir.join("driver.log"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env_remove("LD_PRELOAD")

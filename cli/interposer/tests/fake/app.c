@@ -13,7 +13,11 @@
  *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
  *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading);
  *   bench     linked, the first kernel launched FAKE_APP_LAUNCHES times (default
- *             100000) after one warm-up launch; prints the mean ns per launch call. */
+ *             100000) after one warm-up launch; prints the mean ns per launch call;
+ *   twomod    linked, the PTX loaded as two modules, each kernel of module k (0, 1)
+ *             launched three times with k + 1, k + 2, k + 3 blocks of 32 threads;
+ *   twodev    as twomod, module 1 loaded and launched on device 1 (context 0x2 made
+ *             current), module 0 on device 0. */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +50,7 @@ struct node_params {
 	void *kern, *ctx;
 };
 CUresult cuGraphAddKernelNode_v2(void **, void *, const void **, size_t, const struct node_params *);
+CUresult cuCtxSetCurrent(void *);
 
 static char *slurp(const char *path) {
 	FILE *f = fopen(path, "rb");
@@ -91,6 +96,26 @@ int main(int argc, char **argv) {
 				check(cuLaunchKernel(f, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch function");
 			}
 		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "twomod") || !strcmp(argv[1], "twodev")) {
+		int two = !strcmp(argv[1], "twodev");
+		void *mods[2];
+		for (int k = 0; k < 2; k++) {
+			if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
+			check(load(&mods[k], ptx), "load");
+		}
+		for (int k = 0; k < 2; k++) {
+			if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
+			for (int i = 3; i < argc; i++) {
+				void *f;
+				check(getf(&f, mods[k], argv[i]), "get function");
+				for (int r = 0; r < 3; r++)
+					check(launch(f, k + r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+			}
+		}
+		if (two) check(cuCtxSetCurrent((void *)1), "set context");
+		printf("app done\n");
 		return 0;
 	}
 	void *m;
