@@ -14,8 +14,9 @@
  *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading);
  *   bench     linked, the first kernel launched FAKE_APP_LAUNCHES times (default
  *             100000) after one warm-up launch; prints the mean ns per launch call;
- *   twomod    linked, the PTX loaded as two modules, each kernel of module k (0, 1)
- *             launched three times with k + 1, k + 2, k + 3 blocks of 32 threads;
+ *   twomod    linked, the PTX loaded as two modules; three rounds r (0, 1, 2), each
+ *             launching every kernel of module 0, then of module 1, module k's with
+ *             k + r + 1 blocks of 32 threads;
  *   twodev    as twomod, module 1 loaded and launched on device 1 (context 0x2 made
  *             current), module 0 on device 0. */
 #include <dlfcn.h>
@@ -105,15 +106,15 @@ int main(int argc, char **argv) {
 			if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
 			check(load(&mods[k], ptx), "load");
 		}
-		for (int k = 0; k < 2; k++) {
-			if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
-			for (int i = 3; i < argc; i++) {
-				void *f;
-				check(getf(&f, mods[k], argv[i]), "get function");
-				for (int r = 0; r < 3; r++)
+		for (int r = 0; r < 3; r++)
+			for (int k = 0; k < 2; k++) {
+				if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
+				for (int i = 3; i < argc; i++) {
+					void *f;
+					check(getf(&f, mods[k], argv[i]), "get function");
 					check(launch(f, k + r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+				}
 			}
-		}
 		if (two) check(cuCtxSetCurrent((void *)1), "set context");
 		printf("app done\n");
 		return 0;
