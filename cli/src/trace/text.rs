@@ -98,8 +98,14 @@ fn map(out: &mut String, m: &TracedMap) {
     if let Some(r) = t.sharded {
         let _ = write!(head, ", {r} replicas summed");
     }
-    if let Some((unit, n)) = t.copies {
-        let _ = write!(head, ", sum of {n} {unit} copies");
+    match t.copies {
+        Some(("device", n)) => {
+            let _ = write!(head, ", sum of {n} devices");
+        }
+        Some((unit, n)) => {
+            let _ = write!(head, ", sum of {n} {unit} copies");
+        }
+        None => {}
     }
     if let Some(keys) = m.keys() {
         let _ = write!(head, ", {keys} {}", plural(keys, "key"));
