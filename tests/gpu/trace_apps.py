@@ -7,8 +7,9 @@ and the same with `-cudart shared`; kernels in CUDA graphs, captured and explici
 of two .cu files; a CuPy program loading PTX. Probes: tests/inject/probes/counters.bpf.o
 (entry and exit, per thread, warp and block, on every kernel). Each app prints on stderr
 one `model NAME launches L grid G block B` line per kernel; the model: entry and exit per
-thread L*G*B each, per warp L*G*ceil(B/32), per block L*G (slots 0-5, summed over the
-instrumented modules of the last snapshot).
+thread L*G*B each, per warp L*G*ceil(B/32), per block L*G (slots 0-5 of the last
+snapshot: one instance per device, shared by every instrumented module of the app, so
+the device snapshots are added and the sum section, which adds them already, is skipped).
 
     BPF2PTX=gpu-carry/bpf2ptx python3 tests/gpu/trace_apps.py [OUT.md]
 
@@ -62,9 +63,11 @@ def number(v):
 
 
 def counted(snaps):
-    """Slots 0-5 of `counts`, summed over the modules of the last snapshot (the lines
-    whose `end` is set)."""
-    last = [s for s in snaps if s.get("end") is not None]
+    """Slots 0-5 of `counts` in the last snapshot (the lines whose `end` is set): one
+    line per device (each device's one instance of the map, whatever the number of
+    modules), added; with several devices the line with `sum_of` is their sum already
+    and is skipped. Also the devices seen."""
+    last = [s for s in snaps if s.get("end") is not None and "sum_of" not in s]
     slots = [0] * 6
     for s in last:
         for m in s["maps"]:
@@ -74,7 +77,7 @@ def counted(snaps):
                 k = number(e["key"])
                 if k < 6:
                     slots[k] += number(e["value"])
-    return slots, len(last)
+    return slots, [s["device"] for s in last]
 
 
 def main():
@@ -94,11 +97,12 @@ def main():
                     (0, 0))
             t.check(name, "output unchanged", traced.stdout == plain.stdout, True)
             lines = [json.loads(x) for x in open(snaps) if x.startswith("{")]
-            got, modules = counted(lines)
-            t.check(name, f"entry/exit per thread, warp, block (modules {modules}, {wall:.1f} s)",
-                    got, model(plain.stderr))
+            got, devices = counted(lines)
             first = re.findall(r"\(inject ([\d.]+) ms, (cached JIT|JIT) ([\d.]+) ms\)",
                                traced.stderr)
+            t.check(name, f"entry/exit per thread, warp, block (devices {devices}, "
+                    f"modules {len(first)}, {wall:.1f} s)", got, model(plain.stderr))
+            t.check(name, "one map set per device", len(devices) == len(set(devices)), True)
             print(f"  {name}: instrumented modules {len(first)}: {first}")
     t.finish()
 

@@ -11,6 +11,7 @@
 //!                 │ yes
 //!                 ▼
 //!          owner instrumented? ──first time──▶ PTX of the image ─▶ inject ─▶ driver JIT
+//!                 │                              ─▶ bind its maps to the device's set
 //!                 │                              (any failure: one line, fallback)
 //!                 ▼
 //!          swap[f] = the same name in the instrumented module (same kind of handle)
@@ -87,7 +88,7 @@ impl Instr {
 type PerUnit = (Arc<DeviceSet>, Arc<[usize]>);
 
 /// What was decided for an application handle at its first launch: what to launch, the
-/// binder to run before it, and what else each launch of it does.
+/// per-unit arrays to size before it, and what else each launch of it does.
 #[derive(Debug, Clone)]
 struct Launch {
     /// The handle to launch (the instrumented twin, or the application's own).
@@ -152,7 +153,7 @@ struct State {
     loads: usize,
     images: HashMap<Handle, Arc<Image>>,
     funcs: HashMap<Handle, Func>,
-    /// Decided launches: application handle → handle to launch, and the binder to run
+    /// Decided launches: application handle → handle to launch, and the per-unit arrays to size
     /// before it.
     swap: HashMap<Handle, Launch>,
     /// Kernel names launched so far, with their ids (1-based, in order of first launch).
