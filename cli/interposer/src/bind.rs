@@ -209,9 +209,9 @@ struct Instance {
     aux2: Option<(u64, u64)>,
     /// A ring's descriptor, which every module's reference word names.
     ring_desc: Option<u64>,
-    /// Per-unit arrays: the descriptors bound to the instance (growth rewrites them all)
-    /// and the units the storage holds.
-    bound: Vec<u64>,
+    /// Per-unit arrays: the descriptors bound to the instance, with their modules
+    /// (growth rewrites them all), and the units the storage holds.
+    bound: Vec<(Handle, u64)>,
     units: u64,
 }
 
@@ -227,8 +227,8 @@ pub struct Bound {
 struct SetState {
     /// By object map index.
     maps: Vec<Option<Instance>>,
-    /// Labels of the modules bound, in order.
-    modules: Vec<String>,
+    /// The modules bound, in order: handle and label.
+    modules: Vec<(Handle, String)>,
 }
 
 /// The maps of one context (a device's): one instance of each, shared by every module
@@ -246,12 +246,14 @@ pub struct DeviceSet {
 }
 
 impl DeviceSet {
-    /// Binds instrumented module `label`'s maps to the set's instances (made now for the
-    /// maps no earlier module held); `global` finds the module's globals. Maps of
-    /// indices `skip` (shared with host programs) are left to [`crate::hostprog`].
+    /// Binds the maps of instrumented module `module` (named `label`) to the set's
+    /// instances (made now for the maps no earlier module held); `global` finds the
+    /// module's globals. Maps of indices `skip` (shared with host programs) are left to
+    /// [`crate::hostprog`].
     pub fn bind(
         &self,
         obj: &Object,
+        module: Handle,
         label: &str,
         global: &mut Global<'_>,
         skip: &[usize],
@@ -261,8 +263,8 @@ impl DeviceSet {
             st.maps.resize_with(obj.maps.len(), || None);
         }
         let mut per_unit = Vec::new();
-        // Made here, kept only once the whole module is bound: an error leaves the set as
-        // it was but for instances other modules may still use.
+        // Instances made here stay when a later map of the module fails (other modules
+        // may bind them); the failing module does not run instrumented.
         for (k, m) in obj.maps.iter().enumerate() {
             if skip.contains(&k) {
                 continue;
@@ -298,7 +300,7 @@ impl DeviceSet {
             let from = desc::word(desc::DATA);
             let to = desc::word(desc::AUX2);
             if m.is(MapKind::is_per_unit) {
-                inst.bound.push(d);
+                inst.bound.push((module, d));
                 per_unit.push(k);
                 if inst.units > 0 {
                     self.fns.write(
@@ -326,7 +328,7 @@ impl DeviceSet {
                     .write(&m.name, "binding the ring's reference", at, &[ring])?;
             }
         }
-        st.modules.push(label.to_string());
+        st.modules.push((module, label.to_string()));
         Ok(Bound {
             per_unit: per_unit.into(),
         })
@@ -486,7 +488,7 @@ impl DeviceSet {
                     }
                 }
             }
-            for &d in &inst.bound {
+            for &(_, d) in &inst.bound {
                 f.write(
                     &m.name,
                     "rebinding the descriptor",
@@ -554,7 +556,17 @@ impl DeviceSet {
                 counters,
             });
         }
-        (st.modules.clone(), out)
+        (st.modules.iter().map(|m| m.1.clone()).collect(), out)
+    }
+
+    /// Module `module` was unloaded: its descriptors are gone, and growth must not write
+    /// them any more.
+    fn forget(&self, module: Handle) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.modules.retain(|m| m.0 != module);
+        for inst in st.maps.iter_mut().flatten() {
+            inst.bound.retain(|b| b.0 != module);
+        }
     }
 }
 
@@ -603,6 +615,13 @@ impl MapSets {
         });
         sets.push(set.clone());
         Ok(set)
+    }
+
+    /// Module (or library) `module` is being unloaded: no set writes into it again.
+    pub fn unloaded(&self, module: Handle) {
+        for set in self.all() {
+            set.forget(module);
+        }
     }
 
     /// Every set, in the order they were made.

@@ -339,9 +339,11 @@ pub unsafe fn linked_ptx(ptx: &[u8], name: *const c_char) -> Option<CString> {
     })
 }
 
-/// A module or library is being unloaded: forget it and its functions.
+/// A module or library is being unloaded: forget it and its functions (and, for a module
+/// bound to a map set itself, its descriptors).
 pub fn unloaded(handle: Ptr) {
     with_session((), |s| {
+        s.sets.unloaded(handle as Handle);
         let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(img) = st.images.remove(&(handle as Handle)) {
             let gone: Vec<Handle> = st
@@ -511,16 +513,20 @@ impl Session {
     /// storage, before any launch of it.
     fn bind(&self, h: Handle, library: bool, label: &str) -> Result<Instr, String> {
         let set = self.sets.current().map_err(|e| e.to_string())?;
-        let skip = self
+        // The maps host programs share, when their pinned storage exists (else they are
+        // the set's, as any map).
+        let skip: Vec<usize> = self
             .host
             .as_ref()
-            .map_or(&[][..], |r| r.progs.shared_maps.as_slice());
+            .and_then(|r| r.shared(&self.log))
+            .map_or_else(Vec::new, |s| s.maps.iter().map(|m| m.index).collect());
         let bound = set
             .bind(
                 self.obj,
+                h,
                 label,
                 &mut |sym| global_symbol(h, library, sym),
-                skip,
+                &skip,
             )
             .map_err(|e| e.to_string())?;
         self.bind_shared(h, library);
