@@ -645,3 +645,239 @@ impl Snapshot {
             .and_then(|m| m.types.value.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpf2ptx_compiler::program::MapOrigin;
+    use bpf2ptx_runtime::ringbuf::Record;
+
+    fn map(name: &str, kind: MapKind, key_size: u32, max_entries: u32) -> Map {
+        Map {
+            name: name.into(),
+            origin: MapOrigin::Btf,
+            section: ".maps".into(),
+            map_type: kind.id(),
+            key_size,
+            value_size: 8,
+            max_entries,
+            flags: 0,
+            btf_key_type: None,
+            btf_value_type: None,
+            init: None,
+            iproute2: None,
+            inner: None,
+            slots: Vec::new(),
+            fields: Vec::new(),
+        }
+    }
+
+    fn traced(m: &Map, data: MapData, keys: Option<u64>, full: u64) -> TracedMap {
+        let mut image = MapImage {
+            counts: MapCounts::default(),
+            keys,
+            data,
+        };
+        image.counts.full = full;
+        TracedMap::new(m.clone(), MapTypes::default(), image)
+    }
+
+    fn word(v: u64) -> Vec<u8> {
+        v.to_le_bytes().to_vec()
+    }
+
+    fn hash(m: &Map, entries: &[(u64, u64)], full: u64) -> TracedMap {
+        let entries = entries.iter().map(|&(k, v)| (word(k), word(v))).collect();
+        traced(m, MapData::Hash { entries }, Some(2), full)
+    }
+
+    fn view(device: u32, maps: Vec<TracedMap>, events: Vec<Event>) -> DeviceView {
+        DeviceView {
+            device,
+            context: 0,
+            maps,
+            events,
+        }
+    }
+
+    fn ring_event(device: u32) -> Event {
+        Event {
+            ns: 5,
+            device: Some(device),
+            data: EventData::Ring {
+                map: "r".into(),
+                data: vec![1],
+            },
+        }
+    }
+
+    fn printk() -> Event {
+        Event {
+            ns: 1,
+            device: None,
+            data: EventData::Printk { line: "hi".into() },
+        }
+    }
+
+    /// Where each part of a moment goes: the process-wide maps and host lines with the
+    /// only device, or in the sum after the summed maps; rings stay with their device.
+    #[test]
+    fn a_moment_is_one_snapshot_per_device_and_their_sum() {
+        let h = map("h", MapKind::Hash, 8, 4);
+        let r = map("r", MapKind::Ringbuf, 0, 4096);
+        let shared = map("shared", MapKind::Array, 4, 1);
+        let ring = |d| {
+            traced(
+                &r,
+                MapData::Ring {
+                    records: vec![Record {
+                        offset: 0,
+                        data: vec![d],
+                    }],
+                    producer: 16,
+                    error: None,
+                },
+                None,
+                0,
+            )
+        };
+        let process = || {
+            vec![traced(
+                &shared,
+                MapData::Array {
+                    values: vec![word(7)],
+                    sharded: None,
+                },
+                None,
+                0,
+            )]
+        };
+        let none = moment(9, None, Vec::new(), process(), vec![printk()]);
+        assert_eq!(none.len(), 1);
+        assert_eq!(none[0].scope, Scope::Process);
+        let one = moment(
+            9,
+            None,
+            vec![view(3, vec![ring(1)], vec![ring_event(3)])],
+            process(),
+            vec![printk()],
+        );
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            one[0].scope,
+            Scope::Device {
+                device: 3,
+                context: 0,
+                several: false
+            }
+        );
+        let names: Vec<&str> = one[0].maps.iter().map(|m| m.map.name.as_str()).collect();
+        assert_eq!(names, ["r", "shared"]);
+        assert_eq!(one[0].events.len(), 2, "ring record and host line, by time");
+        assert_eq!(one[0].events[0].device, None);
+        let two = moment(
+            9,
+            None,
+            vec![
+                view(
+                    0,
+                    vec![hash(&h, &[(1, 10), (2, 20)], 1), ring(1)],
+                    vec![ring_event(0)],
+                ),
+                view(
+                    1,
+                    vec![hash(&h, &[(2, 5), (3, 1)], 2), ring(2)],
+                    vec![ring_event(1)],
+                ),
+            ],
+            process(),
+            vec![printk()],
+        );
+        let scopes: Vec<&Scope> = two.iter().map(|s| &s.scope).collect();
+        assert_eq!(
+            scopes,
+            [
+                &Scope::Device {
+                    device: 0,
+                    context: 0,
+                    several: true
+                },
+                &Scope::Device {
+                    device: 1,
+                    context: 0,
+                    several: true
+                },
+                &Scope::Sum {
+                    devices: vec![0, 1]
+                }
+            ]
+        );
+        assert!(two[..2]
+            .iter()
+            .all(|s| s.maps.len() == 2 && s.events.len() == 1));
+        let sum = &two[2];
+        let names: Vec<&str> = sum.maps.iter().map(|m| m.map.name.as_str()).collect();
+        assert_eq!(names, ["h", "shared"], "no ring in the sum");
+        assert_eq!(sum.events, vec![printk()]);
+        // Merged by key, a key both hold added, sorted by value; failures added.
+        let h = &sum.maps[0];
+        assert_eq!(h.keys(), Some(3));
+        assert_eq!(h.counts().full, 3);
+        let t = h.table().expect("a table");
+        let rows: Vec<(String, String, Option<usize>)> = t
+            .rows
+            .iter()
+            .map(|r| (r.key.to_string(), r.value.to_string(), r.nonzero))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("0x2".into(), "0x19".into(), Some(2)),
+                ("0x1".into(), "0xa".into(), Some(1)),
+                ("0x3".into(), "0x1".into(), Some(1)),
+            ]
+        );
+        assert_eq!(t.copies, Some(("device", 2)));
+    }
+
+    /// A map bound on no device sums to "not bound"; one bound on some devices sums
+    /// those; a ring is not summed.
+    #[test]
+    fn a_sum_skips_unbound_devices_and_rings() {
+        let a = map("a", MapKind::Array, 4, 2);
+        let unbound = traced(&a, MapData::Unbound, None, 0);
+        let bound = traced(
+            &a,
+            MapData::Array {
+                values: vec![word(4), word(0)],
+                sharded: None,
+            },
+            None,
+            0,
+        );
+        let s = TracedMap::sum(&[&unbound, &unbound]).unwrap();
+        assert_eq!(s.image.data, MapData::Unbound);
+        assert!(s.table().is_none());
+        let s = TracedMap::sum(&[&unbound, &bound]).unwrap();
+        assert!(s.sum_with.is_empty(), "only the bound device");
+        let s = TracedMap::sum(&[&bound, &bound]).unwrap();
+        let t = s.table().unwrap();
+        assert_eq!((t.rows.len(), t.elided), (1, 1));
+        assert_eq!(
+            (t.rows[0].value.to_string(), t.rows[0].nonzero),
+            ("0x8".into(), Some(2))
+        );
+        let r = map("r", MapKind::Ringbuf, 0, 4096);
+        let ring = traced(
+            &r,
+            MapData::Ring {
+                records: Vec::new(),
+                producer: 0,
+                error: None,
+            },
+            None,
+            0,
+        );
+        assert!(TracedMap::sum(&[&ring, &ring]).is_none());
+    }
+}
