@@ -66,10 +66,26 @@ struct Image {
     /// The image's bytes; `None` when they could not be read.
     bytes: Option<Vec<u8>>,
     /// The instrumented copy, once a matched kernel of it was launched.
-    instrumented: Mutex<Option<Result<Instr, ()>>>,
+    instrumented: Mutex<Option<Result<Arc<Twin>, ()>>>,
 }
 
-/// An instrumented copy: its handle, and the map set of its device it is bound to.
+/// The copy of an image whose kernels run instrumented (the interposer's, or the
+/// application's own when it holds the probes already), and its binding in each context
+/// it runs in. A module lives in one context; a library (`cuLibraryLoad*`) is loaded
+/// into every context that uses it, each with globals of its own, so its copy is bound
+/// once per context: an application that runs one kernel on two devices gets it counted
+/// in each device's map set.
+#[derive(Debug)]
+struct Twin {
+    handle: Handle,
+    library: bool,
+    label: String,
+    /// Per context: the binding there, or `None` where it failed (said once; the
+    /// application's own kernels run there).
+    bindings: Mutex<Vec<(Handle, Option<Instr>)>>,
+}
+
+/// A copy's binding in one context: the map set of its device.
 #[derive(Debug, Clone)]
 struct Instr {
     handle: Handle,
@@ -105,6 +121,12 @@ struct Launch {
     hash: u64,
     /// It runs instrumented: its launches are recorded for the trace events.
     instrumented: bool,
+    /// A library's kernel handle (`CUkernel`), launched in whatever context is current:
+    /// the decision holds for context `ctx` only, and a launch in another is decided
+    /// again (one `cuCtxGetCurrent` per launch of such a handle).
+    per_context: bool,
+    /// The context the decision was made for (with `per_context`).
+    ctx: Handle,
 }
 
 impl Launch {
@@ -118,6 +140,8 @@ impl Launch {
             kernel: 0,
             hash: 0,
             instrumented: false,
+            per_context: false,
+            ctx: 0,
         }
     }
 }
@@ -156,6 +180,8 @@ struct State {
     /// Decided launches: application handle → handle to launch, and the per-unit arrays to size
     /// before it.
     swap: HashMap<Handle, Launch>,
+    /// Decisions for library kernel handles in contexts other than the one of `swap`'s.
+    swap_ctx: HashMap<(Handle, Handle), Launch>,
     /// Kernel names launched so far, with their ids (1-based, in order of first launch).
     seen: HashMap<String, u32>,
 }
@@ -170,12 +196,18 @@ struct Copier {
     readers: Vec<(Handle, Option<Reader>)>,
 }
 
-/// The calling thread's current context, if any.
+/// The calling thread's current context, if any (on the launch path of library kernel
+/// handles: the driver's function is looked up once).
 fn current_context() -> Option<Handle> {
-    let f = driver_fn(c"cuCtxGetCurrent")?;
+    static GET: OnceLock<Option<CtxGetCurrent>> = OnceLock::new();
+    let f = (*GET.get_or_init(|| {
+        // SAFETY: the driver's function of that name.
+        driver_fn(c"cuCtxGetCurrent")
+            .map(|p| unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(p) })
+    }))?;
     let mut ctx: Ptr = std::ptr::null_mut();
     // SAFETY: the driver's cuCtxGetCurrent with a valid out pointer.
-    let rc = unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(f)(&mut ctx) };
+    let rc = unsafe { f(&mut ctx) };
     (rc == SUCCESS && !ctx.is_null()).then_some(ctx as Handle)
 }
 
@@ -352,10 +384,11 @@ pub fn unloaded(handle: Ptr) {
                 .filter(|(_, f)| Arc::ptr_eq(&f.owner, &img))
                 .map(|(h, _)| *h)
                 .collect();
-            for h in gone {
-                st.funcs.remove(&h);
-                st.swap.remove(&h);
+            for h in &gone {
+                st.funcs.remove(h);
+                st.swap.remove(h);
             }
+            st.swap_ctx.retain(|(f, _), _| !gone.contains(f));
             st.images.retain(|_, i| !Arc::ptr_eq(i, &img));
         }
     })
@@ -374,6 +407,7 @@ pub unsafe fn named(func: Ptr, owner: Ptr, name: *const c_char, via: Via) {
         let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(owner) = st.images.get(&(owner as Handle)).cloned() {
             st.swap.remove(&(func as Handle));
+            st.swap_ctx.retain(|(f, _), _| *f != func as Handle);
             st.funcs.insert(func as Handle, Func { owner, name, via });
         }
     })
@@ -395,6 +429,7 @@ pub fn kernel_function(func: Ptr, kernel: Ptr) {
         let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(k) = st.funcs.get(&(kernel as Handle)).cloned() {
             st.swap.remove(&(func as Handle));
+            st.swap_ctx.retain(|(f, _), _| *f != func as Handle);
             st.funcs.insert(
                 func as Handle,
                 Func {
@@ -482,24 +517,27 @@ impl Session {
         // Its maps are bound to the process's instances as an instrumented copy's are; a
         // failure leaves it with maps of its own (the rebinding lowering works unbound),
         // which the snapshot does not see: said.
-        let instrumented = probed
-            .then(|| match self.bind(handle as Handle, library, &label) {
-                Ok(i) => Some(i),
-                Err(e) => {
-                    self.log.say(&format!(
-                        "{label}: {e}; its probes use maps of their own, not in the snapshot"
-                    ));
-                    None
-                }
-            })
-            .flatten();
+        let twin = probed.then(|| {
+            let twin = Twin {
+                handle: handle as Handle,
+                library,
+                label: label.clone(),
+                bindings: Mutex::default(),
+            };
+            if let Err(e) = self.bind_twin(&twin) {
+                self.log.say(&format!(
+                    "{label}: {e}; its probes use maps of their own, not in the snapshot"
+                ));
+            }
+            Ok(Arc::new(twin))
+        });
         st.images.insert(
             handle as Handle,
             Arc::new(Image {
                 label,
                 library,
                 bytes,
-                instrumented: Mutex::new(probed.then(|| instrumented.ok_or(()))),
+                instrumented: Mutex::new(twin),
             }),
         );
         drop(st);
@@ -535,6 +573,19 @@ impl Session {
             set,
             bound,
         })
+    }
+
+    /// `twin`'s binding in the current context, made now if it has none there yet (a
+    /// failure is recorded, and returned the first time only).
+    fn bind_twin(&self, twin: &Twin) -> Result<Option<Instr>, String> {
+        let ctx = current_context().unwrap_or(0);
+        let mut b = twin.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, i)) = b.iter().find(|(c, _)| *c == ctx) {
+            return Ok(i.clone());
+        }
+        let r = self.bind(twin.handle, twin.library, &twin.label);
+        b.push((ctx, r.as_ref().ok().cloned()));
+        r.map(Some)
     }
 
     /// Points the shared maps' descriptors in instrumented module `h` at the storage the
@@ -576,10 +627,20 @@ impl Session {
     }
 
     fn launchable(&'static self, f: Handle) -> Launch {
-        let (func, plain) = {
+        let (func, plain, ctx) = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ctx = 0;
             if let Some(g) = st.swap.get(&f) {
-                return g.clone();
+                if !g.per_context {
+                    return g.clone();
+                }
+                ctx = current_context().unwrap_or(0);
+                if g.ctx == ctx {
+                    return g.clone();
+                }
+                if let Some(g) = st.swap_ctx.get(&(f, ctx)) {
+                    return g.clone();
+                }
             }
             let Some(func) = st.funcs.get(&f).cloned() else {
                 st.swap.insert(f, Launch::plain(f));
@@ -606,19 +667,42 @@ impl Session {
                 kernel,
                 hash: kernel_hash(&func.name),
                 instrumented: false,
+                per_context: false,
+                ctx: 0,
             };
             if !matched {
                 st.swap.insert(f, plain.clone());
                 return plain;
             }
-            (func, plain)
+            if func.via == Via::Kernel && func.owner.library && ctx == 0 {
+                ctx = current_context().unwrap_or(0);
+            }
+            (func, plain, ctx)
         };
         // Instrumenting (inject and JIT) runs outside the state lock: other threads'
         // launches of decided functions go on meanwhile; the image's own lock makes one
         // thread do it.
+        let per_context = func.via == Via::Kernel && func.owner.library;
+        let plain = Launch {
+            per_context,
+            ctx,
+            ..plain
+        };
         let g = self
             .instrumented(&func.owner, &func.name)
-            .and_then(|i| {
+            .and_then(|t| {
+                // Bound in this context (a library's copy in a context it has not run in
+                // yet is bound now; a failure there was said and runs the app's own).
+                let i = match self.bind_twin(&t) {
+                    Ok(i) => i,
+                    Err(e) => {
+                        self.log.say(&format!(
+                            "{}: {e}; its kernels run unmodified in this context",
+                            t.label
+                        ));
+                        None
+                    }
+                }?;
                 Some(Launch {
                     handle: self.twin(i.handle, &func)?,
                     per_unit: i.per_unit(),
@@ -628,11 +712,12 @@ impl Session {
                 })
             })
             .unwrap_or(plain);
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .swap
-            .insert(f, g.clone());
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if per_context && st.swap.contains_key(&f) {
+            st.swap_ctx.insert((f, ctx), g.clone());
+        } else {
+            st.swap.insert(f, g.clone());
+        }
         g
     }
 
@@ -734,9 +819,9 @@ impl Session {
         }
     }
 
-    /// The instrumented copy of `img` (made now if this is the first matched launch);
-    /// `None` when it failed, which was said once.
-    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Instr> {
+    /// The instrumented copy of `img` (made now if this is the first matched launch, and
+    /// bound in the current context); `None` when it failed, which was said once.
+    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Arc<Twin>> {
         let mut slot = img.instrumented.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = slot.as_ref() {
             return r.clone().ok();
@@ -757,7 +842,7 @@ impl Session {
         r.ok()
     }
 
-    fn instrument(&'static self, img: &Image, kernel: &str) -> Result<Instr, String> {
+    fn instrument(&'static self, img: &Image, kernel: &str) -> Result<Arc<Twin>, String> {
         let bytes = img.bytes.as_deref().ok_or("its image could not be read")?;
         let ptx = match app_ptx(bytes) {
             Ok(p) => p,
@@ -790,8 +875,13 @@ impl Session {
         let (handle, cached) = self.jit(&done.woven.text, img.library)?;
         let jit_ms = t1.elapsed().as_secs_f64() * 1e3;
         // Bound before any launch of it; a module that cannot be bound runs unmodified.
-        let instr = self
-            .bind(handle, img.library, &img.label)
+        let twin = Twin {
+            handle,
+            library: img.library,
+            label: img.label.clone(),
+            bindings: Mutex::default(),
+        };
+        self.bind_twin(&twin)
             .map_err(|e| format!("binding its maps: {e}"))?;
         self.log.event(&Event::Instrumented {
             label: img.label.clone(),
@@ -803,7 +893,7 @@ impl Session {
         if self.config.launch_log {
             self.ensure_clock();
         }
-        Ok(instr)
+        Ok(Arc::new(twin))
     }
 
     /// Has the driver assemble `ptx` into a module or library, as the original was,

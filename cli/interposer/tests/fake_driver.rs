@@ -762,3 +762,45 @@ fn two_devices_keep_separate_maps() {
     assert_eq!(contents(&decoded(d0, "records")), [1, 3, 5]);
     assert_eq!(contents(&decoded(d1, "records")), [2, 4, 6]);
 }
+
+/// One library (cudart's lazy loading) whose kernel runs on both devices: its
+/// instrumented copy is bound once per context, so each device's launches count in that
+/// device's maps, through the `CUkernel` (decided per context) and through a function
+/// got in the second context.
+#[test]
+fn a_library_kernel_run_on_two_devices_counts_in_each_device() {
+    let (log, snap) = run_shared("twodevlib");
+    let probed = launches(&log, PROBED);
+    assert_eq!(probed.len(), 6, "{log:?}");
+    for d in 0..2 {
+        let n = probed
+            .iter()
+            .filter(|l| l.ends_with(&format!("device={d} probed=1")))
+            .count();
+        assert_eq!(n, 3, "device {d}: {log:?}");
+    }
+    let sets: Vec<(u32, Vec<String>)> = snap
+        .devices
+        .iter()
+        .map(|d| (d.device, d.modules.clone()))
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            (0, vec!["library 1".to_string()]),
+            (1, vec!["library 1".to_string()])
+        ]
+    );
+    let (d0, d1) = (&snap.devices[0], &snap.devices[1]);
+    assert_eq!(contents(&decoded(d0, "hits")), [3, 0, 0, 0]);
+    assert_eq!(contents(&decoded(d1, "hits")), [3, 0, 0, 0]);
+    assert_eq!(
+        contents(&decoded(d0, "per_thr")),
+        per_thread_counts(&[32, 64, 96])
+    );
+    assert_eq!(
+        contents(&decoded(d1, "per_thr")),
+        per_thread_counts(&[64, 96, 128])
+    );
+    assert_eq!(contents(&decoded(d1, "records")), [2, 4, 6]);
+}

@@ -7,8 +7,9 @@
  * JIT error would.
  *
  * Two devices: context 0x1 is device 0 (current at the start, in every thread), context
- * 0x2 device 1; a module belongs to the device current at its load, and a launch line
- * names it (`device=D`).
+ * 0x2 device 1; a module belongs to the device current at its load, a library to every
+ * context (its kernels run, and its globals are, in the context current at the call), and
+ * a launch line names the device (`device=D`).
  *
  * Module globals are what the module's PTX declares (`.global` variables: their size,
  * and their initialiser of numbers and `generic(symbol)`s), one allocation per module
@@ -108,7 +109,7 @@ static void run_probes(struct image *m, unsigned threads);
 static CUresult launch(const char *how, void *fp, unsigned threads) {
 	struct func *f = fp;
 	say("launch %s %s module=%d device=%d probed=%d", how, f->name, f->owner->id,
-	    f->owner->device, f->owner->probed);
+	    f->owner->library ? (int)current_ctx - 1 : f->owner->device, f->owner->probed);
 	if (f->owner->probed && getenv("FAKE_CUDA_RUN_PROBES"))
 		run_probes(f->owner, threads);
 	return 0;
@@ -162,11 +163,12 @@ static const char *declaration(const char *text, const char *name) {
 }
 
 static CUresult global(u64 *addr, size_t *size, void *mp, const char *name) {
-	static struct { void *m; char name[128]; unsigned char *b; size_t n; } seen[1024];
+	static struct { void *m; size_t ctx; char name[128]; unsigned char *b; size_t n; } seen[1024];
 	static int count;
 	struct image *m = mp;
+	size_t ctx = m && m->library ? current_ctx : 0;
 	for (int i = 0; i < count; i++)
-		if (seen[i].m == m && !strcmp(seen[i].name, name)) {
+		if (seen[i].m == m && seen[i].ctx == ctx && !strcmp(seen[i].name, name)) {
 			*addr = (u64)(size_t)seen[i].b;
 			*size = seen[i].n;
 			return 0;
@@ -183,6 +185,7 @@ static CUresult global(u64 *addr, size_t *size, void *mp, const char *name) {
 	size_t n = el * (elems ? elems : 1);
 	unsigned char *b = calloc(1, n < 8 ? 8 : n);
 	seen[count].m = m;
+	seen[count].ctx = ctx;
 	snprintf(seen[count].name, sizeof seen[count].name, "%s", name);
 	seen[count].b = b;
 	seen[count++].n = n;
