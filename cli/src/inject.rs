@@ -37,11 +37,11 @@ pub struct Options {
     /// `--no-fuse`: no register accumulation or forwarding at inlined sites (today's
     /// lowering of every site, for comparison; `ptx::Options::fuse`).
     pub no_fuse: bool,
-    /// The host binds every map before the module's first launch, to storage that may lie
-    /// outside the module (`ptx::Options::rebind_maps`): what `bpf2ptx trace`'s
-    /// interposer asks for, so the modules it instruments share one instance of each map
-    /// per process and device. No command-line flag: a module injected by hand keeps its
-    /// own storage, reached at constant addresses.
+    /// The host may bind every map before the module's first launch, to storage outside
+    /// the module (`ptx::Options::rebind_maps`): what `bpf2ptx trace`'s interposer asks
+    /// for, so the modules it instruments share one instance of each map per process and
+    /// device (`--rebind-maps`, to measure that lowering's cost; by default a module
+    /// keeps its own storage, reached at constant addresses).
     pub rebind_maps: bool,
 }
 
