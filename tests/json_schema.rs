@@ -1,7 +1,7 @@
 //! A JSON Schema checker for the subset of keywords the project's schemas use
 //! (specs/trace-*.schema.json): `type`, `properties`, `required`,
-//! `additionalProperties` (a boolean or a schema), `items`, `enum`, `const`, `minimum`,
-//! `oneOf`, `$ref` to `#/$defs/NAME`, and the annotations `$schema`, `$id`, `title`,
+//! `additionalProperties` (a boolean or a schema), `items`, `minItems`, `enum`, `const`,
+//! `minimum`, `oneOf`, `$ref` to `#/$defs/NAME`, and the annotations `$schema`, `$id`, `title`,
 //! `description`, `$defs`. A schema with any other keyword is refused, so a schema can
 //! never rely on a keyword this checker would silently ignore. (The `jsonschema` crate
 //! would bring a regex engine, an HTTP client's types and dozens of crates for these
@@ -10,12 +10,13 @@
 use serde_json::Value;
 
 const ANNOTATIONS: [&str; 5] = ["$schema", "$id", "title", "description", "$defs"];
-const KEYWORDS: [&str; 10] = [
+const KEYWORDS: [&str; 11] = [
     "type",
     "properties",
     "required",
     "additionalProperties",
     "items",
+    "minItems",
     "enum",
     "const",
     "minimum",
@@ -105,6 +106,11 @@ fn at(root: &Value, s: &Value, v: &Value, path: &str, errors: &mut Vec<String>) 
             }
         }
     }
+    if let (Some(min), Some(a)) = (obj.get("minItems").and_then(Value::as_u64), v.as_array()) {
+        if (a.len() as u64) < min {
+            errors.push(format!("{path}: {} items, fewer than {min}", a.len()));
+        }
+    }
     if let (Some(items), Some(a)) = (obj.get("items"), v.as_array()) {
         for (i, x) in a.iter().enumerate() {
             at(root, items, x, &format!("{path}[{i}]"), errors);
@@ -161,7 +167,7 @@ mod tests {
             "required": ["a"],
             "additionalProperties": false,
             "properties": {
-                "a": { "type": "array", "items": { "$ref": "#/$defs/n" } },
+                "a": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/n" } },
                 "b": { "oneOf": [ { "const": "x" }, { "enum": [1, 2] } ] }
             }
         });
@@ -171,6 +177,7 @@ mod tests {
         assert!(check(&schema, &json!({}))
             .iter()
             .any(|e| e.contains("missing `a`")));
+        assert!(check(&schema, &json!({ "a": [] }))[0].contains("fewer than 1"));
         assert!(check(&json!({ "pattern": "x" }), &json!("x"))[0].contains("unsupported"));
     }
 }

@@ -206,6 +206,10 @@ enum Op {
     Shr,
     Popc,
     Clz,
+    /// `bfind`: the position of the most significant non-sign bit (0xffffffff: none).
+    Bfind,
+    /// `bfind.shiftamt`: the left shift that makes that bit the most significant one.
+    BfindShift,
     Brev,
     Bfe,
     Bfi,
@@ -786,6 +790,8 @@ impl Model {
                 "shr" => Op::Shr,
                 "popc" => Op::Popc,
                 "clz" => Op::Clz,
+                "bfind" if has("shiftamt") => Op::BfindShift,
+                "bfind" => Op::Bfind,
                 "brev" => Op::Brev,
                 "bfe" => Op::Bfe,
                 "bfi" => Op::Bfi,
@@ -1361,6 +1367,28 @@ impl Model {
                     (Op::Popc, _) => u64::from(a.count_ones()),
                     (Op::Clz, _) => u64::from(a.leading_zeros() - (64 - ty.bits())),
                     _ => ty.mask(a.reverse_bits() >> (64 - ty.bits())),
+                };
+                self.set(t, &inst.ops[0], v)?;
+            }
+            Op::Bfind | Op::BfindShift => {
+                let a = ty.mask(val(self, t, 1)?);
+                let bits = ty.bits();
+                // A negative signed value: its most significant 0 bit.
+                let x = if matches!(ty, Ty::S(_)) && ty.signed(a) < 0 {
+                    ty.mask(!a)
+                } else {
+                    a
+                };
+                let v = match x {
+                    0 => 0xffff_ffff,
+                    _ => {
+                        let pos = 63 - x.leading_zeros();
+                        u64::from(if inst.op == Op::BfindShift {
+                            bits - 1 - pos
+                        } else {
+                            pos
+                        })
+                    }
                 };
                 self.set(t, &inst.ops[0], v)?;
             }

@@ -6,7 +6,8 @@ CUDA C++ twins, on one GPU, in one run (issue 6).
 For each application (vecadd 2^24 floats, 256 threads/block; matmul 4096 x
 4096, 16 x 16 tiles) it loads
   - native:   examples/apps/<app>.ptx (nvcc -ptx)
-  - injected: <build>/<app>.<probe>.ptx (bpf2ptx inject examples/probes/<probe>.bpf.o)
+  - injected: <build>/<app>.<probe>.ptx (bpf2ptx inject examples/probes/<probe>.bpf.o),
+    and <build>/<app>.<probe>.rebind.ptx (the same with --rebind-maps: trace's lowering)
   - twins:    <build>/twins.cubin (benches/gpu/twins.cu: naive one-address atomics
               and SM-sharded layouts)
 checks one launch of each (output bit-identical to native, probe maps equal
@@ -210,6 +211,21 @@ def main():
                                     "kind": "injected", "median_ms": None, "check": f"load failed: {e}", "ok": False})
             else:
                 print(f"missing {p}", flush=True)
+            # The lowering `bpf2ptx trace` uses (--rebind-maps), unbound: its maps are the
+            # module's own storage, read through descriptor and reference words.
+            rp = os.path.join(a.build, f"{appname}.{probe}.rebind.ptx")
+            if os.path.exists(rp):
+                try:
+                    mod = cupy.RawModule(path=rp)
+                    variants.append(Variant(app, "injected", probe,
+                                            f"{probe}: bpf2ptx inject --rebind-maps (trace)",
+                                            mod.get_function(kname), maps=Maps(mod)))
+                except Exception as e:  # noqa: BLE001
+                    print(f"LOAD FAILED {rp}: {e}", flush=True)
+                    results.append({"app": appname, "probe": probe,
+                                    "label": f"{probe}: bpf2ptx inject --rebind-maps (trace)",
+                                    "kind": "injected", "median_ms": None,
+                                    "check": f"load failed: {e}", "ok": False})
             if twins_mod is not None:
                 for t in TWINS[probe]:
                     if (appname, t) in SKIP:

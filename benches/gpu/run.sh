@@ -8,7 +8,9 @@
 # 1. nvcc builds the hand-written twins (benches/gpu/twins.cu -> twins.cubin);
 #    the applications' PTX is examples/apps/*.ptx (committed; REBUILD_APPS=1
 #    rebuilds it with this machine's nvcc -ptx -arch=sm_90);
-# 2. bpf2ptx inject merges each probe of examples/probes into each app;
+# 2. bpf2ptx inject merges each probe of examples/probes into each app, and again with
+#    --rebind-maps (the lowering `bpf2ptx trace` uses: maps found through descriptor and
+#    reference words, so one instance serves every module; run unbound here);
 # 3. ptxas + cuobjdump summarise the SASS of every injected kernel (sass.md);
 # 4. overhead.py checks and times everything and writes the report
 #    (benches/results/inject-overhead.md unless REPORT=... says otherwise).
@@ -37,6 +39,11 @@ for app in vecadd matmul; do
 			-o "$B/$app.$p.ptx" 2>"$B/$app.$p.err"; then
 			echo "inject failed: $app $p: $(cat "$B/$app.$p.err")"
 			rm -f "$B/$app.$p.ptx"
+		fi
+		if ! "$BPF2PTX" inject "examples/probes/$p.bpf.o" --into "examples/apps/$app.ptx" \
+			--rebind-maps -o "$B/$app.$p.rebind.ptx" 2>"$B/$app.$p.rebind.err"; then
+			echo "inject --rebind-maps failed: $app $p: $(cat "$B/$app.$p.rebind.err")"
+			rm -f "$B/$app.$p.rebind.ptx"
 		fi
 	done
 done

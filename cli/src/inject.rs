@@ -37,6 +37,12 @@ pub struct Options {
     /// `--no-fuse`: no register accumulation or forwarding at inlined sites (today's
     /// lowering of every site, for comparison; `ptx::Options::fuse`).
     pub no_fuse: bool,
+    /// The host may bind every map before the module's first launch, to storage outside
+    /// the module (`ptx::Options::rebind_maps`): what `bpf2ptx trace`'s interposer asks
+    /// for, so the modules it instruments share one instance of each map per process and
+    /// device (`--rebind-maps`, to measure that lowering's cost; by default a module
+    /// keeps its own storage, reached at constant addresses).
+    pub rebind_maps: bool,
 }
 
 /// Why `inject` failed; nothing is written.
@@ -367,6 +373,7 @@ pub fn inject_loaded(
         granularity: opts.granularity,
         loop_budget: opts.loop_budget,
         fuse: !opts.no_fuse,
+        rebind_maps: opts.rebind_maps,
         ..maps
     };
     // Verified and lowered even with --extern, so a probe that would be rejected never

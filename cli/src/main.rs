@@ -339,6 +339,13 @@ struct InjectArgs {
     /// specs/verifier.md "Register accumulation and forwarding").
     #[arg(long)]
     no_fuse: bool,
+    /// Lower the probes as `bpf2ptx trace` does, so a host may bind every map to storage
+    /// outside the module (specs/abi.md, "Rebinding maps"): arrays found through
+    /// descriptor word 3, rings and writable global data through reference words. Unbound,
+    /// the module uses its own storage as without it: what this is for is measuring the
+    /// trace lowering's cost (benches/gpu/run.sh).
+    #[arg(long)]
+    rebind_maps: bool,
     /// When no probe matches any kernel of APP (an empty APP has none), write APP
     /// unchanged and exit 0 with a note, instead of exit 1 without writing.
     #[arg(long)]
@@ -465,6 +472,7 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>, flags: &bpf2ptx::build::
         loop_budget,
         flags: flags.clone(),
         no_fuse: a.no_fuse,
+        rebind_maps: a.rebind_maps,
     };
     let app_file = a.into.display().to_string();
     let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
@@ -1051,6 +1059,8 @@ fn run_probe(path: &Path, run: &ProbeRun<'_>, flags: &bpf2ptx::build::Flags) -> 
         loop_budget,
         fuse: false,
         live: map_opts.live,
+        // `bpf2ptx run` binds only what it sizes per launch: the module's own storage.
+        rebind_maps: false,
     };
     let text = match compile::compile(&obj, &opts) {
         Ok(t) => t,

@@ -433,6 +433,7 @@ fn options(a: &TritonArgs, loop_budget: Option<u64>, flags: &crate::build::Flags
         loop_budget,
         flags: flags.clone(),
         no_fuse: false,
+        rebind_maps: false,
     }
 }
 

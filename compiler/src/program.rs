@@ -223,7 +223,16 @@ pub struct ArrayShape {
     pub len: u32,
 }
 
+/// `BPF_F_RDONLY_PROG`: the programs never write the map (libbpf sets it on `.rodata`
+/// and `.kconfig`; the verifier refuses writes).
+pub const BPF_F_RDONLY_PROG: u32 = 0x80;
+
 impl Map {
+    /// Whether the programs may not write the map ([`BPF_F_RDONLY_PROG`]).
+    pub fn read_only(&self) -> bool {
+        self.flags & BPF_F_RDONLY_PROG != 0
+    }
+
     /// The map's kind; `None` for a type id bpf2ptx does not know (which the front end
     /// refuses, so only a hand-built [`Object`] has one).
     pub fn kind(&self) -> Option<MapKind> {

@@ -137,3 +137,26 @@ fn verify_names_the_attach_point() {
     assert_eq!(p["attach"]["context_bytes"], 80);
     assert_eq!(p["errors"][0]["rule"], "mem-bounds");
 }
+
+/// `--rebind-maps`: the lowering `bpf2ptx trace` asks for (specs/abi.md, "Rebinding
+/// maps"), here to measure its cost: the ring's reference word and the arrays' word-3
+/// loads are there, and not without the flag.
+#[test]
+fn rebind_maps_gives_the_trace_lowering() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = repo_root().join("examples/apps/vecadd.ptx");
+    let run = |extra: &[&str], name: &str| {
+        let out = dir.path().join(name);
+        let r = inject("tests/inject/probes/fuse_ring.bpf.o", &app, &out, extra);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        std::fs::read_to_string(out).unwrap()
+    };
+    let plain = run(&["--no-fuse"], "plain.ptx");
+    let rebound = run(&["--no-fuse", "--rebind-maps"], "rebound.ptx");
+    assert!(!plain.contains("bpf2ptx_mapref_"));
+    assert!(rebound.contains(
+        ".visible .global .align 8 .u64 bpf2ptx_mapref_events = generic(bpf2ptx_map_events);"
+    ));
+    assert!(rebound.contains("ld.global.nc.u64 %lkd0, [bpf2ptx_map_hits+24];"));
+    assert!(!rebound.contains("mov.u64 %lkd0, bpf2ptx_mapdata_"));
+}

@@ -6,7 +6,8 @@
 //! checked against specs/trace-snapshot.schema.json and specs/trace-events.schema.json.
 
 use bpf2ptx::trace::{
-    self, ring_events, AppEnd, Event, EventData, Format, HistSpec, Launch, Snapshot, TracedMap,
+    self, ring_events, AppEnd, DeviceView, Event, EventData, Format, HistSpec, Launch, Scope,
+    Snapshot, TracedMap,
 };
 use bpf2ptx_loader::image::{self, RawMap, RawRing};
 use bpf2ptx_tests::{check_snapshot, files_with_ext, json_schema, repo_root};
@@ -35,25 +36,19 @@ fn u64_of(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("{v} is not a u64"))
 }
 
-/// The snapshot and launches a fixture describes.
-fn load(fixture: &Value) -> (Snapshot, Vec<Launch>) {
-    let path = repo_root().join(fixture["object"].as_str().expect("object"));
-    let obj = bpf2ptx::load_path(&path).expect("the fixture object loads");
-    let bytes = std::fs::read(&path).expect("read object");
-    let btf = trace::object_btf(&bytes).expect("BTF reads");
-    let hist: Vec<HistSpec> = fixture["hist"]
-        .as_array()
-        .expect("hist")
-        .iter()
-        .map(|h| HistSpec::parse(h.as_str().expect("hist text")).expect("hist parses"))
-        .collect();
-    let types = trace::map_types(&obj, btf.as_ref(), &hist).expect("map types");
-    let elapsed_ns = u64_of(&fixture["elapsed_ns"]);
-    let ring_ns = u64_of(&fixture["ring_ns"]);
+/// The maps of a fixture's `maps` object (those of `obj` it has, in the object's order),
+/// decoded, with their rings' records as events stamped `ring_ns` (device `device`'s).
+fn traced(
+    obj: &bpf2ptx_compiler::program::Object,
+    types: &[trace::MapTypes],
+    maps_json: &Value,
+    ring_ns: u64,
+    device: Option<u32>,
+) -> (Vec<TracedMap>, Vec<Event>) {
     let mut maps = Vec::new();
     let mut events = Vec::new();
     for (m, types) in obj.maps.iter().zip(types) {
-        let Some(raw) = fixture["maps"].get(&m.name) else {
+        let Some(raw) = maps_json.get(&m.name) else {
             continue;
         };
         let desc: Vec<u8> = raw["desc"]
@@ -88,22 +83,41 @@ fn load(fixture: &Value) -> (Snapshot, Vec<Launch>) {
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        events.extend(ring_events(&m.name, &image, ring_ns));
-        maps.push(TracedMap {
-            map: m.clone(),
-            types,
-            image,
-        });
+        events.extend(ring_events(&m.name, &image, ring_ns, device));
+        maps.push(TracedMap::new(m.clone(), types.clone(), image));
     }
-    for p in fixture["printk"].as_array().expect("printk") {
-        events.push(Event {
+    (maps, events)
+}
+
+/// The snapshots and launches a fixture describes: one snapshot of `maps` (on `device`),
+/// or for a fixture with `devices` (and `process` maps) every section of that moment
+/// ([`trace::moment`]: each device's, then their sum).
+fn load(fixture: &Value) -> (Vec<Snapshot>, Vec<Launch>) {
+    let path = repo_root().join(fixture["object"].as_str().expect("object"));
+    let obj = bpf2ptx::load_path(&path).expect("the fixture object loads");
+    let bytes = std::fs::read(&path).expect("read object");
+    let btf = trace::object_btf(&bytes).expect("BTF reads");
+    let hist: Vec<HistSpec> = fixture["hist"]
+        .as_array()
+        .expect("hist")
+        .iter()
+        .map(|h| HistSpec::parse(h.as_str().expect("hist text")).expect("hist parses"))
+        .collect();
+    let types = trace::map_types(&obj, btf.as_ref(), &hist).expect("map types");
+    let elapsed_ns = u64_of(&fixture["elapsed_ns"]);
+    let ring_ns = u64_of(&fixture["ring_ns"]);
+    let printk: Vec<Event> = fixture["printk"]
+        .as_array()
+        .expect("printk")
+        .iter()
+        .map(|p| Event {
             ns: u64_of(&p[0]),
+            device: None,
             data: EventData::Printk {
                 line: p[1].as_str().expect("line").to_string(),
             },
-        });
-    }
-    events.sort_by_key(|e| e.ns);
+        })
+        .collect();
     let end = match &fixture["end"] {
         Value::Null => None,
         e if e.get("signal").is_some() => Some(AppEnd::Signaled {
@@ -113,19 +127,53 @@ fn load(fixture: &Value) -> (Snapshot, Vec<Launch>) {
             code: e["exit_code"].as_i64().expect("exit_code") as i32,
         }),
     };
-    let snapshot = Snapshot {
-        elapsed_ns,
-        device: fixture["device"].as_u64().map(|d| d as u32),
-        end,
-        maps,
-        loop_budget: fixture["loop_budget"]
-            .as_array()
-            .expect("loop_budget")
-            .iter()
-            .map(|p| (p[0].as_str().expect("program").to_string(), u64_of(&p[1])))
-            .collect(),
-        printk_dropped: u64_of(&fixture["printk_dropped"]),
-        events,
+    let snapshots = match fixture.get("devices") {
+        Some(devices) => {
+            let views = devices
+                .as_array()
+                .expect("devices")
+                .iter()
+                .map(|d| {
+                    let device = u64_of(&d["device"]) as u32;
+                    let (maps, events) = traced(&obj, &types, &d["maps"], ring_ns, Some(device));
+                    DeviceView {
+                        device,
+                        context: 0,
+                        maps,
+                        events,
+                    }
+                })
+                .collect();
+            let (process, _) = traced(&obj, &types, &fixture["process"], ring_ns, None);
+            trace::moment(elapsed_ns, end, views, process, printk)
+        }
+        None => {
+            let device = fixture["device"].as_u64().map(|d| d as u32);
+            let (maps, mut events) = traced(&obj, &types, &fixture["maps"], ring_ns, device);
+            events.extend(printk);
+            events.sort_by_key(|e| e.ns);
+            vec![Snapshot {
+                elapsed_ns,
+                scope: match device {
+                    Some(device) => Scope::Device {
+                        device,
+                        context: 0,
+                        several: true,
+                    },
+                    None => Scope::Process,
+                },
+                end,
+                maps,
+                loop_budget: fixture["loop_budget"]
+                    .as_array()
+                    .expect("loop_budget")
+                    .iter()
+                    .map(|p| (p[0].as_str().expect("program").to_string(), u64_of(&p[1])))
+                    .collect(),
+                printk_dropped: u64_of(&fixture["printk_dropped"]),
+                events,
+            }]
+        }
     };
     let dims = |v: &Value| -> [u32; 3] {
         let a = v.as_array().expect("dims");
@@ -148,7 +196,7 @@ fn load(fixture: &Value) -> (Snapshot, Vec<Launch>) {
             last_block_ns: l["last_block_ns"].as_u64(),
         })
         .collect();
-    (snapshot, launches)
+    (snapshots, launches)
 }
 
 fn schema(name: &str) -> Value {
@@ -179,22 +227,28 @@ fn recorded_snapshots_print_as_blessed() {
     for path in fixtures {
         let text = std::fs::read_to_string(&path).expect("fixture");
         let fixture: Value = serde_json::from_str(&text).expect("fixture is JSON");
-        let (snapshot, launches) = load(&fixture);
+        let (snapshots, launches) = load(&fixture);
         let stem = path
             .file_stem()
             .expect("stem")
             .to_string_lossy()
             .into_owned();
-        check_snapshot(
-            &out.join(format!("{stem}.txt")),
-            &trace::render(&snapshot, Format::Text),
-        );
-        let line = trace::render(&snapshot, Format::Json);
-        assert_eq!(line.matches('\n').count(), 1, "one line per snapshot");
-        let doc: Value = serde_json::from_str(&line).expect("the JSON line parses");
-        conforms(&snap_schema, &doc, &path);
-        check_snapshot(&out.join(format!("{stem}.json")), &line);
-        let events = trace::trace_events(&launches, &snapshot.events);
+        let text: String = snapshots
+            .iter()
+            .map(|s| trace::render(s, Format::Text))
+            .collect();
+        check_snapshot(&out.join(format!("{stem}.txt")), &text);
+        let mut lines = String::new();
+        for s in &snapshots {
+            let line = trace::render(s, Format::Json);
+            assert_eq!(line.matches('\n').count(), 1, "one line per snapshot");
+            let doc: Value = serde_json::from_str(&line).expect("the JSON line parses");
+            conforms(&snap_schema, &doc, &path);
+            lines.push_str(&line);
+        }
+        check_snapshot(&out.join(format!("{stem}.json")), &lines);
+        let all: Vec<Event> = snapshots.iter().flat_map(|s| s.events.clone()).collect();
+        let events = trace::trace_events(&launches, &all);
         conforms(&events_schema, &events, &path);
         let pretty = serde_json::to_string_pretty(&events).expect("serialises") + "\n";
         check_snapshot(&out.join(format!("{stem}.trace.json")), &pretty);
@@ -251,6 +305,7 @@ fn launch_records_join_their_spans_and_the_clock() {
     let rec = |seq, host_ns| LaunchRecord {
         seq,
         kernel: 1,
+        device: 0,
         stream: 0,
         grid: [4, 1, 1],
         block: [32, 1, 1],
@@ -261,10 +316,10 @@ fn launch_records_join_their_spans_and_the_clock() {
         let v: Vec<u8> = [first, last].iter().flat_map(|w| w.to_le_bytes()).collect();
         (key.to_le_bytes().to_vec(), v)
     };
-    let map = TracedMap {
-        map: m,
-        types: Default::default(),
-        image: MapImage {
+    let map = TracedMap::new(
+        m,
+        Default::default(),
+        MapImage {
             counts: Default::default(),
             keys: None,
             data: MapData::Hash {
@@ -272,7 +327,7 @@ fn launch_records_join_their_spans_and_the_clock() {
                 entries: vec![entry(start + 10_000, start + 17_000, start + 20_000)],
             },
         },
-    };
+    );
     let events = [
         WireEvent::Kernel {
             name: "_Z6vecAddPKfS0_Pfi".into(),

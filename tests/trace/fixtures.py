@@ -160,3 +160,45 @@ write("crashed_empty", {
     },
     "ring_ns": 0, "printk": [], "launches": [],
 })
+
+# An application on two devices: one map set per device, and the sum section (arrays added
+# key by key, per-SM and per-unit copies pooled, hash maps merged by key with the values
+# of a key both hold added; a map bound on one device only; rings stay with their
+# device); `process` maps (host programs' shared maps: one instance) print in the sum.
+write("two_devices", {
+    "object": "tests/trace/probes.bpf.o",
+    "hist": ["sizes=linear:0:100:10"],
+    "elapsed_ns": 5_000_000_000, "end": {"exit_code": 0},
+    "loop_budget": [], "printk_dropped": 0,
+    "devices": [
+        {"device": 0, "maps": {
+            "counts": array("counts", {(0, 3): u(10), (1, 3): u(5)}, replicas=4),
+            "per_sm": array("per_sm", {(0, 0): u(4)}, replicas=256),
+            "per_thread": per_unit("per_thread", 8, {(0, t): u(2, 4) for t in range(8)}),
+            "by_who": hsh("by_who", [(2, u(1, 4) + u(7, 4), u(30)), (5, u(2, 4) + u(7, 4), u(300))], full=2),
+            "recent": hsh("recent", [(0, u(100), u(9))]),
+            "sizes": array("sizes", {1: u(2)}),
+            "events": ring("events", [u(1, 4)]),
+        }},
+        {"device": 1, "maps": {
+            "counts": array("counts", {(2, 3): u(1), (0, 15): u(7)}, replicas=4),
+            "per_sm": array("per_sm", {(5, 0): u(6), (9, 3): u(1)}, replicas=256),
+            "per_thread": per_unit("per_thread", 4, {(0, 1): u(5, 4), (1, 3): u(1, 4)}),
+            "by_who": hsh("by_who", [(7, u(1, 4) + u(7, 4), u(5)), (1, u(3, 4) + u(8, 4), u(1))], full=1),
+            "recent": {"desc": Image("recent", bound=False).desc(), "storage": {"len": 0, "at": {}}},
+            "sizes": array("sizes", {1: u(1), 3: u(4)}),
+            "events": ring("events", [u(2, 4), u(3, 4)]),
+        }},
+    ],
+    "process": {
+        "stats": array("stats", {0: stats(4, 64, 1, 0, 1)}),
+    },
+    "ring_ns": 4_900_000_000,
+    "printk": [[4_800_000_000, "host: launch 6"]],
+    "launches": [
+        {"kernel": "_Z6vecAddPKfS0_Pfi", "device": 0, "stream": 0, "grid": [4, 1, 1], "block": [256, 1, 1],
+         "host_ns": 1_000_000, "first_block_ns": 1_004_500, "last_block_ns": 1_104_500},
+        {"kernel": "_Z6vecAddPKfS0_Pfi", "device": 1, "stream": 0, "grid": [4, 1, 1], "block": [256, 1, 1],
+         "host_ns": 1_000_500, "first_block_ns": 1_006_000, "last_block_ns": 1_100_000},
+    ],
+})

@@ -1,23 +1,102 @@
-//! Per-thread and per-warp arrays, sized from each launch (specs/abi.md, "Storage
-//! layouts"): the module reserves no storage for them, so the interposer does what a host
-//! loader does before a launch, for every instrumented function that uses one.
+//! One instance of every map per process and device, bound into every instrumented
+//! module on that device (specs/trace.md, "Maps: one instance per process and device").
 //!
-//! Storage only grows: a launch with more units (threads, or warps) than the storage has
-//! gets a new, zeroed allocation with the old contents copied key by key to their places
-//! in the wider layout (slot = `(key * units + unit) * stride`), and the descriptor's words
-//! 3 and 4 rewritten. Kernels still running read those words while they run, so growing
-//! first waits for the context's work (`cuCtxSynchronize`): a rare cost, paid when a
-//! launch is larger than every one before. A smaller launch uses the storage as it is
-//! (units past its own are left alone). This version places every such array in device
-//! memory, host-placed kinds (1512) included: the module's `.sys` accesses are correct
-//! there too.
+//! ```text
+//!  module instrumented (inject with rebind_maps, driver JIT), in the launching context
+//!    ▼
+//!  MapSets::current(): the set of that context (made at its first module: device from
+//!    │                 cuCtxGetDevice, a stream of its own for snapshot copies)
+//!    ▼
+//!  DeviceSet::bind(module): per map the module holds (its descriptor or global symbol)
+//!    - first module to hold it: the instance, sized from the module's own symbols
+//!      (cuModuleGetGlobal's sizes: storage, hash counts block, ring counters), zeroed;
+//!      a writable global-data section copied from the module (`.data`'s initial bytes,
+//!      once); a ring gets a descriptor of its own (its words 6 and 7 are the ring's
+//!      claim state, which every module sharing the ring must share)
+//!    - every module: its layout checked against the instance's (descriptor words 0-2
+//!      and 4), then descriptor words 3-5 written (storage, aux, counts or counters),
+//!      and for rings and writable global data the reference word
+//!      (`bpf2ptx_mapref_<name>`) pointed at the instance
+//!    ▼
+//!  before any launch of the module: the code finds every map where the set put it
+//!  (ptx::Options::rebind_maps: no access path takes a module address as a constant)
+//! ```
+//!
+//! Sets are per context rather than per device because device memory allocated in one
+//! context is not for another context's kernels to use; applications use one context per
+//! device (the primary context: cudart, CuPy, PyTorch), so a set is a device's. A second
+//! context on a device gets a set of its own, numbered (`context`) in the snapshot.
+//!
+//! Left per module: read-only global data (`.rodata`: every module holds the same bytes,
+//! and GPU printk records point into it), the printk ring and loop-budget counters
+//! (neither is in the snapshot yet), and the maps host programs share, which are one
+//! allocation of pinned host memory for the whole process ([`crate::hostprog`]).
+//!
+//! **Per-thread and per-warp arrays** are sized from each launch: a launch with more
+//! units (threads, or warps) than the instance has gets a new, zeroed allocation with the
+//! old contents copied key by key to their places in the wider layout (slot = `(key *
+//! units + unit) * stride`), and words 3 and 4 rewritten in the descriptor of every module
+//! bound to it. Kernels still running read those words, so growing first waits for the
+//! context's work (`cuCtxSynchronize`): a rare cost, paid when a launch is larger than
+//! every one before. A smaller launch uses the storage as it is. Instances live in device
+//! memory, host-placed kinds (1512, rings) included: the modules' `.sys` accesses are
+//! correct there too.
 
 use crate::driver::*;
 use crate::resolve::driver_fn;
-use bpf2ptx_compiler::program::Object;
+use bpf2ptx_backend::back::ptx::{
+    has_map_ref, map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol,
+    map_ref_symbol, map_symbol,
+};
+use bpf2ptx_compiler::program::{Map, MapOrigin, Object};
 use bpf2ptx_loader::gpu::Dims;
 use bpf2ptx_runtime::{desc, MapKind};
 use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+use thiserror::Error;
+
+/// Why a module's maps could not be bound to the process's instance (the module then
+/// runs unmodified), or a per-unit array could not grow.
+#[derive(Debug, Error)]
+pub enum BindError {
+    /// The driver does not export a function binding needs.
+    #[error("the driver lacks {0}")]
+    Missing(&'static str),
+    /// No context is current (or the driver cannot say which device it is on).
+    #[error("no current CUDA context (CUresult {0})")]
+    NoContext(CuResult),
+    /// A driver call failed.
+    #[error("map {map}: {what} failed (CUresult {rc})")]
+    Driver {
+        /// The map.
+        map: String,
+        /// What was asked.
+        what: &'static str,
+        /// The driver's answer.
+        rc: CuResult,
+    },
+    /// A symbol the rebinding lowering defines is missing from the module.
+    #[error("map {map}: the module has no {symbol} (not injected for rebinding)")]
+    NoSymbol {
+        /// The map.
+        map: String,
+        /// The symbol.
+        symbol: String,
+    },
+    /// This module lays the map out differently from the instance made for an earlier
+    /// module (same probes, same options: only a different object could).
+    #[error("map {map}: descriptor word {word} is {this:#x} in this module, {instance:#x} in the process's instance")]
+    Layout {
+        /// The map.
+        map: String,
+        /// The descriptor word.
+        word: usize,
+        /// This module's.
+        this: u64,
+        /// The instance's.
+        instance: u64,
+    },
+}
 
 /// The driver functions binding needs.
 #[derive(Debug, Clone, Copy)]
@@ -27,142 +106,532 @@ struct Fns {
     memset: MemsetD8,
     dtod: MemcpyDtoD,
     htod: MemcpyHtoD,
+    dtoh: MemcpyDtoH,
     sync: CtxSynchronize,
 }
 
 impl Fns {
-    fn get() -> Option<Fns> {
+    fn get() -> Result<Fns, BindError> {
+        let f = |n: &'static std::ffi::CStr| {
+            driver_fn(n).ok_or(BindError::Missing(
+                n.to_str().unwrap_or("a memory function"),
+            ))
+        };
         // SAFETY: each pointer is the driver's function of that name (CUDA 12.0 ABI).
         unsafe {
-            Some(Fns {
-                alloc: std::mem::transmute::<Ptr, MemAlloc>(driver_fn(c"cuMemAlloc")?),
-                free: std::mem::transmute::<Ptr, MemFree>(driver_fn(c"cuMemFree")?),
-                memset: std::mem::transmute::<Ptr, MemsetD8>(driver_fn(c"cuMemsetD8")?),
-                dtod: std::mem::transmute::<Ptr, MemcpyDtoD>(driver_fn(c"cuMemcpyDtoD")?),
-                htod: std::mem::transmute::<Ptr, MemcpyHtoD>(driver_fn(c"cuMemcpyHtoD")?),
-                sync: std::mem::transmute::<Ptr, CtxSynchronize>(driver_fn(c"cuCtxSynchronize")?),
+            Ok(Fns {
+                alloc: std::mem::transmute::<Ptr, MemAlloc>(f(c"cuMemAlloc")?),
+                free: std::mem::transmute::<Ptr, MemFree>(f(c"cuMemFree")?),
+                memset: std::mem::transmute::<Ptr, MemsetD8>(f(c"cuMemsetD8")?),
+                dtod: std::mem::transmute::<Ptr, MemcpyDtoD>(f(c"cuMemcpyDtoD")?),
+                htod: std::mem::transmute::<Ptr, MemcpyHtoD>(f(c"cuMemcpyHtoD")?),
+                dtoh: std::mem::transmute::<Ptr, MemcpyDtoH>(f(c"cuMemcpyDtoH")?),
+                sync: std::mem::transmute::<Ptr, CtxSynchronize>(f(c"cuCtxSynchronize")?),
+            })
+        }
+    }
+
+    /// A zeroed device allocation of `bytes`.
+    fn zeroed(&self, map: &str, bytes: u64) -> Result<u64, BindError> {
+        let mut at = 0u64;
+        let err = |what, rc| BindError::Driver {
+            map: map.to_string(),
+            what,
+            rc,
+        };
+        // SAFETY: the driver's allocation and memset on what it returned.
+        unsafe {
+            let rc = (self.alloc)(&mut at, bytes.max(8) as usize);
+            if rc != SUCCESS || at == 0 {
+                return Err(err("allocating the instance", rc));
+            }
+            let rc = (self.memset)(at, 0, bytes.max(8) as usize);
+            if rc != SUCCESS {
+                (self.free)(at);
+                return Err(err("zeroing the instance", rc));
+            }
+        }
+        Ok(at)
+    }
+
+    /// Writes `words` at device address `at`.
+    fn write(
+        &self,
+        map: &str,
+        what: &'static str,
+        at: u64,
+        words: &[u64],
+    ) -> Result<(), BindError> {
+        // SAFETY: `words.len() * 8` bytes from a live slice into device memory the module
+        // or the set owns.
+        let rc = unsafe { (self.htod)(at, words.as_ptr().cast(), words.len() * 8) };
+        if rc == SUCCESS {
+            Ok(())
+        } else {
+            Err(BindError::Driver {
+                map: map.to_string(),
+                what,
+                rc,
+            })
+        }
+    }
+
+    /// The 8 words at device address `at`.
+    fn read_desc(&self, map: &str, at: u64) -> Result<[u64; desc::WORDS], BindError> {
+        let mut w = [0u64; desc::WORDS];
+        // SAFETY: a descriptor's bytes into a live array of the same size.
+        let rc = unsafe { (self.dtoh)(w.as_mut_ptr().cast(), at, desc::BYTES as usize) };
+        if rc == SUCCESS {
+            Ok(w)
+        } else {
+            Err(BindError::Driver {
+                map: map.to_string(),
+                what: "reading the module's descriptor",
+                rc,
             })
         }
     }
 }
 
-/// One per-unit array of an instrumented module.
-#[derive(Debug, Clone)]
-struct UnitMap {
-    name: String,
-    /// Device address of its descriptor.
-    desc: u64,
-    per_warp: bool,
-    entries: u64,
-    stride: u64,
-    /// The storage bound now (0: none) and the units it holds.
+/// Where a module global is and how large it is; `None` when the module has none.
+pub type Global<'a> = dyn FnMut(&str) -> Option<(u64, usize)> + 'a;
+
+/// One map's instance in a set.
+#[derive(Debug)]
+struct Instance {
+    /// The descriptor words as a host loader writes them for the instance (words 3-5
+    /// naming its storage, aux and counts or counters); empty for global data.
+    desc: Vec<u64>,
+    /// The storage (global data: the section), and its bytes.
     data: u64,
+    bytes: u64,
+    /// A hash map's counts block or a ring's counters, and their bytes.
+    aux2: Option<(u64, u64)>,
+    /// A ring's descriptor, which every module's reference word names.
+    ring_desc: Option<u64>,
+    /// Per-unit arrays: the descriptors bound to the instance, with their modules
+    /// (growth rewrites them all), and the units the storage holds.
+    bound: Vec<(Handle, u64)>,
     units: u64,
 }
 
-/// The per-unit arrays of one instrumented module.
-#[derive(Debug)]
-pub struct Binder {
-    fns: Fns,
-    maps: Vec<UnitMap>,
+/// What a module's binding left for its launches.
+#[derive(Debug, Clone, Default)]
+pub struct Bound {
+    /// The per-unit arrays the module uses (object map indices): sized before each of
+    /// its launches ([`DeviceSet::before_launch`]).
+    pub per_unit: Arc<[usize]>,
 }
 
-impl Binder {
-    /// The binder of instrumented module `h` (a library when `library`), or `None` when
-    /// the module has no per-unit array. `global` finds a module global's address.
-    pub fn new(
+#[derive(Debug, Default)]
+struct SetState {
+    /// By object map index.
+    maps: Vec<Option<Instance>>,
+    /// The modules bound, in order: handle and label.
+    modules: Vec<(Handle, String)>,
+}
+
+/// The maps of one context (a device's): one instance of each, shared by every module
+/// instrumented there.
+#[derive(Debug)]
+pub struct DeviceSet {
+    /// The device (`cuCtxGetDevice`).
+    pub device: u32,
+    /// The sets made for this device before this one (0 for the device's first context).
+    pub context: u32,
+    /// The context (a driver handle, as a key).
+    pub ctx: Handle,
+    fns: Fns,
+    state: Mutex<SetState>,
+}
+
+impl DeviceSet {
+    /// Binds the maps of instrumented module `module` (named `label`) to the set's
+    /// instances (made now for the maps no earlier module held); `global` finds the
+    /// module's globals. Maps of indices `skip` (shared with host programs) are left to
+    /// [`crate::hostprog`].
+    pub fn bind(
+        &self,
         obj: &Object,
-        mut global: impl FnMut(&str) -> Option<u64>,
-    ) -> Result<Option<Binder>, String> {
-        let mut maps = Vec::new();
-        for m in &obj.maps {
-            let Some(kind) = m.kind().filter(|k| k.is_per_unit()) else {
+        module: Handle,
+        label: &str,
+        global: &mut Global<'_>,
+        skip: &[usize],
+    ) -> Result<Bound, BindError> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.maps.len() < obj.maps.len() {
+            st.maps.resize_with(obj.maps.len(), || None);
+        }
+        let mut per_unit = Vec::new();
+        // Instances made here stay when a later map of the module fails (other modules
+        // may bind them); the failing module does not run instrumented.
+        for (k, m) in obj.maps.iter().enumerate() {
+            if skip.contains(&k) {
+                continue;
+            }
+            if m.origin == MapOrigin::GlobalData {
+                if has_map_ref(m) {
+                    self.bind_global(m, &mut st.maps[k], global)?;
+                }
+                continue;
+            }
+            // A map the module's probes do not use has no descriptor in it.
+            let Some((d, _)) = global(&map_desc_symbol(&m.name)) else {
                 continue;
             };
-            let sym = bpf2ptx_backend::back::ptx::map_desc_symbol(&m.name);
-            // A map the probes do not use has no descriptor in the module.
-            let Some(desc) = global(&sym) else {
-                continue;
-            };
-            maps.push(UnitMap {
-                name: m.name.clone(),
-                desc,
-                per_warp: kind.layout() == MapKind::PerWarpArray,
-                entries: u64::from(m.max_entries),
-                stride: u64::from(m.value_size).div_ceil(8) * 8,
-                data: 0,
+            let words = self.fns.read_desc(&m.name, d)?;
+            if st.maps[k].is_none() {
+                st.maps[k] = Some(self.instance(m, words, global)?);
+            }
+            let inst = st.maps[k].as_mut().expect("made above");
+            for w in [0, 1, 2, desc::word(desc::AUX)] {
+                if m.is(MapKind::is_per_unit) && w == desc::word(desc::AUX) {
+                    continue;
+                }
+                if words[w] != inst.desc[w] {
+                    return Err(BindError::Layout {
+                        map: m.name.clone(),
+                        word: w,
+                        this: words[w],
+                        instance: inst.desc[w],
+                    });
+                }
+            }
+            let from = desc::word(desc::DATA);
+            let to = desc::word(desc::AUX2);
+            if m.is(MapKind::is_per_unit) {
+                inst.bound.push((module, d));
+                per_unit.push(k);
+                if inst.units > 0 {
+                    self.fns.write(
+                        &m.name,
+                        "binding the descriptor",
+                        d + desc::DATA,
+                        &[inst.data, inst.units],
+                    )?;
+                }
+            } else {
+                self.fns.write(
+                    &m.name,
+                    "binding the descriptor",
+                    d + desc::DATA,
+                    &inst.desc[from..=to],
+                )?;
+            }
+            if let Some(ring) = inst.ring_desc {
+                let r = map_ref_symbol(&m.name);
+                let (at, _) = global(&r).ok_or_else(|| BindError::NoSymbol {
+                    map: m.name.clone(),
+                    symbol: r,
+                })?;
+                self.fns
+                    .write(&m.name, "binding the ring's reference", at, &[ring])?;
+            }
+        }
+        st.modules.push((module, label.to_string()));
+        Ok(Bound {
+            per_unit: per_unit.into(),
+        })
+    }
+
+    /// A writable global-data section: its instance (a copy of this module's initial
+    /// bytes, made once), and this module's reference word pointed at it.
+    fn bind_global(
+        &self,
+        m: &Map,
+        slot: &mut Option<Instance>,
+        global: &mut Global<'_>,
+    ) -> Result<(), BindError> {
+        let sym = map_symbol(&m.name);
+        let Some((at, size)) = global(&sym) else {
+            return Ok(());
+        };
+        let r = map_ref_symbol(&m.name);
+        let (ref_at, _) = global(&r).ok_or_else(|| BindError::NoSymbol {
+            map: m.name.clone(),
+            symbol: r,
+        })?;
+        if slot.is_none() {
+            let data = self.fns.zeroed(&m.name, size as u64)?;
+            // SAFETY: both are device allocations of at least `size` bytes.
+            let rc = unsafe { (self.fns.dtod)(data, at, size) };
+            if rc != SUCCESS {
+                return Err(BindError::Driver {
+                    map: m.name.clone(),
+                    what: "copying the section's initial bytes",
+                    rc,
+                });
+            }
+            *slot = Some(Instance {
+                desc: Vec::new(),
+                data,
+                bytes: size as u64,
+                aux2: None,
+                ring_desc: None,
+                bound: Vec::new(),
                 units: 0,
             });
         }
-        if maps.is_empty() {
-            return Ok(None);
-        }
-        let fns =
-            Fns::get().ok_or("the driver lacks the memory functions per-thread arrays need")?;
-        Ok(Some(Binder { fns, maps }))
+        let data = slot.as_ref().map_or(0, |i| i.data);
+        self.fns
+            .write(&m.name, "binding the section's reference", ref_at, &[data])
     }
 
-    /// Makes every per-unit array hold at least the units of `dims` before its launch.
-    pub fn before_launch(&mut self, dims: Dims) -> Result<(), String> {
+    /// A new instance of map `m`, laid out as this module's descriptor `words` and its
+    /// symbols say, zeroed.
+    fn instance(
+        &self,
+        m: &Map,
+        mut words: [u64; desc::WORDS],
+        global: &mut Global<'_>,
+    ) -> Result<Instance, BindError> {
+        let mut inst = Instance {
+            desc: Vec::new(),
+            data: 0,
+            bytes: 0,
+            aux2: None,
+            ring_desc: None,
+            bound: Vec::new(),
+            units: 0,
+        };
+        if m.is(MapKind::is_per_unit) {
+            // Storage comes with the first launch.
+            words[desc::word(desc::DATA)] = 0;
+            words[desc::word(desc::AUX)] = 0;
+            inst.desc = words.to_vec();
+            return Ok(inst);
+        }
+        let sym = map_data_symbol(&m.name);
+        let (_, bytes) = global(&sym).ok_or_else(|| BindError::NoSymbol {
+            map: m.name.clone(),
+            symbol: sym,
+        })?;
+        inst.bytes = bytes as u64;
+        inst.data = self.fns.zeroed(&m.name, inst.bytes)?;
+        words[desc::word(desc::DATA)] = inst.data;
+        // Hash maps: the counts block; rings: the counters. Word 5 names them.
+        let aux2 = if m.is(MapKind::is_hash) {
+            Some(map_counts_symbol(&m.name))
+        } else if m.is(MapKind::is_ring) {
+            Some(map_counter_symbol(&m.name))
+        } else {
+            None
+        };
+        if let Some(sym) = aux2 {
+            let (_, n) = global(&sym).ok_or_else(|| BindError::NoSymbol {
+                map: m.name.clone(),
+                symbol: sym,
+            })?;
+            let at = self.fns.zeroed(&m.name, n as u64)?;
+            inst.aux2 = Some((at, n as u64));
+            words[desc::word(desc::AUX2)] = at;
+        }
+        if m.is(MapKind::is_ring) {
+            // The ring's own descriptor: no drops, no claims yet (bound = producer = 0).
+            words[desc::word(desc::DROPS)] = 0;
+            words[desc::word(desc::BOUND)] = 0;
+            let at = self.fns.zeroed(&m.name, desc::BYTES)?;
+            self.fns
+                .write(&m.name, "writing the ring's descriptor", at, &words)?;
+            inst.ring_desc = Some(at);
+        }
+        inst.desc = words.to_vec();
+        Ok(inst)
+    }
+
+    /// Makes the per-unit arrays `maps` hold at least the units of `dims` before a
+    /// launch, moving each grown instance and rebinding every module bound to it.
+    pub fn before_launch(&self, obj: &Object, maps: &[usize], dims: Dims) -> Result<(), BindError> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut synced = false;
-        for m in &mut self.maps {
-            let units = if m.per_warp {
+        for &k in maps {
+            let m = &obj.maps[k];
+            let Some(inst) = st.maps.get_mut(k).and_then(Option::as_mut) else {
+                continue;
+            };
+            let units = if m.kind().map(MapKind::layout) == Some(MapKind::PerWarpArray) {
                 dims.warps()
             } else {
                 dims.threads()
             };
-            if units <= m.units {
+            if units <= inst.units {
                 continue;
             }
             let f = self.fns;
-            let err = |what: &str, rc: CuResult| {
-                format!(
-                    "map {}: {what} for {units} units failed (CUresult {rc})",
-                    m.name
-                )
-            };
-            // SAFETY: the driver's functions on memory it allocated and on the module's
-            // descriptor; sizes as allocated.
-            unsafe {
-                if !synced {
-                    (f.sync)();
-                    synced = true;
-                }
-                let bytes = m.entries * units * m.stride;
-                let mut new = 0u64;
-                let rc = (f.alloc)(&mut new, bytes as usize);
-                if rc != SUCCESS {
-                    return Err(err("allocation", rc));
-                }
-                (f.memset)(new, 0, bytes as usize);
-                if m.data != 0 {
-                    let old_row = m.units * m.stride;
-                    for key in 0..m.entries {
-                        (f.dtod)(
-                            new + key * units * m.stride,
-                            m.data + key * old_row,
-                            old_row as usize,
-                        );
-                    }
-                    (f.free)(m.data);
-                }
-                // Words 3 (data) and 4 (aux = units) are adjacent.
-                const _: () = assert!(desc::AUX == desc::DATA + 8);
-                let words = [new, units];
-                let rc = (f.htod)(m.desc + desc::DATA, words.as_ptr().cast(), 16);
-                if rc != SUCCESS {
-                    return Err(err("descriptor write", rc));
-                }
-                m.data = new;
-                m.units = units;
+            if !synced {
+                // SAFETY: the driver's cuCtxSynchronize in the launching context.
+                unsafe { (f.sync)() };
+                synced = true;
             }
+            let entries = u64::from(m.max_entries);
+            let stride = bpf2ptx_runtime::maps::round8(u64::from(m.value_size));
+            let new = f.zeroed(&m.name, entries * units * stride)?;
+            if inst.data != 0 {
+                let old_row = inst.units * stride;
+                for key in 0..entries {
+                    // SAFETY: rows within both allocations (the new one is wider).
+                    let rc = unsafe {
+                        (f.dtod)(
+                            new + key * units * stride,
+                            inst.data + key * old_row,
+                            old_row as usize,
+                        )
+                    };
+                    if rc != SUCCESS {
+                        // SAFETY: the allocation made above, used by no one yet.
+                        unsafe { (f.free)(new) };
+                        return Err(BindError::Driver {
+                            map: m.name.clone(),
+                            what: "moving the contents",
+                            rc,
+                        });
+                    }
+                }
+            }
+            for &(_, d) in &inst.bound {
+                f.write(
+                    &m.name,
+                    "rebinding the descriptor",
+                    d + desc::DATA,
+                    &[new, units],
+                )?;
+            }
+            if inst.data != 0 {
+                // SAFETY: the old storage, which no descriptor names any more and no
+                // kernel runs with (synchronised above).
+                unsafe { (f.free)(inst.data) };
+            }
+            inst.data = new;
+            inst.units = units;
+            inst.bytes = entries * units * stride;
+            inst.desc[desc::word(desc::DATA)] = new;
+            inst.desc[desc::word(desc::AUX)] = units;
         }
         Ok(())
     }
+
+    /// The set's maps as the snapshot holds them: per instance the descriptor words (a
+    /// ring's read back from its descriptor: drops and bound change), the storage, and a
+    /// hash map's counts block or a ring's counters, in the object's map order. `copy`
+    /// reads device memory.
+    pub fn raw_maps(
+        &self,
+        obj: &Object,
+        copy: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    ) -> (Vec<String>, Vec<bpf2ptx::trace::wire::RawMap>) {
+        use bpf2ptx::trace::wire::{hex, RawMap};
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (k, inst) in st.maps.iter().enumerate() {
+            let (Some(inst), Some(m)) = (inst, obj.maps.get(k)) else {
+                continue;
+            };
+            let desc = match inst.ring_desc {
+                Some(at) => copy(at, desc::BYTES as usize)
+                    .map(|b| {
+                        b.chunks_exact(8)
+                            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                            .collect()
+                    })
+                    .unwrap_or_else(|| inst.desc.clone()),
+                None => inst.desc.clone(),
+            };
+            let data = (inst.data != 0 && inst.bytes > 0)
+                .then(|| copy(inst.data, inst.bytes as usize))
+                .flatten();
+            let aux2 = inst
+                .aux2
+                .and_then(|(at, n)| copy(at, n as usize))
+                .map(|b| hex(&b));
+            let (counts, counters) = if m.is(MapKind::is_ring) {
+                (None, aux2)
+            } else {
+                (aux2, None)
+            };
+            out.push(RawMap {
+                name: m.name.clone(),
+                desc,
+                data: data.map(|d| hex(&d)).unwrap_or_default(),
+                counts,
+                counters,
+            });
+        }
+        (st.modules.iter().map(|m| m.1.clone()).collect(), out)
+    }
+
+    /// Module `module` was unloaded: its descriptors are gone, and growth must not write
+    /// them any more.
+    fn forget(&self, module: Handle) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.modules.retain(|m| m.0 != module);
+        for inst in st.maps.iter_mut().flatten() {
+            inst.bound.retain(|b| b.0 != module);
+        }
+    }
 }
 
-/// The address of global `name` of module or library `h`.
-pub fn global_address(h: Handle, library: bool, name: &str) -> Option<u64> {
+/// The process's map sets, one per context that instrumented modules were loaded in.
+#[derive(Debug, Default)]
+pub struct MapSets {
+    sets: Mutex<Vec<Arc<DeviceSet>>>,
+}
+
+impl MapSets {
+    /// The set of the current context, made now if this is its first module.
+    pub fn current(&self) -> Result<Arc<DeviceSet>, BindError> {
+        let get = |n: &'static std::ffi::CStr| {
+            driver_fn(n).ok_or(BindError::Missing(n.to_str().unwrap_or("?")))
+        };
+        // SAFETY: the driver's functions of those names (CUDA 12.0 ABI).
+        let (cur, dev) = unsafe {
+            (
+                std::mem::transmute::<Ptr, CtxGetCurrent>(get(c"cuCtxGetCurrent")?),
+                std::mem::transmute::<Ptr, CtxGetDevice>(get(c"cuCtxGetDevice")?),
+            )
+        };
+        let mut ctx: Ptr = std::ptr::null_mut();
+        // SAFETY: a valid out pointer.
+        let rc = unsafe { cur(&mut ctx) };
+        if rc != SUCCESS || ctx.is_null() {
+            return Err(BindError::NoContext(rc));
+        }
+        let mut sets = self.sets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = sets.iter().find(|s| s.ctx == ctx as Handle) {
+            return Ok(s.clone());
+        }
+        let mut device = 0;
+        // SAFETY: a valid out pointer; the context is current.
+        let rc = unsafe { dev(&mut device) };
+        if rc != SUCCESS || device < 0 {
+            return Err(BindError::NoContext(rc));
+        }
+        let device = device as u32;
+        let set = Arc::new(DeviceSet {
+            device,
+            context: sets.iter().filter(|s| s.device == device).count() as u32,
+            ctx: ctx as Handle,
+            fns: Fns::get()?,
+            state: Mutex::default(),
+        });
+        sets.push(set.clone());
+        Ok(set)
+    }
+
+    /// Module (or library) `module` is being unloaded: no set writes into it again.
+    pub fn unloaded(&self, module: Handle) {
+        for set in self.all() {
+            set.forget(module);
+        }
+    }
+
+    /// Every set, in the order they were made.
+    pub fn all(&self) -> Vec<Arc<DeviceSet>> {
+        self.sets.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The address and size of global `name` of module or library `h`.
+pub fn global_symbol(h: Handle, library: bool, name: &str) -> Option<(u64, usize)> {
     let c = CString::new(name).ok()?;
     let (mut addr, mut size) = (0u64, 0usize);
     // SAFETY: the driver's functions on a handle it returned, valid out pointers.
@@ -175,5 +644,10 @@ pub fn global_address(h: Handle, library: bool, name: &str) -> Option<u64> {
             f(&mut addr, &mut size, h as Ptr, c.as_ptr())
         }
     };
-    (rc == SUCCESS && addr != 0).then_some(addr)
+    (rc == SUCCESS && addr != 0).then_some((addr, size))
+}
+
+/// The address of global `name` of module or library `h`.
+pub fn global_address(h: Handle, library: bool, name: &str) -> Option<u64> {
+    global_symbol(h, library, name).map(|(a, _)| a)
 }

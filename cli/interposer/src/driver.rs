@@ -166,6 +166,10 @@ pub type MemsetD8 = unsafe extern "C" fn(u64, u8, usize) -> CuResult;
 pub type MemcpyDtoD = unsafe extern "C" fn(u64, u64, usize) -> CuResult;
 /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t)`.
 pub type MemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult;
+/// `cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t)`.
+pub type MemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> CuResult;
+/// `cuCtxGetDevice(CUdevice *)`: the device of the current context (its ordinal).
+pub type CtxGetDevice = unsafe extern "C" fn(*mut c_int) -> CuResult;
 
 /// `CUDA_KERNEL_NODE_PARAMS` (`_v2`, CUDA 12+): an explicit graph kernel node's function
 /// (or, when `func` is null, its `CUkernel`), launch shape and arguments.

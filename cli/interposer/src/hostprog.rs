@@ -20,9 +20,9 @@
 //! (`cuMemHostAlloc`, portable and mapped, zeroed), binds word 3 of every instrumented
 //! module to it, and lends the same bytes to the interpreter, whose map helpers use the
 //! device runtime's array layout. So a host program's store is a CPU store the next
-//! kernel reads, and the modules share one instance of these maps (other maps stay one
-//! instance per module). Global data (`.bss`, `.data`, `.rodata`) in a host program is
-//! the host's own copy.
+//! kernel reads, and the modules of every device share one instance of these maps (every
+//! other map is one instance per device, [`crate::bind`]). Global data (`.bss`, `.data`,
+//! `.rodata`) in a host program is the host's own copy.
 //!
 //! **Cost.** Per launch: nothing when no host program matches the kernel; otherwise a
 //! context written on the stack, a lock, and the interpreter, which allocates nothing

@@ -18,9 +18,13 @@
 //! reaches the application: the module it concerns runs unmodified and one line on
 //! stderr says why.
 //!
-//! Map snapshots ([`snapshot`]) go to the session folder periodically and at exit.
+//! Maps are one instance per process and device ([`bind`]): every instrumented module is
+//! injected for rebinding and bound, before its first launch, to its device's map set, so
+//! the modules of an application add to the same counters. Per-thread and per-warp
+//! arrays there are sized from each launch, and grow.
 //!
-//! Per-thread and per-warp arrays are sized from each launch ([`bind`]).
+//! Map snapshots ([`snapshot`]: each map once per device) go to the session folder
+//! periodically and at exit.
 //!
 //! JIT results are cached on disk by content ([`jit`]).
 //!
@@ -37,8 +41,8 @@
 //! bound into every instrumented module. Host times are on the GPU's `%globaltimer`
 //! timeline ([`clock`]).
 //!
-//! Not yet: other maps shared by every module (each instrumented module has its own),
-//! per-unit arrays growing while a stream is captured.
+//! Not yet: per-unit arrays growing while a stream is captured; the printk ring and
+//! loop-budget counters (one per module) in the snapshot.
 
 pub mod bind;
 pub mod clock;

@@ -11,6 +11,7 @@
 //!                 │ yes
 //!                 ▼
 //!          owner instrumented? ──first time──▶ PTX of the image ─▶ inject ─▶ driver JIT
+//!                 │                              ─▶ bind its maps to the device's set
 //!                 │                              (any failure: one line, fallback)
 //!                 ▼
 //!          swap[f] = the same name in the instrumented module (same kind of handle)
@@ -21,7 +22,7 @@
 //! keys only: a module or library unloaded is forgotten, with every function of it, so a
 //! handle the driver reuses never finds stale entries.
 
-use crate::bind::{global_address, Binder};
+use crate::bind::{global_address, global_symbol, Bound, DeviceSet, MapSets};
 use crate::clock::{self, Clock};
 use crate::driver::*;
 use crate::hooks::real;
@@ -29,7 +30,7 @@ use crate::hostprog::{HostRuntime, LaunchFacts};
 use crate::jit;
 use crate::resolve::driver_fn;
 use crate::session::{Config, Event, Log, DIR_VAR, FAULT_VAR};
-use crate::snapshot::{self, Reader, Snapshot};
+use crate::snapshot::{self, DeviceMaps, Reader, Snapshot};
 use bpf2ptx::host::{kernel_hash, HostPrograms};
 use bpf2ptx::trace::wire::{append_launches, LaunchRecord};
 use bpf2ptx_backend::inject::attach::Attach;
@@ -65,24 +66,53 @@ struct Image {
     /// The image's bytes; `None` when they could not be read.
     bytes: Option<Vec<u8>>,
     /// The instrumented copy, once a matched kernel of it was launched.
-    instrumented: Mutex<Option<Result<Instr, ()>>>,
+    instrumented: Mutex<Option<Result<Arc<Twin>, ()>>>,
 }
 
-/// An instrumented copy: its handle and the binder of its per-unit arrays.
+/// The copy of an image whose kernels run instrumented (the interposer's, or the
+/// application's own when it holds the probes already), and its binding in each context
+/// it runs in. A module lives in one context; a library (`cuLibraryLoad*`) is loaded
+/// into every context that uses it, each with globals of its own, so its copy is bound
+/// once per context: an application that runs one kernel on two devices gets it counted
+/// in each device's map set.
+#[derive(Debug)]
+struct Twin {
+    handle: Handle,
+    library: bool,
+    label: String,
+    /// Per context: the binding there, or `None` where it failed (said once; the
+    /// application's own kernels run there).
+    bindings: Mutex<Vec<(Handle, Option<Instr>)>>,
+}
+
+/// A copy's binding in one context: the map set of its device.
 #[derive(Debug, Clone)]
 struct Instr {
     handle: Handle,
-    binder: Option<SharedBinder>,
+    set: Arc<DeviceSet>,
+    bound: Bound,
 }
 
+impl Instr {
+    /// What each launch of the copy sizes first: its per-unit arrays, if any.
+    fn per_unit(&self) -> Option<PerUnit> {
+        (!self.bound.per_unit.is_empty()).then(|| (self.set.clone(), self.bound.per_unit.clone()))
+    }
+}
+
+/// A map set and the per-unit arrays (object map indices) a launch sizes in it.
+type PerUnit = (Arc<DeviceSet>, Arc<[usize]>);
+
 /// What was decided for an application handle at its first launch: what to launch, the
-/// binder to run before it, and what else each launch of it does.
+/// per-unit arrays to size before it, and what else each launch of it does.
 #[derive(Debug, Clone)]
 struct Launch {
     /// The handle to launch (the instrumented twin, or the application's own).
     handle: Handle,
-    /// Sizes per-unit arrays before the launch.
-    binder: Option<SharedBinder>,
+    /// The per-unit arrays sized before the launch.
+    per_unit: Option<PerUnit>,
+    /// The device it runs on (its map set's; 0 when not instrumented).
+    device: u32,
     /// Bit set of the host programs that run at its launches.
     host: u64,
     /// The kernel's id (1-based; 0: a handle the interposer never saw named).
@@ -91,6 +121,12 @@ struct Launch {
     hash: u64,
     /// It runs instrumented: its launches are recorded for the trace events.
     instrumented: bool,
+    /// A library's kernel handle (`CUkernel`), launched in whatever context is current:
+    /// the decision holds for context `ctx` only, and a launch in another is decided
+    /// again (one `cuCtxGetCurrent` per launch of such a handle).
+    per_context: bool,
+    /// The context the decision was made for (with `per_context`).
+    ctx: Handle,
 }
 
 impl Launch {
@@ -98,11 +134,14 @@ impl Launch {
     fn plain(f: Handle) -> Launch {
         Launch {
             handle: f,
-            binder: None,
+            per_unit: None,
+            device: 0,
             host: 0,
             kernel: 0,
             hash: 0,
             instrumented: false,
+            per_context: false,
+            ctx: 0,
         }
     }
 }
@@ -124,8 +163,6 @@ pub struct LaunchArgs {
 /// Launch records waiting for the snapshot thread, at most this many (then counted as
 /// dropped, said at exit).
 const MAX_PENDING_LAUNCHES: usize = 1 << 20;
-/// A binder shared by the launches of one instrumented module.
-type SharedBinder = Arc<Mutex<Binder>>;
 
 /// A function or kernel handle the application holds.
 #[derive(Debug, Clone)]
@@ -140,19 +177,49 @@ struct State {
     loads: usize,
     images: HashMap<Handle, Arc<Image>>,
     funcs: HashMap<Handle, Func>,
-    /// Decided launches: application handle → handle to launch, and the binder to run
+    /// Decided launches: application handle → handle to launch, and the per-unit arrays to size
     /// before it.
     swap: HashMap<Handle, Launch>,
+    /// Decisions for library kernel handles in contexts other than the one of `swap`'s.
+    swap_ctx: HashMap<(Handle, Handle), Launch>,
     /// Kernel names launched so far, with their ids (1-based, in order of first launch).
     seen: HashMap<String, u32>,
-    /// Instrumented copies: (label, handle, loaded as a library), in instrumenting order.
-    instrumented: Vec<(String, Handle, bool)>,
 }
 
-/// What takes snapshots: the reader (a stream of its own) and the context it was made in.
+/// The snapshot thread's side: whether snapshots started, and per map set's context the
+/// reader made there (a stream of its own).
+#[derive(Default)]
 struct Copier {
-    reader: Reader,
-    ctx: Handle,
+    started: bool,
+    /// The context current where snapshots started (the clock's rechecks run there).
+    home: Handle,
+    readers: Vec<(Handle, Option<Reader>)>,
+}
+
+/// The calling thread's current context, if any (on the launch path of library kernel
+/// handles: the driver's function is looked up once).
+fn current_context() -> Option<Handle> {
+    static GET: OnceLock<Option<CtxGetCurrent>> = OnceLock::new();
+    let f = (*GET.get_or_init(|| {
+        // SAFETY: the driver's function of that name.
+        driver_fn(c"cuCtxGetCurrent")
+            .map(|p| unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(p) })
+    }))?;
+    let mut ctx: Ptr = std::ptr::null_mut();
+    // SAFETY: the driver's cuCtxGetCurrent with a valid out pointer.
+    let rc = unsafe { f(&mut ctx) };
+    (rc == SUCCESS && !ctx.is_null()).then_some(ctx as Handle)
+}
+
+/// Makes `ctx` the calling thread's current context (0: nothing to do).
+fn set_context(ctx: Handle) {
+    if ctx == 0 {
+        return;
+    }
+    if let Some(f) = driver_fn(c"cuCtxSetCurrent") {
+        // SAFETY: the driver's function on a context it returned.
+        unsafe { std::mem::transmute::<Ptr, CtxSetCurrent>(f)(ctx as Ptr) };
+    }
 }
 
 /// A trace session: its configuration, the probes' attach points, and the state.
@@ -180,9 +247,11 @@ struct Session {
     /// When the clock was last measured (ns since the start), for the rechecks.
     clock_at: AtomicU64,
     state: Mutex<State>,
-    /// Made at the first instrumentation (it needs a context); `None` until then, or
-    /// when the driver lacks what it needs.
-    copier: Mutex<Option<Copier>>,
+    /// The maps: one instance per process and device ([`crate::bind`]).
+    sets: MapSets,
+    /// Snapshots: started at the first instrumentation (or the first launch that runs
+    /// host programs or is recorded).
+    copier: Mutex<Copier>,
     /// The last snapshot was taken (at exit): periodic ones stop, so that one racing the
     /// exit (with the CUDA runtime tearing down) never replaces it.
     finished: std::sync::atomic::AtomicBool,
@@ -221,7 +290,8 @@ fn session() -> Option<&'static Session> {
                 said_capture: AtomicBool::new(false),
                 clock_at: AtomicU64::new(0),
                 state: Mutex::default(),
-                copier: Mutex::new(None),
+                sets: MapSets::default(),
+                copier: Mutex::default(),
                 finished: Default::default(),
                 started: Instant::now(),
             })
@@ -301,9 +371,11 @@ pub unsafe fn linked_ptx(ptx: &[u8], name: *const c_char) -> Option<CString> {
     })
 }
 
-/// A module or library is being unloaded: forget it and its functions.
+/// A module or library is being unloaded: forget it and its functions (and, for a module
+/// bound to a map set itself, its descriptors).
 pub fn unloaded(handle: Ptr) {
     with_session((), |s| {
+        s.sets.unloaded(handle as Handle);
         let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(img) = st.images.remove(&(handle as Handle)) {
             let gone: Vec<Handle> = st
@@ -312,10 +384,11 @@ pub fn unloaded(handle: Ptr) {
                 .filter(|(_, f)| Arc::ptr_eq(&f.owner, &img))
                 .map(|(h, _)| *h)
                 .collect();
-            for h in gone {
-                st.funcs.remove(&h);
-                st.swap.remove(&h);
+            for h in &gone {
+                st.funcs.remove(h);
+                st.swap.remove(h);
             }
+            st.swap_ctx.retain(|(f, _), _| !gone.contains(f));
             st.images.retain(|_, i| !Arc::ptr_eq(i, &img));
         }
     })
@@ -334,6 +407,7 @@ pub unsafe fn named(func: Ptr, owner: Ptr, name: *const c_char, via: Via) {
         let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(owner) = st.images.get(&(owner as Handle)).cloned() {
             st.swap.remove(&(func as Handle));
+            st.swap_ctx.retain(|(f, _), _| *f != func as Handle);
             st.funcs.insert(func as Handle, Func { owner, name, via });
         }
     })
@@ -355,6 +429,7 @@ pub fn kernel_function(func: Ptr, kernel: Ptr) {
         let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(k) = st.funcs.get(&(kernel as Handle)).cloned() {
             st.swap.remove(&(func as Handle));
+            st.swap_ctx.retain(|(f, _), _| *f != func as Handle);
             st.funcs.insert(
                 func as Handle,
                 Func {
@@ -373,14 +448,11 @@ pub fn kernel_function(func: Ptr, kernel: Ptr) {
 pub fn launchable(f: Ptr, args: LaunchArgs) -> Ptr {
     with_session(f, |s| {
         let d = s.launchable(f as Handle);
-        if let Some(b) = &d.binder {
-            if let Err(e) = b
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .before_launch(args.dims)
-            {
-                s.log
-                    .say(&format!("{e}; its lookups return NULL in this launch"));
+        if let Some((set, maps)) = &d.per_unit {
+            if let Err(e) = set.before_launch(s.obj, maps, args.dims) {
+                s.log.say(&format!(
+                    "{e}; lookups past the units it holds return NULL in this launch"
+                ));
             }
         }
         let record = d.instrumented && s.config.launch_log;
@@ -442,36 +514,78 @@ impl Session {
         let probed = bytes
             .as_deref()
             .is_some_and(|b| b.windows(8).any(|w| w == b"bpf2ptx_"));
-        let instrumented = probed.then(|| {
-            self.bind_shared(handle as Handle, library);
-            let binder = Binder::new(self.obj, |sym| {
-                global_address(handle as Handle, library, sym)
-            })
-            .ok()
-            .flatten()
-            .map(|b| Arc::new(Mutex::new(b)));
-            Instr {
+        // Its maps are bound to the process's instances as an instrumented copy's are; a
+        // failure leaves it with maps of its own (the rebinding lowering works unbound),
+        // which the snapshot does not see: said.
+        let twin = probed.then(|| {
+            let twin = Twin {
                 handle: handle as Handle,
-                binder,
+                library,
+                label: label.clone(),
+                bindings: Mutex::default(),
+            };
+            if let Err(e) = self.bind_twin(&twin) {
+                self.log.say(&format!(
+                    "{label}: {e}; its probes use maps of their own, not in the snapshot"
+                ));
             }
+            Ok(Arc::new(twin))
         });
-        if probed {
-            st.instrumented
-                .push((label.clone(), handle as Handle, library));
-        }
         st.images.insert(
             handle as Handle,
             Arc::new(Image {
                 label,
                 library,
                 bytes,
-                instrumented: Mutex::new(instrumented.map(Ok)),
+                instrumented: Mutex::new(twin),
             }),
         );
         drop(st);
         if probed {
             self.start_snapshots();
         }
+    }
+
+    /// Binds instrumented module `h` (loaded in the current context) to the map set of
+    /// its device ([`crate::bind`]), and the maps host programs share to their pinned
+    /// storage, before any launch of it.
+    fn bind(&self, h: Handle, library: bool, label: &str) -> Result<Instr, String> {
+        let set = self.sets.current().map_err(|e| e.to_string())?;
+        // The maps host programs share, when their pinned storage exists (else they are
+        // the set's, as any map).
+        let skip: Vec<usize> = self
+            .host
+            .as_ref()
+            .and_then(|r| r.shared(&self.log))
+            .map_or_else(Vec::new, |s| s.maps.iter().map(|m| m.index).collect());
+        let bound = set
+            .bind(
+                self.obj,
+                h,
+                label,
+                &mut |sym| global_symbol(h, library, sym),
+                &skip,
+            )
+            .map_err(|e| e.to_string())?;
+        self.bind_shared(h, library);
+        Ok(Instr {
+            handle: h,
+            set,
+            bound,
+        })
+    }
+
+    /// `twin`'s binding in the current context, made now if it has none there yet (a
+    /// failure is recorded, and returned the first time only).
+    fn bind_twin(&self, twin: &Twin) -> Result<Option<Instr>, String> {
+        let ctx = current_context().unwrap_or(0);
+        let mut b = twin.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, i)) = b.iter().find(|(c, _)| *c == ctx) {
+            return Ok(i.clone());
+        }
+        let r = self.bind(twin.handle, twin.library, &twin.label);
+        b.push((ctx, r.as_ref().ok().cloned()));
+        r.map(Some)
     }
 
     /// Points the shared maps' descriptors in instrumented module `h` at the storage the
@@ -497,6 +611,8 @@ impl Session {
                 None => self.config.maps.clone(),
             },
             loop_budget: self.config.loop_budget,
+            // One instance of each map per process and device, bound into every module.
+            rebind_maps: true,
             granularity: match self.config.granularity.as_deref() {
                 Some("warp") => bpf2ptx_backend::back::ptx::Granularity::Warp,
                 Some("block") => bpf2ptx_backend::back::ptx::Granularity::Block,
@@ -511,10 +627,20 @@ impl Session {
     }
 
     fn launchable(&'static self, f: Handle) -> Launch {
-        let (func, plain) = {
+        let (func, plain, ctx) = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ctx = 0;
             if let Some(g) = st.swap.get(&f) {
-                return g.clone();
+                if !g.per_context {
+                    return g.clone();
+                }
+                ctx = current_context().unwrap_or(0);
+                if g.ctx == ctx {
+                    return g.clone();
+                }
+                if let Some(g) = st.swap_ctx.get(&(f, ctx)) {
+                    return g.clone();
+                }
             }
             let Some(func) = st.funcs.get(&f).cloned() else {
                 st.swap.insert(f, Launch::plain(f));
@@ -532,7 +658,8 @@ impl Session {
             });
             let plain = Launch {
                 handle: f,
-                binder: None,
+                per_unit: None,
+                device: 0,
                 host: self
                     .host
                     .as_ref()
@@ -540,32 +667,57 @@ impl Session {
                 kernel,
                 hash: kernel_hash(&func.name),
                 instrumented: false,
+                per_context: false,
+                ctx: 0,
             };
             if !matched {
                 st.swap.insert(f, plain.clone());
                 return plain;
             }
-            (func, plain)
+            if func.via == Via::Kernel && func.owner.library && ctx == 0 {
+                ctx = current_context().unwrap_or(0);
+            }
+            (func, plain, ctx)
         };
         // Instrumenting (inject and JIT) runs outside the state lock: other threads'
         // launches of decided functions go on meanwhile; the image's own lock makes one
         // thread do it.
+        let per_context = func.via == Via::Kernel && func.owner.library;
+        let plain = Launch {
+            per_context,
+            ctx,
+            ..plain
+        };
         let g = self
             .instrumented(&func.owner, &func.name)
-            .and_then(|i| {
+            .and_then(|t| {
+                // Bound in this context (a library's copy in a context it has not run in
+                // yet is bound now; a failure there was said and runs the app's own).
+                let i = match self.bind_twin(&t) {
+                    Ok(i) => i,
+                    Err(e) => {
+                        self.log.say(&format!(
+                            "{}: {e}; its kernels run unmodified in this context",
+                            t.label
+                        ));
+                        None
+                    }
+                }?;
                 Some(Launch {
                     handle: self.twin(i.handle, &func)?,
-                    binder: i.binder,
+                    per_unit: i.per_unit(),
+                    device: i.set.device,
                     instrumented: true,
                     ..plain.clone()
                 })
             })
             .unwrap_or(plain);
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .swap
-            .insert(f, g.clone());
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if per_context && st.swap.contains_key(&f) {
+            st.swap_ctx.insert((f, ctx), g.clone());
+        } else {
+            st.swap.insert(f, g.clone());
+        }
         g
     }
 
@@ -604,6 +756,7 @@ impl Session {
                 pending.push(LaunchRecord {
                     seq,
                     kernel: d.kernel,
+                    device: d.device,
                     stream: facts.stream,
                     grid: facts.grid,
                     block: facts.block,
@@ -666,9 +819,9 @@ impl Session {
         }
     }
 
-    /// The instrumented copy of `img` (made now if this is the first matched launch);
-    /// `None` when it failed, which was said once.
-    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Instr> {
+    /// The instrumented copy of `img` (made now if this is the first matched launch, and
+    /// bound in the current context); `None` when it failed, which was said once.
+    fn instrumented(&'static self, img: &Image, kernel: &str) -> Option<Arc<Twin>> {
         let mut slot = img.instrumented.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = slot.as_ref() {
             return r.clone().ok();
@@ -683,18 +836,13 @@ impl Session {
             });
         }
         *slot = Some(r.clone().map_err(|_| ()));
-        if let Ok(i) = &r {
-            self.state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .instrumented
-                .push((img.label.clone(), i.handle, img.library));
+        if r.is_ok() {
             self.start_snapshots();
         }
         r.ok()
     }
 
-    fn instrument(&'static self, img: &Image, kernel: &str) -> Result<Instr, String> {
+    fn instrument(&'static self, img: &Image, kernel: &str) -> Result<Arc<Twin>, String> {
         let bytes = img.bytes.as_deref().ok_or("its image could not be read")?;
         let ptx = match app_ptx(bytes) {
             Ok(p) => p,
@@ -725,20 +873,27 @@ impl Session {
         let kernels = kernels_of(&done.woven);
         let t1 = Instant::now();
         let (handle, cached) = self.jit(&done.woven.text, img.library)?;
+        let jit_ms = t1.elapsed().as_secs_f64() * 1e3;
+        // Bound before any launch of it; a module that cannot be bound runs unmodified.
+        let twin = Twin {
+            handle,
+            library: img.library,
+            label: img.label.clone(),
+            bindings: Mutex::default(),
+        };
+        self.bind_twin(&twin)
+            .map_err(|e| format!("binding its maps: {e}"))?;
         self.log.event(&Event::Instrumented {
             label: img.label.clone(),
             kernels,
             inject_ms,
-            jit_ms: t1.elapsed().as_secs_f64() * 1e3,
+            jit_ms,
             cached,
         });
-        let binder = Binder::new(self.obj, |sym| global_address(handle, img.library, sym))?
-            .map(|b| Arc::new(Mutex::new(b)));
-        self.bind_shared(handle, img.library);
         if self.config.launch_log {
             self.ensure_clock();
         }
-        Ok(Instr { handle, binder })
+        Ok(Arc::new(twin))
     }
 
     /// Has the driver assemble `ptx` into a module or library, as the original was,
@@ -859,28 +1014,17 @@ impl Session {
 }
 
 impl Session {
-    /// At the first instrumentation: makes the copier in the current context, registers
-    /// the last snapshot at exit (now, after the CUDA runtime registered its own teardown,
-    /// so that ours runs first), and starts the periodic snapshots.
+    /// At the first instrumentation (or launch that runs host programs or is recorded):
+    /// notes the current context (where the clock is rechecked), registers the last
+    /// snapshot at exit (now, after the CUDA runtime registered its own teardown, so that
+    /// ours runs first), and starts the periodic snapshots.
     fn start_snapshots(&'static self) {
         let mut copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
-        if copier.is_some() {
+        if copier.started {
             return;
         }
-        let mut ctx: Ptr = std::ptr::null_mut();
-        // SAFETY: the driver's cuCtxGetCurrent with a valid out pointer.
-        let have_ctx = driver_fn(c"cuCtxGetCurrent")
-            .map(|f| unsafe { std::mem::transmute::<Ptr, CtxGetCurrent>(f)(&mut ctx) } == SUCCESS)
-            .unwrap_or(false);
-        let Some(reader) = Reader::new().filter(|_| have_ctx) else {
-            self.log
-                .say("map snapshots unavailable (the driver lacks stream copies)");
-            return;
-        };
-        *copier = Some(Copier {
-            reader,
-            ctx: ctx as Handle,
-        });
+        copier.started = true;
+        copier.home = current_context().unwrap_or(0);
         extern "C" fn last_snapshot() {
             if let Some(s) = session() {
                 let _ = catch_unwind(|| s.snapshot(true));
@@ -899,36 +1043,21 @@ impl Session {
         }
     }
 
-    /// Copies every instrumented module's maps into `snapshot.json`. `last`: at exit,
-    /// after waiting for the context's work.
+    /// Copies every map set's maps (one per device) into `snapshot.json`, each in its
+    /// context on a stream of its own, and the maps host programs share. `last`: at exit,
+    /// after waiting for each context's work. The calling thread's context is restored.
     fn snapshot(&self, last: bool) {
-        let mods = self
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .instrumented
-            .clone();
-        let copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(c) = copier.as_ref() else {
+        let mut copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
+        if !copier.started {
             return;
-        };
+        }
         // Under the copier's lock: a periodic snapshot either ran before the last one or
         // sees the flag.
         use std::sync::atomic::Ordering::SeqCst;
         if self.finished.load(SeqCst) || last && self.finished.swap(true, SeqCst) {
             return;
         }
-        // SAFETY: the driver's functions on the context the copier was made in.
-        unsafe {
-            if let Some(set) = driver_fn(c"cuCtxSetCurrent") {
-                std::mem::transmute::<Ptr, CtxSetCurrent>(set)(c.ctx as Ptr);
-            }
-            if last {
-                if let Some(sync) = driver_fn(c"cuCtxSynchronize") {
-                    std::mem::transmute::<Ptr, CtxSynchronize>(sync)();
-                }
-            }
-        }
+        let before = current_context();
         let now = self.started.elapsed().as_nanos() as u64;
         let measured = self.clock_at.load(Relaxed);
         if !last
@@ -936,20 +1065,53 @@ impl Session {
             && self.clock.measured()
             && now.saturating_sub(measured) >= clock::RECHECK.as_nanos() as u64
         {
+            set_context(copier.home);
             self.measure_clock();
         }
+        let mut devices = Vec::new();
+        for set in self.sets.all() {
+            set_context(set.ctx);
+            if last {
+                // SAFETY: the driver's function, in the set's context.
+                unsafe {
+                    if let Some(sync) = driver_fn(c"cuCtxSynchronize") {
+                        std::mem::transmute::<Ptr, CtxSynchronize>(sync)();
+                    }
+                }
+            }
+            let at = match copier.readers.iter().position(|r| r.0 == set.ctx) {
+                Some(at) => at,
+                None => {
+                    let reader = Reader::new();
+                    if reader.is_none() {
+                        self.log.say(&format!(
+                            "device {}: map snapshots unavailable (the driver lacks stream copies)",
+                            set.device
+                        ));
+                    }
+                    copier.readers.push((set.ctx, reader));
+                    copier.readers.len() - 1
+                }
+            };
+            let Some(reader) = copier.readers[at].1 else {
+                continue;
+            };
+            let (modules, maps) = set.raw_maps(self.obj, &|a, n| reader.copy(a, n));
+            devices.push(DeviceMaps {
+                device: set.device,
+                context: set.context,
+                modules,
+                maps,
+            });
+        }
+        if let Some(ctx) = before {
+            set_context(ctx);
+        }
         let shared = self.host.as_ref().and_then(HostRuntime::shared_now);
-        let skip: Vec<usize> =
-            shared.map_or_else(Vec::new, |s| s.maps.iter().map(|m| m.index).collect());
         let snap = Snapshot {
             time_ns: now,
             last,
-            modules: mods
-                .iter()
-                .map(|(label, h, library)| {
-                    c.reader.module_maps(label, *h, *library, self.obj, &skip)
-                })
-                .collect(),
+            devices,
             shared: shared.map_or_else(Vec::new, |s| {
                 s.maps
                     .iter()

@@ -247,30 +247,37 @@ fn the_last_snapshot_holds_every_map_of_the_instrumented_module() {
     assert!(log.iter().any(|l| l == "synchronize"), "{log:?}");
     let snap = read(&f.path("trace")).expect("snapshot.json");
     assert!(snap.last);
-    assert_eq!(snap.modules.len(), 1);
-    assert_eq!(snap.modules[0].label, "module 1");
-    let names: Vec<&str> = snap.modules[0]
-        .maps
-        .iter()
-        .map(|m| m.name.as_str())
-        .collect();
-    // cuda_counter's three hash maps (and its .rodata for bpf_printk).
-    for want in ["entered_at", "launches", "busy_ns"] {
-        assert!(names.contains(&want), "{names:?}");
+    assert_eq!(snap.devices.len(), 1);
+    let dev = &snap.devices[0];
+    assert_eq!((dev.device, dev.context), (0, 0));
+    assert_eq!(dev.modules, ["module 1"]);
+    let names: Vec<&str> = dev.maps.iter().map(|m| m.name.as_str()).collect();
+    // cuda_counter's three hash maps (its .rodata stays the module's own).
+    assert_eq!(names, ["entered_at", "launches", "busy_ns"], "{names:?}");
+    let obj = bpf2ptx::load_path(&common::repo().join(PROBES)).unwrap();
+    for raw in &dev.maps {
+        let m = obj.maps.iter().find(|m| m.name == raw.name).unwrap();
+        // The instance's words: storage and counts block of its own (not 0), the rest as
+        // the module laid the map out.
+        assert_eq!(raw.desc[0] as u32, m.map_type, "{}", m.name);
+        assert!(
+            raw.desc[3] != 0 && raw.desc[5] != 0,
+            "{}: {:?}",
+            m.name,
+            raw.desc
+        );
+        let desc: Vec<u8> = raw.desc.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let data = unhex(&raw.data).unwrap();
+        assert_eq!(
+            data.len() as u64,
+            bpf2ptx_loader::image::storage_bytes(m, &desc),
+            "{}: the storage a reader decodes",
+            m.name
+        );
+        assert!(data.iter().all(|&b| b == 0), "nothing ran: zeroed");
+        let counts = raw.counts.as_deref().and_then(unhex).unwrap();
+        assert_eq!(counts.len() as u64, bpf2ptx_runtime::maps::COUNTS_BYTES);
     }
-    let launches = snap.modules[0]
-        .maps
-        .iter()
-        .find(|m| m.name == "launches")
-        .unwrap();
-    // The fake's globals are 64 bytes of their name's length.
-    let len = |s: &str| vec![s.len() as u8; 64];
-    assert_eq!(launches.desc, vec![u64::from_le_bytes([20; 8]); 8]); // bpf2ptx_map_launches
-    assert_eq!(unhex(&launches.data), Some(len("bpf2ptx_mapdata_launches")));
-    assert_eq!(
-        launches.counts.as_deref().and_then(unhex),
-        Some(len("bpf2ptx_mapcnt_launches"))
-    );
 }
 
 #[test]
@@ -288,7 +295,7 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
     let mem: Vec<&str> = log
         .iter()
         .map(String::as_str)
-        .filter(|l| l.starts_with("alloc") || l.starts_with("dtod") || *l == "free")
+        .filter(|l| ["alloc 512", "alloc 1024", "dtod 256", "free"].contains(l))
         .collect();
     // 2 keys x 32 threads x 8 bytes; then 2 x 64 x 8 with each key's 32 slots moved.
     assert_eq!(
@@ -297,7 +304,7 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
         "{log:?}"
     );
     let snap = read(&f.path("trace")).expect("snapshot.json");
-    let per_thread = snap.modules[0]
+    let per_thread = snap.devices[0]
         .maps
         .iter()
         .find(|m| m.name == "per_thread")
@@ -393,9 +400,9 @@ fn ptx_given_to_the_linker_is_instrumented_once() {
     assert_eq!(labels, ["link input 1 (app.ptx)"]);
     let snap = bpf2ptx_interposer::snapshot::read(&f.path("trace")).expect("snapshot");
     assert_eq!(
-        snap.modules.len(),
+        snap.devices.iter().map(|d| d.modules.len()).sum::<usize>(),
         1,
-        "the linked module's maps are snapshotted"
+        "the linked module's maps are bound and snapshotted"
     );
 }
 
@@ -473,7 +480,7 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
         "host_ns {host_ns} on the GPU's timeline ({before}..{after} + offset)"
     );
     // One instance: the module's snapshot leaves the shared maps to `shared`.
-    assert!(snap.modules[0].maps.iter().all(|m| m.name != "launch"));
+    assert!(snap.devices[0].maps.iter().all(|m| m.name != "launch"));
     // The launch records, for --trace-events.
     let records = bpf2ptx::trace::wire::read_launches(&f.path("trace"));
     let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
@@ -573,4 +580,227 @@ fn launch_cost() {
         println!("{what:45} {ns:8.1} ns per launch");
     }
     assert!(rows.iter().all(|(_, ns)| *ns < 5000.0), "{rows:?}");
+}
+
+/// tests/trace/shared_maps.bpf.o: a map of every kind the interposer binds, which the
+/// fake driver acts on at each instrumented launch (FAKE_CUDA_RUN_PROBES=1).
+const SHARED_MAPS: &str = "tests/trace/shared_maps.bpf.o";
+
+/// Runs the app in `mode` (twomod, twodev) with [`SHARED_MAPS`] acted out; returns the
+/// driver's log and the last snapshot.
+fn run_shared(mode: &str) -> (Vec<String>, bpf2ptx_interposer::snapshot::Snapshot) {
+    let f = Fixture::new();
+    let (out, log) = f.run_probes(mode, Some(SHARED_MAPS), &[("FAKE_CUDA_RUN_PROBES", "1")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "app done\n");
+    assert!(!stderr(&out).contains("bpf2ptx trace"), "{}", stderr(&out));
+    let snap = bpf2ptx_interposer::snapshot::read(&f.path("trace")).expect("snapshot.json");
+    assert!(snap.last);
+    (log, snap)
+}
+
+/// Map `name` of a device's set, decoded as the front end decodes it.
+fn decoded(dev: &bpf2ptx::trace::wire::DeviceMaps, name: &str) -> bpf2ptx_loader::image::MapImage {
+    use bpf2ptx_interposer::snapshot::unhex;
+    let obj = bpf2ptx::load_path(&common::repo().join(SHARED_MAPS)).unwrap();
+    let m = obj.maps.iter().find(|m| m.name == name).unwrap();
+    let raw = dev
+        .maps
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("{name} in device {}", dev.device));
+    let desc: Vec<u8> = raw.desc.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let storage = unhex(&raw.data).unwrap();
+    let counts = raw.counts.as_deref().and_then(unhex);
+    let counters = raw
+        .counters
+        .as_deref()
+        .and_then(unhex)
+        .map(|c| [u64_at(&c, 0), u64_at(&c, 1)]);
+    bpf2ptx_loader::image::decode(
+        m,
+        &bpf2ptx_loader::image::RawMap {
+            desc: &desc,
+            storage: &storage,
+            counts: counts.as_deref(),
+            ring: counters.map(|counters| bpf2ptx_loader::image::RawRing {
+                counters,
+                taken: &[],
+                taken_error: None,
+            }),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The u64 at the start of each value (array) or `(key, value)` u64 pairs (hash), the
+/// per-unit copies of key 0, the ring's records, of a decoded map.
+fn contents(image: &bpf2ptx_loader::image::MapImage) -> Vec<u64> {
+    use bpf2ptx_loader::image::MapData;
+    match &image.data {
+        MapData::Array { values, .. } => values.iter().map(|v| u64_at(v, 0)).collect(),
+        MapData::PerUnit { values, .. } => (0..values.copies())
+            .map(|u| u64_at(values.get(0, u), 0))
+            .collect(),
+        MapData::Hash { entries } => {
+            let mut kv: Vec<(u64, u64)> = entries
+                .iter()
+                .map(|(k, v)| (u64_at(k, 0), u64_at(v, 0)))
+                .collect();
+            kv.sort_unstable();
+            kv.into_iter().flat_map(|(k, v)| [k, v]).collect()
+        }
+        MapData::Ring { records, .. } => records.iter().map(|r| u64_at(&r.data, 0)).collect(),
+        d => panic!("{d:?}"),
+    }
+}
+
+/// Per thread, how many of the launches of `threads` threads it was in.
+fn per_thread_counts(launches: &[u64]) -> Vec<u64> {
+    let max = launches.iter().copied().max().unwrap_or(0);
+    (0..max)
+        .map(|t| launches.iter().filter(|&&n| n > t).count() as u64)
+        .collect()
+}
+
+/// Two modules with the same probes, on one device: every launch of either adds to the
+/// one instance of each map. The per-thread array grows when module 1 launches more
+/// threads than any launch before, keeping module 0's counts, and module 0's later
+/// launches count in the grown instance; the hash map holds at most its 4 entries
+/// across both modules (the 5th and 6th insertions refused, counted `full`).
+#[test]
+fn two_modules_with_the_same_probes_share_one_instance_of_each_map() {
+    let (log, snap) = run_shared("twomod");
+    let probed = launches(&log, PROBED);
+    assert_eq!(probed.len(), 6, "{log:?}");
+    assert!(
+        probed.iter().all(|l| l.ends_with("device=0 probed=1")),
+        "{log:?}"
+    );
+    let sets: Vec<_> = snap
+        .devices
+        .iter()
+        .map(|d| (d.device, &d.modules))
+        .collect();
+    assert_eq!(sets.len(), 1, "one set: {sets:?}");
+    let dev = &snap.devices[0];
+    assert_eq!(dev.modules, ["module 1", "module 2"]);
+    let hits = decoded(dev, "hits");
+    assert_eq!(contents(&hits), [6, 0, 0, 0], "both modules' launches");
+    // Launches of 32, 64, 64, 96, 96 and 128 threads, alternating modules.
+    let per_thr = decoded(dev, "per_thr");
+    assert_eq!(
+        contents(&per_thr),
+        per_thread_counts(&[32, 64, 64, 96, 96, 128])
+    );
+    let seen = decoded(dev, "seen");
+    assert_eq!(
+        contents(&seen),
+        [1, 1, 2, 1, 3, 1, 4, 1],
+        "the first 4 keys"
+    );
+    assert_eq!((seen.keys, seen.counts.full), (Some(4), 2));
+    assert_eq!(
+        contents(&decoded(dev, "records")),
+        [1, 2, 3, 4, 5, 6],
+        "one ring"
+    );
+    let bss = dev.maps.iter().find(|m| m.name == ".bss").expect(".bss");
+    assert!(bss.desc.is_empty());
+    let bss = bpf2ptx_interposer::snapshot::unhex(&bss.data).unwrap();
+    assert_eq!(u64_at(&bss, 0), 6, "global data: one instance too");
+}
+
+/// Two devices: each keeps its own instance of every map, bound into the module loaded
+/// there, and the snapshot names the device of each set.
+#[test]
+fn two_devices_keep_separate_maps() {
+    let (log, snap) = run_shared("twodev");
+    let probed = launches(&log, PROBED);
+    assert_eq!(
+        probed
+            .iter()
+            .filter(|l| l.ends_with("device=0 probed=1"))
+            .count(),
+        3,
+        "{log:?}"
+    );
+    assert_eq!(
+        probed
+            .iter()
+            .filter(|l| l.ends_with("device=1 probed=1"))
+            .count(),
+        3,
+        "{log:?}"
+    );
+    let ids: Vec<(u32, u32, Vec<String>)> = snap
+        .devices
+        .iter()
+        .map(|d| (d.device, d.context, d.modules.clone()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            (0, 0, vec!["module 1".to_string()]),
+            (1, 0, vec!["module 2".to_string()])
+        ]
+    );
+    let (d0, d1) = (&snap.devices[0], &snap.devices[1]);
+    assert_eq!(contents(&decoded(d0, "hits")), [3, 0, 0, 0]);
+    assert_eq!(contents(&decoded(d1, "hits")), [3, 0, 0, 0]);
+    assert_eq!(
+        contents(&decoded(d0, "per_thr")),
+        per_thread_counts(&[32, 64, 96])
+    );
+    assert_eq!(
+        contents(&decoded(d1, "per_thr")),
+        per_thread_counts(&[64, 96, 128])
+    );
+    // Launch numbers alternate between the devices.
+    assert_eq!(contents(&decoded(d0, "seen")), [1, 1, 3, 1, 5, 1]);
+    assert_eq!(contents(&decoded(d1, "seen")), [2, 1, 4, 1, 6, 1]);
+    assert_eq!(contents(&decoded(d0, "records")), [1, 3, 5]);
+    assert_eq!(contents(&decoded(d1, "records")), [2, 4, 6]);
+}
+
+/// One library (cudart's lazy loading) whose kernel runs on both devices: its
+/// instrumented copy is bound once per context, so each device's launches count in that
+/// device's maps, through the `CUkernel` (decided per context) and through a function
+/// got in the second context.
+#[test]
+fn a_library_kernel_run_on_two_devices_counts_in_each_device() {
+    let (log, snap) = run_shared("twodevlib");
+    let probed = launches(&log, PROBED);
+    assert_eq!(probed.len(), 6, "{log:?}");
+    for d in 0..2 {
+        let n = probed
+            .iter()
+            .filter(|l| l.ends_with(&format!("device={d} probed=1")))
+            .count();
+        assert_eq!(n, 3, "device {d}: {log:?}");
+    }
+    let sets: Vec<(u32, Vec<String>)> = snap
+        .devices
+        .iter()
+        .map(|d| (d.device, d.modules.clone()))
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            (0, vec!["library 1".to_string()]),
+            (1, vec!["library 1".to_string()])
+        ]
+    );
+    let (d0, d1) = (&snap.devices[0], &snap.devices[1]);
+    assert_eq!(contents(&decoded(d0, "hits")), [3, 0, 0, 0]);
+    assert_eq!(contents(&decoded(d1, "hits")), [3, 0, 0, 0]);
+    assert_eq!(
+        contents(&decoded(d0, "per_thr")),
+        per_thread_counts(&[32, 64, 96])
+    );
+    assert_eq!(
+        contents(&decoded(d1, "per_thr")),
+        per_thread_counts(&[64, 96, 128])
+    );
+    assert_eq!(contents(&decoded(d1, "records")), [2, 4, 6]);
 }

@@ -1,7 +1,8 @@
 //! `bpf2ptx trace` end to end under the stand-in driver (tests/fake): the front end
 //! verifies the probes, starts the application with the interposer, prints the snapshots
 //! and says what it instrumented; exit codes, crashes, rejected probes and probes that
-//! match nothing. No GPU: the fake driver's globals are zeros (every map unbound).
+//! match nothing, one instance of each map per device and their sum. No GPU: the fake
+//! driver acts out tests/trace/shared_maps.bpf.o's probes where a test asks it to.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -28,7 +29,6 @@ fn trace(dir: &Path, args: &[&str], mode: &str) -> Output {
         .current_dir(repo())
         .env("LD_LIBRARY_PATH", dir)
         .env("BPF2PTX_INTERPOSER", so)
-        .env("FAKE_CUDA_ZERO_GLOBALS", "1")
         .env("FAKE_CUDA_LOG", dir.join("driver.log"))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env_remove("LD_PRELOAD")
@@ -281,4 +281,147 @@ fn host_programs_share_their_maps_and_launches_become_trace_events() {
     assert_eq!(seqs, [1, 2, 3, 4], "{doc}");
     assert!(evs.iter().any(|e| e["name"] == format!("launch {OTHER}")));
     assert!(evs.iter().any(|e| e["cat"] == "calibration"), "{doc}");
+}
+
+/// An app that uses two devices (the fake driver's contexts 0x1 and 0x2), probes acted
+/// out by the fake driver: the text shows each device's maps and their sum, the JSON
+/// names the device of every snapshot (and so of every record in it), and the trace
+/// events name the device of every launch and ring record.
+#[test]
+fn two_devices_print_each_device_and_their_sum() {
+    let dir = fixture();
+    let run = |args: &[&str]| {
+        let so = bpf2ptx_tests::interposer_lib();
+        let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
+            .arg("trace")
+            .args(args)
+            .arg("tests/trace/shared_maps.bpf.o")
+            .arg("--")
+            .arg(dir.path().join("app"))
+            .args([
+                "twodev",
+                dir.path().join("app.ptx").to_str().unwrap(),
+                PROBED,
+                OTHER,
+            ])
+            .current_dir(repo())
+            .env("LD_LIBRARY_PATH", dir.path())
+            .env("BPF2PTX_INTERPOSER", so)
+            .env("FAKE_CUDA_RUN_PROBES", "1")
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env_remove("LD_PRELOAD")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let printed = run(&["--interval", "10s"]);
+    let headers: Vec<&str> = printed.lines().filter(|l| l.starts_with("===")).collect();
+    assert_eq!(headers.len(), 3, "{printed}");
+    assert!(
+        headers[0].contains(", device 0: final snapshot"),
+        "{printed}"
+    );
+    assert!(
+        headers[1].contains(", device 1: final snapshot"),
+        "{printed}"
+    );
+    assert!(
+        headers[2].contains(", sum of devices 0, 1: final snapshot"),
+        "{printed}"
+    );
+    let sum = &printed[printed.find(headers[2]).unwrap()..];
+    // 3 launches per device; the per-thread array's key 0 over 32+64+96 and 64+96+128
+    // threads; the hash map's keys of both devices.
+    assert!(
+        sum.contains("@hits: array[4], sum of 2 devices\n  key  value  devices\n    0  6      2\n"),
+        "{sum}"
+    );
+    assert!(
+        sum.contains("@per_thr: perthread_array[2], sum of 224 thread copies\n  key  value  threads\n    0  480    224\n"),
+        "{sum}"
+    );
+    assert!(
+        sum.contains("@seen: hash[4], sum of 2 devices, 6 keys"),
+        "{sum}"
+    );
+    assert!(
+        !sum.contains("@records"),
+        "rings stay with their device: {sum}"
+    );
+    let device0 = &printed[..printed.find(headers[1]).unwrap()];
+    assert!(device0.contains("@seen: hash[4], 3 keys"), "{device0}");
+    assert!(device0.contains("] @records: 0x5"), "{device0}");
+
+    let events = dir.path().join("events.json");
+    let json = run(&[
+        "--format",
+        "json",
+        "--trace-events",
+        events.to_str().unwrap(),
+    ]);
+    let lines: Vec<serde_json::Value> = json
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last: Vec<&serde_json::Value> = lines.iter().filter(|l| !l["end"].is_null()).collect();
+    assert_eq!(last.len(), 3, "{json}");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("specs/trace-snapshot.schema.json")).unwrap(),
+    )
+    .unwrap();
+    for l in &last {
+        let errors = bpf2ptx_tests::json_schema::check(&schema, l);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+    assert_eq!(
+        (last[0]["device"].as_u64(), last[1]["device"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(last[2]["device"].is_null());
+    assert_eq!(last[2]["sum_of"], serde_json::json!([0, 1]));
+    // Each device's ring records are in its own snapshot.
+    let rings = |l: &serde_json::Value| -> Vec<String> {
+        l["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["hex"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        rings(last[0]),
+        ["0100000000000000", "0300000000000000", "0500000000000000"]
+    );
+    assert_eq!(
+        rings(last[1]),
+        ["0200000000000000", "0400000000000000", "0600000000000000"]
+    );
+    assert!(rings(last[2]).is_empty());
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&events).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("specs/trace-events.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let errors = bpf2ptx_tests::json_schema::check(&schema, &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    let evs = doc["traceEvents"].as_array().unwrap();
+    let launch_devices: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["cat"] == "launch")
+        .map(|e| e["args"]["device"].as_u64().unwrap())
+        .collect();
+    assert_eq!(launch_devices, [0, 1, 0, 1, 0, 1], "{doc}");
+    let record_devices: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["cat"] == "record")
+        .map(|e| e["args"]["device"].as_u64().unwrap())
+        .collect();
+    assert_eq!(record_devices, [0, 0, 0, 1, 1, 1], "{doc}");
+    assert!(evs
+        .iter()
+        .any(|e| e["ph"] == "M" && e["args"]["name"] == "ring records (GPU 1)"));
 }

@@ -4,9 +4,10 @@
 //!
 //! Timestamps are microseconds since the trace started (fractional: nanosecond
 //! resolution). Tracks: process 0 is the host, with one thread per stream for the launch
-//! calls and one per ring (and printk) for records; process `1 + d` is GPU `d`, one
-//! thread per stream, holding each launch from its first block's start to its last
-//! block's end. `M` events name them.
+//! calls and one per ring and device (and printk) for records; process `1 + d` is GPU
+//! `d`, one thread per stream, holding each launch from its first block's start to its
+//! last block's end. `M` events name them. Every launch and ring record names its device
+//! (`args.device`).
 
 use super::snapshot::{Event, EventData, TracedMap};
 use super::types::hex;
@@ -99,7 +100,7 @@ pub fn launches<'m>(
                 kernel: names
                     .get(&r.kernel)
                     .map_or_else(|| format!("kernel {}", r.kernel), |n| n.to_string()),
-                device: 0,
+                device: r.device,
                 stream: r.stream,
                 grid: r.grid,
                 block: r.block,
@@ -154,7 +155,7 @@ pub fn trace_events_with(launches: &[Launch], events: &[Event], clock: &[Calibra
         processes.insert(gpu, format!("GPU {}", l.device));
         threads.insert((HOST, l.stream), format!("stream {} launches", l.stream));
         threads.insert((gpu, l.stream), format!("stream {}", l.stream));
-        let args = json!({ "grid": l.grid, "block": l.block, "seq": l.seq });
+        let args = json!({ "grid": l.grid, "block": l.block, "seq": l.seq, "device": l.device });
         match l.first_block_ns {
             // The call, then the wait until the first block runs: the launch latency.
             Some(first) if first >= l.host_ns => out.push(json!({
@@ -173,7 +174,7 @@ pub fn trace_events_with(launches: &[Launch], events: &[Event], clock: &[Calibra
                 "ts": us(first), "dur": us(last.saturating_sub(first)),
                 "pid": gpu, "tid": l.stream,
                 "args": {
-                    "grid": l.grid, "block": l.block, "seq": l.seq,
+                    "grid": l.grid, "block": l.block, "seq": l.seq, "device": l.device,
                     "launch_latency_us": us(first.saturating_sub(l.host_ns)),
                 },
             }));
@@ -189,11 +190,17 @@ pub fn trace_events_with(launches: &[Launch], events: &[Event], clock: &[Calibra
         .unwrap_or(0);
     for e in events {
         let (track, name, args) = match &e.data {
-            EventData::Ring { map, data } => (
-                format!("ring {map}"),
-                map.clone(),
-                json!({ "hex": hex(data), "bytes": data.len() }),
-            ),
+            EventData::Ring { map, data } => {
+                let mut args = json!({ "hex": hex(data), "bytes": data.len() });
+                let track = match e.device {
+                    Some(d) => {
+                        args["device"] = json!(d);
+                        format!("ring {map} (GPU {d})")
+                    }
+                    None => format!("ring {map}"),
+                };
+                (track, map.clone(), args)
+            }
             EventData::Printk { line } => {
                 ("printk".into(), "printk".into(), json!({ "line": line }))
             }

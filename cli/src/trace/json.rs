@@ -1,7 +1,7 @@
 //! The JSON form of a snapshot (specs/trace.md, "JSON"; schema
 //! specs/trace-snapshot.schema.json): one object, printed on one line.
 
-use super::snapshot::{AppEnd, EventData, Snapshot, TracedMap};
+use super::snapshot::{AppEnd, EventData, Scope, Snapshot, TracedMap};
 use super::types::{hex, Value};
 use bpf2ptx_loader::image::MapData;
 use serde_json::{json, Value as J};
@@ -30,14 +30,20 @@ pub(super) fn render(s: &Snapshot) -> J {
             EventData::Printk { line } => json!({ "ns": e.ns, "printk": line }),
         })
         .collect();
-    json!({
+    let mut out = json!({
         "elapsed_ns": s.elapsed_ns,
-        "device": s.device,
+        "device": s.scope.device(),
         "end": end,
         "maps": s.maps.iter().map(map).collect::<Vec<_>>(),
         "failures": failures,
         "events": events,
-    })
+    });
+    match &s.scope {
+        Scope::Device { context, .. } if *context > 0 => out["context"] = json!(context + 1),
+        Scope::Sum { devices } => out["sum_of"] = json!(devices),
+        _ => {}
+    }
+    out
 }
 
 fn map(m: &TracedMap) -> J {
@@ -48,7 +54,7 @@ fn map(m: &TracedMap) -> J {
         "value_size": m.map.value_size,
         "max_entries": m.map.max_entries,
     });
-    if let Some(keys) = m.image.keys {
+    if let Some(keys) = m.keys() {
         out["keys"] = json!(keys);
     }
     match &m.image.data {

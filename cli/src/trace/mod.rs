@@ -9,7 +9,8 @@
 //!  bpf2ptx_loader::image::decode(map, raw)      one MapImage per map (the layouts of
 //!    │                                          specs/abi.md, decoded in one place)
 //!    ▼
-//!  Snapshot { elapsed, maps: [TracedMap { map, types, image }], events, end, ... }
+//!  moment(devices, process-wide maps): per device a Snapshot { scope, elapsed, maps:
+//!    │   [TracedMap { map, types, image }], events, end }, and with several their sum
 //!    │   types: map_types(obj, object_btf(..), --hist): key/value Shapes from BTF,
 //!    │          histogram marks from `bpf2ptx:hist=` decl tags and --hist
 //!    ▼
@@ -31,6 +32,9 @@
 //!   so a large, mostly empty array stays readable and nothing is hidden silently;
 //! - per-SM, per-thread and per-warp arrays print per key the sum of their copies (field
 //!   by field, in 64 bits) and how many copies were not zero;
+//! - maps are one instance per process and device: one section per device and, with
+//!   several, their sum (arrays added key by key, hash maps merged by key; rings stay
+//!   with their device; [`moment`]);
 //! - failure counters print whenever they are not zero, in every snapshot.
 
 mod args;
@@ -46,7 +50,9 @@ pub mod wire;
 pub use args::{parse_interval, Format, Hist, HistSpec, TraceArgs};
 pub use events::{calibrations, launches, trace_events, trace_events_with, Calibration, Launch};
 pub use session::{trace, INTERPOSER_FILE, INTERPOSER_VAR};
-pub use snapshot::{ring_events, AppEnd, Event, EventData, Snapshot, TracedMap};
+pub use snapshot::{
+    moment, ring_events, AppEnd, DeviceView, Event, EventData, Scope, Snapshot, TracedMap,
+};
 pub use types::{
     launch_span_maps, map_types, object_btf, Field, MapTypes, Shape, Value, HIST_TAG,
     LAUNCH_SPANS_TAG,

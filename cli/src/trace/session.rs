@@ -19,13 +19,13 @@
 //! application left when it ends.
 
 use super::wire::{self, Config, Event as WireEvent, RawSnapshot};
-use super::{map_types, object_btf, render, ring_events, AppEnd, MapTypes, Snapshot};
-use super::{Format, TraceArgs, TracedMap};
+use super::{map_types, moment, object_btf, render, ring_events, AppEnd, MapTypes, Snapshot};
+use super::{DeviceView, Format, TraceArgs, TracedMap};
 use crate::compile::{self, CompileError};
 use crate::exit;
 use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::program::Object;
-use bpf2ptx_loader::image::{self, RawRing};
+use bpf2ptx_loader::image::{self, MapImage, RawRing};
 use bpf2ptx_runtime::MapKind;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -238,96 +238,100 @@ impl Session {
         }
     }
 
-    /// The snapshots of `raw`, one per instrumented module (each has its own maps today),
-    /// labelled with the module when there are several.
-    fn decode(&self, raw: &RawSnapshot, end: Option<AppEnd>) -> Vec<(String, Snapshot)> {
-        let mut out = Vec::new();
-        let shared = wire::ModuleMaps {
-            label: "shared".into(),
-            maps: raw.shared.clone(),
-        };
-        let mut modules: Vec<&wire::ModuleMaps> = raw.modules.iter().collect();
-        if modules.is_empty() && !raw.shared.is_empty() {
-            modules.push(&shared);
-        }
-        for module in modules {
-            let mut maps = Vec::new();
-            let mut events = Vec::new();
-            // The maps host programs share are one instance, shown with every module.
-            let own = module.maps.iter();
-            let with_shared = own.chain(raw.shared.iter().filter(|_| module.label != "shared"));
-            for rm in with_shared.filter(|m| !m.desc.is_empty()) {
-                let Some(k) = self.obj.maps.iter().position(|m| m.name == rm.name) else {
-                    continue;
-                };
-                let m = &self.obj.maps[k];
-                let desc: Vec<u8> = rm.desc.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let storage = wire::unhex(&rm.data).unwrap_or_default();
-                let counts = rm.counts.as_deref().and_then(wire::unhex);
-                let counters = rm.counters.as_deref().and_then(wire::unhex);
-                let ring = counters.filter(|_| m.is(MapKind::is_ring)).map(|c| {
-                    let word = |i: usize| {
-                        c.get(i * 8..i * 8 + 8)
-                            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
-                    };
-                    RawRing {
-                        counters: [word(0), word(1)],
-                        taken: &[],
-                        taken_error: None,
-                    }
-                });
-                let raw_map = image::RawMap {
-                    desc: &desc,
-                    storage: &storage,
-                    counts: counts.as_deref(),
-                    ring,
-                };
-                match image::decode(m, &raw_map) {
-                    Ok(image) => {
-                        if m.is(MapKind::is_ring) {
-                            events.extend(ring_events(&m.name, &image, raw.time_ns));
-                        }
-                        maps.push(TracedMap {
-                            map: m.clone(),
-                            types: self.types[k].clone(),
-                            image,
-                        });
-                    }
-                    Err(e) => eprintln!("bpf2ptx trace: {}: {e}", module.label),
-                }
-            }
-            let snap = Snapshot {
-                elapsed_ns: raw.time_ns,
-                device: None,
-                end,
-                maps,
-                loop_budget: Vec::new(),
-                printk_dropped: 0,
-                events,
+    /// One map of `raw` decoded (`None`, said on stderr, when its bytes do not decode):
+    /// its definition's index in the object and its contents.
+    fn decode_map(&self, rm: &wire::RawMap, what: &str) -> Option<(usize, MapImage)> {
+        let k = self.obj.maps.iter().position(|m| m.name == rm.name)?;
+        let m = &self.obj.maps[k];
+        let desc: Vec<u8> = rm.desc.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let storage = wire::unhex(&rm.data).unwrap_or_default();
+        let counts = rm.counts.as_deref().and_then(wire::unhex);
+        let counters = rm.counters.as_deref().and_then(wire::unhex);
+        let ring = counters.filter(|_| m.is(MapKind::is_ring)).map(|c| {
+            let word = |i: usize| {
+                c.get(i * 8..i * 8 + 8)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
             };
-            out.push((module.label.clone(), snap));
+            RawRing {
+                counters: [word(0), word(1)],
+                taken: &[],
+                taken_error: None,
+            }
+        });
+        let raw_map = image::RawMap {
+            desc: &desc,
+            storage: &storage,
+            counts: counts.as_deref(),
+            ring,
+        };
+        match image::decode(m, &raw_map) {
+            Ok(image) => Some((k, image)),
+            Err(e) => {
+                eprintln!("bpf2ptx trace: {what}: {e}");
+                None
+            }
         }
-        if out.is_empty() {
-            out.push((
-                String::new(),
-                Snapshot {
-                    elapsed_ns: self.started.elapsed().as_nanos() as u64,
-                    device: None,
-                    end,
-                    maps: Vec::new(),
-                    loop_budget: Vec::new(),
-                    printk_dropped: 0,
-                    events: Vec::new(),
-                },
-            ));
+    }
+
+    /// The maps of `raws` that have a descriptor (global data is carried, not printed),
+    /// decoded, with the records of their rings (device `device`'s).
+    fn traced(
+        &self,
+        raws: &[wire::RawMap],
+        what: &str,
+        ns: u64,
+        device: Option<u32>,
+    ) -> (Vec<TracedMap>, Vec<super::Event>) {
+        let mut maps = Vec::new();
+        let mut events = Vec::new();
+        for rm in raws.iter().filter(|m| !m.desc.is_empty()) {
+            let Some((k, image)) = self.decode_map(rm, what) else {
+                continue;
+            };
+            let m = &self.obj.maps[k];
+            if m.is(MapKind::is_ring) {
+                events.extend(ring_events(&m.name, &image, ns, device));
+            }
+            maps.push(TracedMap::new(m.clone(), self.types[k].clone(), image));
         }
-        out
+        (maps, events)
+    }
+
+    /// The snapshots of `raw` ([`moment`]): one per device's map set and, with several,
+    /// their sum; the maps host programs share (one instance for the process) with the
+    /// only device, or in the sum. `host_events`: host programs' printk lines.
+    fn decode(
+        &self,
+        raw: &RawSnapshot,
+        end: Option<AppEnd>,
+        host_events: Vec<super::Event>,
+    ) -> Vec<Snapshot> {
+        let devices: Vec<DeviceView> = raw
+            .devices
+            .iter()
+            .map(|d| {
+                let what = format!("device {}", d.device);
+                let (maps, events) = self.traced(&d.maps, &what, raw.time_ns, Some(d.device));
+                DeviceView {
+                    device: d.device,
+                    context: d.context,
+                    maps,
+                    events,
+                }
+            })
+            .collect();
+        let (process, _) = self.traced(&raw.shared, "shared maps", raw.time_ns, None);
+        let elapsed = if raw.devices.is_empty() && raw.shared.is_empty() {
+            self.started.elapsed().as_nanos() as u64
+        } else {
+            raw.time_ns
+        };
+        moment(elapsed, end, devices, process, host_events)
     }
 
     fn print(&mut self, raw: &RawSnapshot, end: Option<AppEnd>, format: Format, out: &mut Output) {
-        let mut snaps = self.decode(raw, end);
-        // Host programs' printk lines that arrived since the last print, as records of
-        // the first snapshot, at their time since the start.
+        // Host programs' printk lines that arrived since the last print, at their time
+        // since the start.
         let events = wire::read_events(self.dir.path());
         let start = events.iter().find_map(|e| match e {
             WireEvent::Clock { start_ns, .. } => Some(*start_ns),
@@ -340,39 +344,43 @@ impl Session {
                 _ => None,
             })
             .collect();
-        if let Some((_, first)) = snaps.first_mut() {
-            for (ns, line) in lines.iter().skip(self.printed_printk) {
-                first.events.push(super::Event {
-                    ns: start.map_or(0, |s| ns.saturating_sub(s)),
-                    data: super::EventData::Printk { line: line.clone() },
-                });
-            }
-            first.events.sort_by_key(|e| e.ns);
-            self.printed_printk = lines.len();
-        }
-        let several = snaps.len() > 1;
-        for (label, snap) in snaps {
-            if several && format == Format::Text {
-                out.write(&format!("== {label}\n"));
-            }
+        let host: Vec<super::Event> = lines
+            .iter()
+            .skip(self.printed_printk)
+            .map(|(ns, line)| super::Event {
+                ns: start.map_or(0, |s| ns.saturating_sub(s)),
+                device: None,
+                data: super::EventData::Printk { line: line.clone() },
+            })
+            .collect();
+        self.printed_printk = lines.len();
+        for snap in self.decode(raw, end, host) {
             out.write(&render(&snap, format));
         }
     }
 
     fn write_trace_events(&self, path: &Path, raw: Option<&RawSnapshot>) -> std::io::Result<()> {
-        let snaps = raw.map(|r| self.decode(r, None)).unwrap_or_default();
+        let snaps = raw
+            .map(|r| self.decode(r, None, Vec::new()))
+            .unwrap_or_default();
         let wire_events = wire::read_events(self.dir.path());
+        // Each device's own span maps (a sum's would add two devices' stamps).
+        let own = |s: &&Snapshot| !matches!(s.scope, super::Scope::Sum { .. });
         let launches = super::events::launches(
             &wire::read_launches(self.dir.path()),
             &wire_events,
-            snaps.iter().flat_map(|(_, s)| s.maps.iter()).filter(|m| {
-                self.spans
-                    .iter()
-                    .any(|&k| self.obj.maps[k].name == m.map.name)
-            }),
+            snaps
+                .iter()
+                .filter(own)
+                .flat_map(|s| s.maps.iter())
+                .filter(|m| {
+                    self.spans
+                        .iter()
+                        .any(|&k| self.obj.maps[k].name == m.map.name)
+                }),
         );
         let calibrations = super::events::calibrations(&wire_events);
-        let events: Vec<_> = snaps.into_iter().flat_map(|(_, s)| s.events).collect();
+        let events: Vec<_> = snaps.into_iter().flat_map(|s| s.events).collect();
         let json = super::events::trace_events_with(&launches, &events, &calibrations);
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(&json)?)?;

@@ -2,7 +2,7 @@
 //! or a histogram, the non-zero failure counters, then the records that arrived.
 
 use super::hist;
-use super::snapshot::{EventData, Snapshot, TracedMap};
+use super::snapshot::{EventData, Scope, Snapshot, TracedMap};
 use super::types::Value;
 use bpf2ptx_loader::image::MapData;
 use std::fmt::Write;
@@ -11,10 +11,21 @@ use std::fmt::Write;
 pub(super) fn render(s: &Snapshot) -> String {
     let mut out = String::new();
     let secs = s.elapsed_ns as f64 / 1e9;
-    let device = s
-        .device
-        .map(|d| format!(", device {d}"))
-        .unwrap_or_default();
+    let device = match &s.scope {
+        Scope::Device {
+            device,
+            context,
+            several: true,
+        } => match context {
+            0 => format!(", device {device}"),
+            c => format!(", device {device} (context {})", c + 1),
+        },
+        Scope::Sum { devices } => {
+            let ids: Vec<String> = devices.iter().map(u32::to_string).collect();
+            format!(", sum of devices {}", ids.join(", "))
+        }
+        _ => String::new(),
+    };
     let end = s
         .end
         .map(|e| format!(": {}", e.describe()))
@@ -87,10 +98,16 @@ fn map(out: &mut String, m: &TracedMap) {
     if let Some(r) = t.sharded {
         let _ = write!(head, ", {r} replicas summed");
     }
-    if let Some((unit, n)) = t.copies {
-        let _ = write!(head, ", sum of {n} {unit} copies");
+    match t.copies {
+        Some(("device", n)) => {
+            let _ = write!(head, ", sum of {n} devices");
+        }
+        Some((unit, n)) => {
+            let _ = write!(head, ", sum of {n} {unit} copies");
+        }
+        None => {}
     }
-    if let Some(keys) = m.image.keys {
+    if let Some(keys) = m.keys() {
         let _ = write!(head, ", {keys} {}", plural(keys, "key"));
     }
     out.push_str(&head);

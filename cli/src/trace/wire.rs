@@ -7,8 +7,8 @@
 //!
 //! - [`DIR_VAR`]: the session folder. The front end wrote `config.json` there
 //!   ([`Config`]); the interposer appends one JSON line per event to `events.jsonl`
-//!   ([`Event`]), writes map snapshots to `snapshot.json` ([`RawSnapshot`]), replaced
-//!   atomically, and, when the config asks for launch records, appends one JSON line per
+//!   ([`Event`]), writes map snapshots to `snapshot.json` ([`RawSnapshot`]: per device,
+//!   its one instance of each map), replaced atomically, and, when the config asks for launch records, appends one JSON line per
 //!   launch to `launches.jsonl` ([`LaunchRecord`]).
 //! - `LD_PRELOAD`: the interposer, ahead of whatever the user preloads.
 
@@ -145,6 +145,9 @@ pub struct LaunchRecord {
     pub seq: u64,
     /// The kernel's id ([`Event::Kernel`]).
     pub kernel: u32,
+    /// The device it ran on (CUDA's ordinal).
+    #[serde(default)]
+    pub device: u32,
     /// The stream handle (0: the legacy default stream).
     pub stream: u64,
     /// Grid dimensions.
@@ -197,21 +200,34 @@ pub struct RawSnapshot {
     pub time_ns: u64,
     /// Taken at the process's exit, after its last kernel.
     pub last: bool,
-    /// Per instrumented module, its maps (each module has its own instance today).
-    pub modules: Vec<ModuleMaps>,
+    /// Per device (per context, in the order they were first used), its one instance of
+    /// each map, shared by every module instrumented there.
+    #[serde(default)]
+    pub devices: Vec<DeviceMaps>,
     /// The maps host-side programs share with the GPU: one instance per process, in
-    /// pinned host memory, bound into every module (absent from `modules`).
+    /// pinned host memory, bound into every module of every device (absent from
+    /// `devices`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared: Vec<RawMap>,
 }
 
-/// The maps of one instrumented module.
+/// The maps of one device: one instance of each map its instrumented modules use.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ModuleMaps {
-    /// The module's label (`module N` / `library N`).
-    pub label: String,
-    /// Its maps, in the object's order (maps the probes do not use are absent).
+pub struct DeviceMaps {
+    /// The device (CUDA's ordinal, `cuCtxGetDevice`).
+    pub device: u32,
+    /// 0, or for a second (third, ...) context on the same device, 1 (2, ...): device
+    /// memory is per context, so each context has a set of its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context: u32,
+    /// The instrumented modules bound to these maps (`module N` / `library N`, ...).
+    pub modules: Vec<String>,
+    /// The maps, in the object's order (maps no module's probes use are absent).
     pub maps: Vec<RawMap>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One map's bytes, hex-encoded.
@@ -313,8 +329,10 @@ mod tests {
         let s = RawSnapshot {
             time_ns: 5,
             last: true,
-            modules: vec![ModuleMaps {
-                label: "module 1".into(),
+            devices: vec![DeviceMaps {
+                device: 1,
+                context: 0,
+                modules: vec!["module 1".into(), "module 2".into()],
                 maps: vec![RawMap {
                     name: "counts".into(),
                     desc: vec![2, 0, 0, 0, 0, 0, 0, 0],
@@ -334,6 +352,11 @@ mod tests {
         write(dir.path(), &s).unwrap();
         assert_eq!(read(dir.path()), Some(s));
         assert!(!dir.path().join("snapshot.json.tmp").exists());
+        let text = std::fs::read_to_string(dir.path().join("snapshot.json")).unwrap();
+        assert!(
+            !text.contains("\"context\""),
+            "a device's first context is not said"
+        );
     }
 
     #[test]
@@ -342,6 +365,7 @@ mod tests {
         let r = |seq| LaunchRecord {
             seq,
             kernel: 1,
+            device: seq as u32 % 2,
             stream: 0,
             grid: [2, 1, 1],
             block: [32, 1, 1],

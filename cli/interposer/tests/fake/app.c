@@ -13,7 +13,17 @@
  *   library   linked, through cuLibraryLoadData / cuLibraryGetKernel, launching the
  *             CUkernel itself and its cuKernelGetFunction (as cudart's lazy loading);
  *   bench     linked, the first kernel launched FAKE_APP_LAUNCHES times (default
- *             100000) after one warm-up launch; prints the mean ns per launch call. */
+ *             100000) after one warm-up launch; prints the mean ns per launch call;
+ *   twomod    linked, the PTX loaded as two modules; three rounds r (0, 1, 2), each
+ *             launching every kernel of module 0, then of module 1, module k's with
+ *             k + r + 1 blocks of 32 threads;
+ *   twodev    as twomod, module 1 loaded and launched on device 1 (context 0x2 made
+ *             current), module 0 on device 0;
+ *   twodevlib linked, the PTX loaded once as a library; three rounds r, each launching
+ *             every kernel's CUkernel on device 0 (r + 1 blocks of 32 threads), then on
+ *             device 1 (r + 2 blocks; in the last round through the kernel's
+ *             cuKernelGetFunction in context 0x2), as cudart's lazy loading runs one
+ *             kernel on several devices. */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +56,7 @@ struct node_params {
 	void *kern, *ctx;
 };
 CUresult cuGraphAddKernelNode_v2(void **, void *, const void **, size_t, const struct node_params *);
+CUresult cuCtxSetCurrent(void *);
 
 static char *slurp(const char *path) {
 	FILE *f = fopen(path, "rb");
@@ -79,6 +90,26 @@ int main(int argc, char **argv) {
 		check(gpa("cuModuleGetFunction", (void **)&getf, 12000, 2, NULL), "gpa getf");
 		check(gpa("cuLaunchKernel", (void **)&launch, 12000, 2, NULL), "gpa launch");
 	}
+	if (!strcmp(argv[1], "twodevlib")) {
+		void *lib;
+		check(cuLibraryLoadData(&lib, ptx, 0, 0, 0, 0, 0, 0), "library load");
+		for (int r = 0; r < 3; r++)
+			for (int d = 0; d < 2; d++) {
+				check(cuCtxSetCurrent((void *)(size_t)(d + 1)), "set context");
+				for (int i = 3; i < argc; i++) {
+					void *k, *f;
+					check(cuLibraryGetKernel(&k, lib, argv[i]), "get kernel");
+					if (d == 1 && r == 2) {
+						check(cuKernelGetFunction(&f, k), "kernel function");
+						k = f;
+					}
+					check(cuLaunchKernel(k, d + r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+				}
+			}
+		check(cuCtxSetCurrent((void *)1), "set context");
+		printf("app done\n");
+		return 0;
+	}
 	if (!strcmp(argv[1], "library")) {
 		void *lib;
 		check(cuLibraryLoadData(&lib, ptx, 0, 0, 0, 0, 0, 0), "library load");
@@ -91,6 +122,26 @@ int main(int argc, char **argv) {
 				check(cuLaunchKernel(f, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch function");
 			}
 		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "twomod") || !strcmp(argv[1], "twodev")) {
+		int two = !strcmp(argv[1], "twodev");
+		void *mods[2];
+		for (int k = 0; k < 2; k++) {
+			if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
+			check(load(&mods[k], ptx), "load");
+		}
+		for (int r = 0; r < 3; r++)
+			for (int k = 0; k < 2; k++) {
+				if (two) check(cuCtxSetCurrent((void *)(size_t)(k + 1)), "set context");
+				for (int i = 3; i < argc; i++) {
+					void *f;
+					check(getf(&f, mods[k], argv[i]), "get function");
+					check(launch(f, k + r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+				}
+			}
+		if (two) check(cuCtxSetCurrent((void *)1), "set context");
+		printf("app done\n");
 		return 0;
 	}
 	void *m;

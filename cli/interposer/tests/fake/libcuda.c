@@ -6,6 +6,17 @@
  * an instrumented kernel. FAKE_CUDA_REFUSE_PROBED=1 makes loading probed PTX fail, as a
  * JIT error would.
  *
+ * Two devices: context 0x1 is device 0 (current at the start, in every thread), context
+ * 0x2 device 1; a module belongs to the device current at its load, a library to every
+ * context (its kernels run, and its globals are, in the context current at the call), and
+ * a launch line names the device (`device=D`).
+ *
+ * Module globals are what the module's PTX declares (`.global` variables: their size,
+ * and their initialiser of numbers and `generic(symbol)`s), one allocation per module
+ * and name; a name the PTX does not declare is not found. With FAKE_CUDA_RUN_PROBES=1 a
+ * launch of a probed function acts out tests/trace/shared_maps.bpf.c's probes on those
+ * maps, reaching them as the rebinding lowering does (run_probes below).
+ *
  * The interposer's own timer kernel (bpf2ptx_globaltimer_spin, which measures the
  * host/GPU clock offset) "runs" at its launch: it stores this process's CLOCK_MONOTONIC
  * plus FAKE_CUDA_GLOBALTIMER_OFFSET ns (default 0) as %globaltimer into its first
@@ -18,10 +29,13 @@
 #include <string.h>
 
 typedef int CUresult;
-struct image { int id; int probed; int library; };
+typedef unsigned long long u64;
+struct image { int id; int probed; int library; int device; char *text; };
 struct func { struct image *owner; char name[256]; int kernel; };
 
 static int next_id;
+/* The calling thread's current context: 1 (device 0) or 2 (device 1). */
+static __thread size_t current_ctx = 1;
 
 static void say(const char *fmt, ...) {
 	const char *path = getenv("FAKE_CUDA_LOG");
@@ -53,6 +67,8 @@ static CUresult load(void **out, const char *text, int library) {
 	m->id = ++next_id;
 	m->probed = probed;
 	m->library = library;
+	m->device = (int)current_ctx - 1;
+	m->text = text ? strdup(text) : NULL;
 	*out = m;
 	say("load %s %d probed=%d", library ? "library" : "module", m->id, m->probed);
 	return 0;
@@ -87,15 +103,21 @@ CUresult cuKernelGetFunction(void **f, void *k) {
 	return get(f, kf->owner, kf->name, 0);
 }
 
-static CUresult launch(const char *how, void *fp) {
+static CUresult global(u64 *addr, size_t *size, void *m, const char *name);
+static void run_probes(struct image *m, unsigned threads);
+
+static CUresult launch(const char *how, void *fp, unsigned threads) {
 	struct func *f = fp;
-	say("launch %s %s module=%d probed=%d", how, f->name, f->owner->id, f->owner->probed);
+	say("launch %s %s module=%d device=%d probed=%d", how, f->name, f->owner->id,
+	    f->owner->library ? (int)current_ctx - 1 : f->owner->device, f->owner->probed);
+	if (f->owner->probed && getenv("FAKE_CUDA_RUN_PROBES"))
+		run_probes(f->owner, threads);
 	return 0;
 }
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **x) {
-	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sh; (void)s; (void)x;
+	(void)sh; (void)s; (void)x;
 	if (!strcmp(((struct func *)f)->name, "bpf2ptx_globaltimer_spin")) {
 		struct timespec ts;
 		const char *off = getenv("FAKE_CUDA_GLOBALTIMER_OFFSET");
@@ -106,42 +128,156 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 		say("launch clock");
 		return 0;
 	}
-	return launch("legacy", f);
+	return launch("legacy", f, gx * gy * gz * bx * by * bz);
 }
 CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			     unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **x) {
-	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sh; (void)s; (void)p; (void)x;
-	return launch("ptsz", f);
+	(void)sh; (void)s; (void)p; (void)x;
+	return launch("ptsz", f, gx * gy * gz * bx * by * bz);
 }
 
-/* Module globals: every `bpf2ptx_*` name has 64 bytes (a descriptor's size), each the
- * length of its name, so a snapshot shows which symbol each copy came from; the same name
- * of one module is the same memory (FAKE_CUDA_ZERO_GLOBALS=1: zeros, an unbound map).
- * Device pointers are host pointers. */
-static CUresult global(unsigned long long *addr, size_t *size, void *m, const char *name) {
-	static struct { void *m; char name[128]; unsigned char *b; } seen[256];
-	static int n;
-	if (strncmp(name, "bpf2ptx_", 8)) return 500;
-	for (int i = 0; i < n; i++)
-		if (seen[i].m == m && !strcmp(seen[i].name, name)) {
-			*addr = (unsigned long long)(size_t)seen[i].b;
-			*size = 64;
+/* Module globals, as the module's PTX declares them: `.visible .global [.align N] .TYPE
+ * NAME[[COUNT]] [= INIT];` with INIT a number, `generic(SYMBOL)` or a `{...}` list of
+ * them. Device pointers are host pointers. */
+static size_t type_bytes(const char *t) {
+	if (!strncmp(t, ".b8", 3) || !strncmp(t, ".u8", 3) || !strncmp(t, ".s8", 3)) return 1;
+	if (!strncmp(t, ".b16", 4) || !strncmp(t, ".u16", 4)) return 2;
+	if (!strncmp(t, ".b32", 4) || !strncmp(t, ".u32", 4) || !strncmp(t, ".s32", 4)) return 4;
+	return 8;
+}
+
+/* The declaration of `name` in `text`: the start of its line, or NULL. */
+static const char *declaration(const char *text, const char *name) {
+	size_t n = strlen(name);
+	for (const char *p = text; p && (p = strstr(p, name)); p += n) {
+		char after = p[n];
+		if (p > text && (p[-1] == ' ' || p[-1] == '\t') &&
+		    (after == '[' || after == ' ' || after == ';' || after == '=')) {
+			const char *line = p;
+			while (line > text && line[-1] != '\n') line--;
+			const char *g = strstr(line, ".global");
+			if (g && g < p) return line;
+		}
+	}
+	return NULL;
+}
+
+static CUresult global(u64 *addr, size_t *size, void *mp, const char *name) {
+	static struct { void *m; size_t ctx; char name[128]; unsigned char *b; size_t n; } seen[1024];
+	static int count;
+	struct image *m = mp;
+	size_t ctx = m && m->library ? current_ctx : 0;
+	for (int i = 0; i < count; i++)
+		if (seen[i].m == m && seen[i].ctx == ctx && !strcmp(seen[i].name, name)) {
+			*addr = (u64)(size_t)seen[i].b;
+			*size = seen[i].n;
 			return 0;
 		}
-	if (n == 256) return 2;
-	unsigned char *b = malloc(64);
-	memset(b, getenv("FAKE_CUDA_ZERO_GLOBALS") ? 0 : (int)strlen(name), 64);
-	seen[n].m = m;
-	snprintf(seen[n].name, sizeof seen[n].name, "%s", name);
-	seen[n++].b = b;
-	*addr = (unsigned long long)(size_t)b;
-	*size = 64;
+	const char *line = m && m->text ? declaration(m->text, name) : NULL;
+	if (!line || count == 1024) return 500; /* CUDA_ERROR_NOT_FOUND */
+	const char *p = strstr(line, name);
+	/* The element type: the last `.b8`/`.u64`/... word before the name. */
+	size_t el = 8;
+	for (const char *t = line; t < p; t++)
+		if (*t == '.' && (t[1] == 'b' || t[1] == 'u' || t[1] == 's') && t[2] >= '0' && t[2] <= '9')
+			el = type_bytes(t);
+	size_t elems = p[strlen(name)] == '[' ? strtoull(p + strlen(name) + 1, NULL, 10) : 1;
+	size_t n = el * (elems ? elems : 1);
+	unsigned char *b = calloc(1, n < 8 ? 8 : n);
+	seen[count].m = m;
+	seen[count].ctx = ctx;
+	snprintf(seen[count].name, sizeof seen[count].name, "%s", name);
+	seen[count].b = b;
+	seen[count++].n = n;
+	*addr = (u64)(size_t)b;
+	*size = n;
+	const char *eq = strchr(p, '=');
+	const char *end = strchr(p, ';');
+	if (eq && end && eq < end) {
+		const char *q = eq + 1;
+		for (size_t k = 0; q < end && k < elems; k++) {
+			while (*q == ' ' || *q == '{') q++;
+			u64 v = 0;
+			if (!strncmp(q, "generic(", 8)) {
+				char sym[128];
+				size_t j = 0;
+				for (q += 8; *q != ')' && j < sizeof sym - 1; q++) sym[j++] = *q;
+				sym[j] = 0;
+				size_t ignored;
+				if (global(&v, &ignored, m, sym)) v = 0;
+				q++;
+			} else {
+				v = strtoull(q, (char **)&q, 0);
+			}
+			memcpy(b + k * el, &v, el);
+			while (*q == ' ' || *q == '}') q++;
+			if (*q == ',') q++;
+		}
+	}
 	return 0;
 }
-CUresult cuModuleGetGlobal_v2(unsigned long long *a, size_t *n, void *m, const char *name) {
+
+/* The u64 words of module global `name`, or NULL. */
+static u64 *words(struct image *m, const char *name) {
+	u64 at;
+	size_t n;
+	return global(&at, &n, m, name) ? NULL : (u64 *)(size_t)at;
+}
+
+static u64 r8(u64 n) { return (n + 7) & ~7ull; }
+
+/* tests/trace/shared_maps.bpf.c's probes, for one launch of `threads` threads of module
+ * `m`, on its maps where its descriptors and reference words say they are (what
+ * ptx::Options::rebind_maps lowers to): `hits` +1 at key 0 (word 3); `per_thr` +1 at key
+ * 0 in each thread's slot below the units bound (words 3 and 4); `seen` one new key, the
+ * launch's number in the process, unless the shared count (word 5) says the map holds
+ * max_entries keys (then `full` in shard 0), in the runtime's slot layout; `records` one
+ * 8-byte record, the launch's number (the ring's descriptor through its reference word;
+ * producer and bound moved); `.bss` +1 (through its reference word). */
+static void run_probes(struct image *m, unsigned threads) {
+	static u64 launches;
+	u64 n = ++launches, *d, *r;
+	if ((d = words(m, "bpf2ptx_map_hits")) && d[3])
+		*(u64 *)(size_t)d[3] += 1;
+	if ((d = words(m, "bpf2ptx_map_per_thr")) && d[3])
+		for (u64 t = 0; t < threads && t < d[4]; t++)
+			*(u64 *)(size_t)(d[3] + t * (d[2] >> 32)) += 1;
+	if ((d = words(m, "bpf2ptx_map_seen")) && d[3] && d[5]) {
+		u64 *count = (u64 *)(size_t)d[5], max = d[2] & 0xffffffff;
+		u64 slot = 8 + r8(d[1] & 0xffffffff) + (d[2] >> 32);
+		if (*count >= max) {
+			*(u64 *)(size_t)(d[5] + 128) += 1;
+		} else {
+			*count += 1;
+			for (u64 i = n & (d[4] - 1);; i = (i + 1) & (d[4] - 1)) {
+				unsigned char *s = (unsigned char *)(size_t)(d[3] + i * slot);
+				if (*(unsigned *)s == 0) {
+					*(unsigned *)s = 2;
+					memcpy(s + 8, &n, 8);
+					*(u64 *)(s + 8 + r8(d[1] & 0xffffffff)) = 1;
+					break;
+				}
+			}
+		}
+	}
+	if ((r = words(m, "bpf2ptx_mapref_records")) && *r) {
+		d = (u64 *)(size_t)*r;
+		u64 *ctr = (u64 *)(size_t)d[5];
+		unsigned char *rec = (unsigned char *)(size_t)(d[3] + (ctr[0] & (d[4] - 1)));
+		unsigned len = 8;
+		memcpy(rec + 8, &n, 8);
+		memcpy(rec, &len, 4);
+		memset(rec + 4, 0, 4);
+		ctr[0] += 16;
+		d[7] = ctr[0];
+	}
+	if ((r = words(m, "bpf2ptx_mapref_bss")) && *r)
+		*(u64 *)(size_t)*r += 1;
+}
+CUresult cuModuleGetGlobal_v2(u64 *a, size_t *n, void *m, const char *name) {
 	return global(a, n, m, name);
 }
-CUresult cuLibraryGetGlobal(unsigned long long *a, size_t *n, void *l, const char *name) {
+CUresult cuLibraryGetGlobal(u64 *a, size_t *n, void *l, const char *name) {
 	return global(a, n, l, name);
 }
 CUresult cuStreamCreate(void **s, unsigned flags) { *s = (void *)0x5; say("stream flags=%u", flags); return 0; }
@@ -171,6 +307,10 @@ CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
 	say("htod %zu", n);
 	return 0;
 }
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
+	memcpy(d, (void *)(size_t)s, n);
+	return 0;
+}
 /* The linker: a "cubin" is the PTX behind a marker line. */
 struct link { char *text; size_t n; };
 CUresult cuLinkCreate_v2(unsigned n, int *o, void **v, void **state) {
@@ -196,11 +336,15 @@ CUresult cuLinkComplete(void *state, void **cubin, size_t *size) {
 	return 0;
 }
 CUresult cuLinkDestroy(void *state) { free(((struct link *)state)->text); free(state); return 0; }
-CUresult cuCtxGetDevice(int *d) { *d = 0; return 0; }
+CUresult cuCtxGetDevice(int *d) { *d = (int)current_ctx - 1; return 0; }
 CUresult cuDeviceGetAttribute(int *v, int attr, int d) { (void)d; *v = attr == 75 ? 9 : 0; return 0; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-CUresult cuCtxGetCurrent(void **c) { *c = (void *)0x1; return 0; }
-CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
+CUresult cuCtxGetCurrent(void **c) { *c = (void *)current_ctx; return 0; }
+CUresult cuCtxSetCurrent(void *c) {
+	if ((size_t)c != 1 && (size_t)c != 2) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	current_ctx = (size_t)c;
+	return 0;
+}
 CUresult cuCtxSynchronize(void) { say("synchronize"); return 0; }
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
 	*p = malloc(n);
@@ -226,7 +370,8 @@ CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void **deps, si
 				 const struct node_params *p) {
 	(void)graph; (void)deps; (void)n;
 	*node = (void *)0x9;
-	return launch("graph", p->func ? p->func : p->kern);
+	return launch("graph", p->func ? p->func : p->kern,
+		      p->grid[0] * p->grid[1] * p->grid[2] * p->block[0] * p->block[1] * p->block[2]);
 }
 
 #define ENTRY(n) { #n, (void *)n }
@@ -240,7 +385,7 @@ static const struct { const char *name; void *fn; } table[] = {
 	ENTRY(cuCtxSetCurrent), ENTRY(cuCtxSynchronize),
 	{ "cuMemAlloc", (void *)cuMemAlloc_v2 }, { "cuMemFree", (void *)cuMemFree_v2 },
 	{ "cuMemsetD8", (void *)cuMemsetD8_v2 }, { "cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2 },
-	{ "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 },
+	{ "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 }, { "cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2 },
 	{ "cuLinkCreate", (void *)cuLinkCreate_v2 }, { "cuLinkAddData", (void *)cuLinkAddData_v2 },
 	ENTRY(cuLinkComplete), ENTRY(cuLinkDestroy), ENTRY(cuCtxGetDevice),
 	ENTRY(cuDeviceGetAttribute), ENTRY(cuDriverGetVersion),

@@ -11,13 +11,13 @@
 
 use super::err;
 use crate::front::{btf, LoadError};
-use crate::program::{map_type_name, ArrayShape, ElfMapFields, Field, Map, MapOrigin, MapSlot};
+use crate::program::{
+    map_type_name, ArrayShape, ElfMapFields, Field, Map, MapOrigin, MapSlot, BPF_F_RDONLY_PROG,
+};
 use bpf2ptx_runtime::MapKind;
 use goblin::elf::{section_header as sh, sym, Elf};
 use std::collections::HashMap;
 
-/// `BPF_F_RDONLY_PROG`: libbpf sets it on `.rodata` maps.
-const BPF_F_RDONLY_PROG: u32 = 0x80;
 /// `BPF_F_MMAPABLE`: libbpf sets it on global-data maps.
 const BPF_F_MMAPABLE: u32 = 0x400;
 /// Size of the legacy `struct bpf_map_def` (5 × u32), the shortest entry read.

@@ -9,8 +9,8 @@ use super::frame::{analyse_frame, needs_frame_address, Fp};
 use super::fuse::{self, SitePlan};
 use super::loops::LoopRegs;
 use super::module::{map_storage, INLINE_END};
-use super::symbols::{map_desc_symbol, map_symbol};
-use super::{atomic_scope, is_sharded, Error, Options, FUNC_TAG};
+use super::symbols::{map_desc_symbol, map_ref_symbol, map_symbol};
+use super::{atomic_scope, has_map_ref, is_sharded, Error, Options, FUNC_TAG};
 use crate::back::PlainAdd;
 use crate::cfg::Cfg;
 use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
@@ -46,6 +46,9 @@ pub(super) struct FuncWriter<'a> {
     pub(super) ctx_regs: bool,
     /// Per map: placed in host memory ([`Options::host`]).
     pub(super) host: Vec<bool>,
+    /// The host may bind every map elsewhere ([`Options::rebind_maps`]): storage from
+    /// descriptor word 3, rings and writable global data through their reference words.
+    pub(super) rebind: bool,
     /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
     /// until the next instruction.
     pub(super) nonnull_r0: bool,
@@ -89,6 +92,7 @@ impl<'a> FuncWriter<'a> {
             .collect();
         f.sys = atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
         f.host = opts.host.clone();
+        f.rebind = opts.rebind_maps;
         let prog = &obj.programs[pi];
         f.lanes = entry_granularity(prog, opts) == Granularity::Warp && reads_active_mask(prog);
         f
@@ -111,6 +115,7 @@ impl<'a> FuncWriter<'a> {
             inline: false,
             ctx_regs: false,
             host: Vec::new(),
+            rebind: false,
             nonnull_r0: false,
             lanes: false,
             memo: false,
@@ -540,8 +545,16 @@ impl<'a> FuncWriter<'a> {
                 let (map, off) = (ins.imm as u32 as usize, (ins.imm as u64 >> 32) as u32);
                 match self.obj.maps.get(map) {
                     Some(m) if m.origin == MapOrigin::GlobalData => {
-                        self.l(format!("mov.u64 %r{d}, {};", map_symbol(&m.name)));
-                        self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+                        if self.rebind && has_map_ref(m) {
+                            // The section's instance, wherever the host bound it.
+                            self.l(format!(
+                                "ld.global.nc.u64 %r{d}, [{}];",
+                                map_ref_symbol(&m.name)
+                            ));
+                        } else {
+                            self.l(format!("mov.u64 %r{d}, {};", map_symbol(&m.name)));
+                            self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+                        }
                         if off != 0 {
                             self.l(format!("add.u64 %r{d}, %r{d}, {off};"));
                         }
@@ -571,8 +584,17 @@ impl<'a> FuncWriter<'a> {
                 if let Err(why) = map_storage(m) {
                     return Err(self.unsupported(i, pcs, why));
                 }
-                self.l(format!("mov.u64 %r{d}, {};", map_desc_symbol(&m.name)));
-                self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+                if self.rebind && has_map_ref(m) {
+                    // A ring's descriptor, wherever the host bound it (its claim state
+                    // is shared with every module that shares the ring).
+                    self.l(format!(
+                        "ld.global.nc.u64 %r{d}, [{}];",
+                        map_ref_symbol(&m.name)
+                    ));
+                } else {
+                    self.l(format!("mov.u64 %r{d}, {};", map_desc_symbol(&m.name)));
+                    self.l(format!("cvta.global.u64 %r{d}, %r{d};"));
+                }
             }
             Kind::LdImm64(_) => {
                 return Err(self.unsupported(

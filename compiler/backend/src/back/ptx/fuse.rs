@@ -941,14 +941,33 @@ pub fn flush_text(
         s.push_str("mov.u32 %bpf2ptx_f2, %smid;\nand.b32 %bpf2ptx_f2, %bpf2ptx_f2, 255;\n");
     }
     // The word's address into %bpf2ptx_fd2 (global state space).
+    // Under `rebind_maps` the storage is where the host bound it: descriptor word 3, or
+    // a global-data section's reference word (generic addresses, made global).
     let address = |s: &mut String, a: &AccSlot| {
         let m = &obj.maps[a.map as usize];
-        let sym = if m.origin == MapOrigin::GlobalData {
-            super::map_symbol(&m.name)
+        let global = m.origin == MapOrigin::GlobalData;
+        if opts.rebind_maps && (!global || super::has_map_ref(m)) {
+            let word = if global {
+                super::map_ref_symbol(&m.name)
+            } else {
+                format!(
+                    "{}+{}",
+                    super::map_desc_symbol(&m.name),
+                    bpf2ptx_runtime::desc::DATA
+                )
+            };
+            let _ = writeln!(
+                s,
+                "ld.global.nc.u64 %bpf2ptx_fd2, [{word}];\ncvta.to.global.u64 %bpf2ptx_fd2, %bpf2ptx_fd2;"
+            );
         } else {
-            super::map_data_symbol(&m.name)
-        };
-        let _ = writeln!(s, "mov.u64 %bpf2ptx_fd2, {sym};");
+            let sym = if global {
+                super::map_symbol(&m.name)
+            } else {
+                super::map_data_symbol(&m.name)
+            };
+            let _ = writeln!(s, "mov.u64 %bpf2ptx_fd2, {sym};");
+        }
         if sharded(a.map) {
             let replica = bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size);
             let _ = writeln!(s, "mul.wide.u32 %bpf2ptx_fd1, %bpf2ptx_f2, {replica};");

@@ -241,6 +241,10 @@ impl FuncWriter<'_> {
             self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
             self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
             self.l("or.pred %lkp0, %lkp0, %lkp1;");
+        } else if self.rebind {
+            // Device placement, storage bound by the host before the module's first
+            // launch (never unbound: a module the host could not bind does not run).
+            self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
         } else {
             // Device placement: the module's own storage, which word 3 names too (a
             // constant address, no load on the probe's path; specs/abi.md).

@@ -64,7 +64,7 @@ pub use module::{inline_body, write_string, InlineBody, INLINE_CTX_WORDS, INLINE
 pub use rings::{PRINTK_DESC, PRINTK_RECORD};
 pub use symbols::{
     entry_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
-    map_desc_symbol, map_symbol, program_symbol,
+    map_desc_symbol, map_ref_symbol, map_symbol, program_symbol,
 };
 
 use crate::program::{MapOrigin, Object};
@@ -129,6 +129,17 @@ pub struct Options {
     /// update reaches the map where the program makes it: no fusion touches it. Missing
     /// entries mean "no".
     pub live: Vec<bool>,
+    /// Every map may be bound by the host to storage outside the module, before the
+    /// module's first launch (`bpf2ptx trace`, whose interposer binds the maps of every
+    /// instrumented module to one instance per process and device; specs/abi.md,
+    /// "Rebinding maps"). The code then finds every map's storage where the host can
+    /// rebind it: an array's inlined lookup and a fusion flush read descriptor word 3
+    /// instead of taking the module's storage as a constant address; a ring's descriptor
+    /// (whose words 6 and 7 change with every reservation) and a writable global-data
+    /// section are reached through a reference word the host may point elsewhere
+    /// ([`map_ref_symbol`]). Off (`bpf2ptx inject`, `bpf2ptx run`), the module's own
+    /// storage is used with no load on the probe's path.
+    pub rebind_maps: bool,
 }
 
 /// The scope of the module's atomics: `.sys` when some map it declares is host-placed.
@@ -140,6 +151,20 @@ pub fn atomic_scope(obj: &Object, opts: &Options) -> bpf2ptx_runtime::Scope {
         bpf2ptx_runtime::Scope::Sys
     } else {
         bpf2ptx_runtime::Scope::Gpu
+    }
+}
+
+/// Whether map `m` is reached through a reference word ([`map_ref_symbol`]) under
+/// [`Options::rebind_maps`]: a ring, whose descriptor holds the ring's claim state
+/// (drops and bound, words 6 and 7) that every module sharing the ring must share, and a
+/// global-data section the programs may write (`.bss`, `.data`), which has no descriptor.
+/// Read-only global data (`.rodata`) keeps its constant address: every module holds the
+/// same bytes.
+pub fn has_map_ref(m: &crate::program::Map) -> bool {
+    if m.origin == MapOrigin::GlobalData {
+        !m.read_only()
+    } else {
+        m.is(MapKind::is_ring)
     }
 }
 
@@ -170,6 +195,7 @@ impl Default for Options {
             loop_budget: None,
             fuse: false,
             live: Vec::new(),
+            rebind_maps: false,
         }
     }
 }

@@ -10,9 +10,9 @@ use super::mem::{runtime_body, runtime_decl};
 use super::rings::{PRINTK_DESC, PRINTK_RING};
 use super::symbols::{
     check_symbols, func_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol,
-    map_data_symbol, map_desc_symbol, map_symbol,
+    map_data_symbol, map_desc_symbol, map_ref_symbol, map_symbol,
 };
-use super::{atomic_scope, is_sharded, Error, Options, SHARDS, TARGETS};
+use super::{atomic_scope, has_map_ref, is_sharded, Error, Options, SHARDS, TARGETS};
 use crate::cfg::Cfg;
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::{desc, MapKind};
@@ -193,6 +193,13 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
                 );
             }
         }
+        if opts.rebind_maps && has_map_ref(m) {
+            let _ = writeln!(
+                out,
+                ".visible .global .align 8 .u64 {} = generic({sym});",
+                map_ref_symbol(&m.name)
+            );
+        }
     }
     for (k, m) in obj
         .maps
@@ -262,6 +269,13 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
         // data, aux, aux2, drops, bound.
         const _: () = assert!(desc::WORDS == 8 && desc::word(desc::AUX2) == 5);
         let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[{}] = {{{w0}, {w1}, {w2}, {data}, {aux}, {aux2}, 0, 0}};", desc::WORDS);
+        if opts.rebind_maps && has_map_ref(m) {
+            let _ = writeln!(
+                out,
+                ".visible .global .align 8 .u64 {} = generic({desc});",
+                map_ref_symbol(&m.name)
+            );
+        }
     }
     if need.contains("printk") {
         let _ = writeln!(

@@ -261,8 +261,17 @@ impl FuncWriter<'_> {
             self.fresh_label(),
         ];
         self.ptx_62 = true;
+        // The descriptor: the module's own, at a constant address, or under
+        // `rebind_maps` the one its reference word names (the ring's claim state, words 6
+        // and 7, is shared with every module sharing the ring), as a global address.
+        let rebound = self.rebind && super::has_map_ref(map);
+        let desc = if rebound {
+            "%rbref".to_string()
+        } else {
+            map_desc_symbol(&map.name)
+        };
         let fields: [(&str, String); 12] = [
-            ("DESC", map_desc_symbol(&map.name)),
+            ("DESC", desc),
             ("SIZE", size.to_string()),
             ("T", t.to_string()),
             // k = floor(x / t) for x <= 32 t as mul.hi by ceil(2^32 / t): exact while
@@ -281,7 +290,17 @@ impl FuncWriter<'_> {
         for (k, v) in &fields {
             text = text.replace(&format!("@{k}@"), v);
         }
-        self.out.push_str(&text);
+        if rebound {
+            let _ = writeln!(
+                self.out,
+                "\t{{\n\t.reg .b64 %rbref;\n\tld.global.nc.u64 %rbref, [{}];\n\tcvta.to.global.u64 %rbref, %rbref;",
+                super::map_ref_symbol(&map.name)
+            );
+            self.out.push_str(&text);
+            self.out.push_str("\t}\n");
+        } else {
+            self.out.push_str(&text);
+        }
         true
     }
 

@@ -32,6 +32,18 @@ pub fn loop_budget_symbol(prog: &Program) -> String {
     format!("bpf2ptx_loopcnt_{}", escape(&prog.name))
 }
 
+/// The reference word of a map under [`Options::rebind_maps`]: a `.u64` holding the
+/// generic address of the ring's descriptor, or of the writable global-data section,
+/// that the code uses; it starts out naming the module's own, and the host may point it
+/// at another instance (specs/abi.md, "Rebinding maps"). Which maps have one:
+/// [`super::has_map_ref`].
+pub fn map_ref_symbol(name: &str) -> String {
+    format!(
+        "bpf2ptx_mapref_{}",
+        map_part(name.strip_prefix('.').unwrap_or(name))
+    )
+}
+
 /// The descriptor symbol of a runtime map.
 pub fn map_desc_symbol(name: &str) -> String {
     format!("bpf2ptx_map_{}", map_part(name))
@@ -243,6 +255,9 @@ pub(super) fn check_symbols(obj: &Object, opts: &Options) -> Result<(), Error> {
     }
     for m in &obj.maps {
         let what = |kind: &str| format!("{kind}map `{}`", m.name);
+        if opts.rebind_maps && super::has_map_ref(m) {
+            add(map_ref_symbol(&m.name), what("the reference of "))?;
+        }
         if m.origin == MapOrigin::GlobalData {
             add(map_symbol(&m.name), what("global-data "))?;
             continue;
