@@ -18,7 +18,7 @@
 //! find it.
 
 use bpf2ptx::host::HostPrograms;
-use bpf2ptx::trace::{self, AppEnd, Format, Hist, Snapshot, TracedMap};
+use bpf2ptx::trace::{self, AppEnd, Format, Hist, Scope, Snapshot, TracedMap};
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_loader::image::{MapCounts, MapData, MapImage};
 use bpf2ptx_tests::{bpf2ptx_bin, repo_root, require_ptxas};
@@ -237,22 +237,26 @@ fn traced(
     let btf = trace::object_btf(&std::fs::read(&obj.file).unwrap()).unwrap();
     let types = trace::map_types(obj, btf.as_ref(), &[]).unwrap();
     let k = obj.maps.iter().position(|m| m.name == map.name).unwrap();
-    TracedMap {
+    TracedMap::new(
         map,
-        types: types[k].clone(),
-        image: MapImage {
+        types[k].clone(),
+        MapImage {
             counts: c,
             keys: None,
             data,
         },
-    }
+    )
 }
 
 /// One JSON snapshot line as `bpf2ptx trace --format json` prints it.
 fn render(maps: Vec<TracedMap>, end: bool) -> Value {
     let s = Snapshot {
         elapsed_ns: 2_000_000_000,
-        device: None,
+        scope: Scope::Device {
+            device: 0,
+            context: 0,
+            several: false,
+        },
         end: end.then_some(AppEnd::Exited { code: 0 }),
         maps,
         loop_budget: Vec::new(),

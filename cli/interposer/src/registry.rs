@@ -511,9 +511,7 @@ impl Session {
             bytes: bytes.as_ref().map_or(0, Vec::len),
         });
         // A cubin linked from PTX the interposer instrumented holds the probes already.
-        let probed = bytes
-            .as_deref()
-            .is_some_and(|b| b.windows(8).any(|w| w == b"bpf2ptx_"));
+        let probed = bytes.as_deref().is_some_and(holds_probes);
         // Its maps are bound to the process's instances as an instrumented copy's are; a
         // failure leaves it with maps of its own (the rebinding lowering works unbound),
         // which the snapshot does not see: said.
@@ -1187,4 +1185,30 @@ fn app_ptx(bytes: &[u8]) -> Result<String, PtxError> {
         )));
     }
     Ok(top.pop().map(|e| e.ptx).unwrap_or_default())
+}
+
+/// Whether a loaded image was instrumented by bpf2ptx already: its PTX has the probe
+/// section inject writes, or its PTX or cubin has a map's symbol (`bpf2ptx_map_<name>`,
+/// `bpf2ptx_mapref_`, `bpf2ptx_mapdata_`, `bpf2ptx_mapcnt_`; specs/abi.md). Not any
+/// `bpf2ptx_` name: an application's own kernel may be called `bpf2ptx_scale_add`.
+fn holds_probes(image: &[u8]) -> bool {
+    const MARKS: [&[u8]; 2] = [b"// ---- bpf2ptx probes", b"bpf2ptx_map"];
+    MARKS
+        .iter()
+        .any(|m| image.windows(m.len()).any(|w| w == *m))
+}
+
+#[cfg(test)]
+mod probed_tests {
+    use super::holds_probes;
+
+    #[test]
+    fn an_app_kernel_named_bpf2ptx_is_not_taken_for_probes() {
+        assert!(!holds_probes(b".visible .entry bpf2ptx_scale_add(\n"));
+        assert!(holds_probes(
+            b".global .align 8 .u64 bpf2ptx_map_counts[8];"
+        ));
+        assert!(holds_probes(b"\x00bpf2ptx_mapref_ring\x00"));
+        assert!(holds_probes(b"ret;\n}\n// ---- bpf2ptx probes ----\n"));
+    }
 }
