@@ -36,28 +36,42 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The cache key of `ptx` on the current device and driver: a header line naming them,
-/// then the PTX. `None` when the driver cannot say.
-pub fn key(ptx: &str) -> Option<Vec<u8>> {
+/// The compute capability of the current context's device as one number (90 for sm_90).
+/// `None` when the driver cannot say.
+pub fn device_arch() -> Option<u32> {
     // SAFETY: the driver's functions (CUDA 12.0 ABI) with valid out pointers.
     unsafe {
         let get_dev = std::mem::transmute::<Ptr, CtxGetDevice>(driver_fn(c"cuCtxGetDevice")?);
         let attr =
             std::mem::transmute::<Ptr, DeviceGetAttribute>(driver_fn(c"cuDeviceGetAttribute")?);
-        let version =
-            std::mem::transmute::<Ptr, DriverGetVersion>(driver_fn(c"cuDriverGetVersion")?);
-        let (mut dev, mut major, mut minor, mut ver) = (0, 0, 0, 0);
+        let (mut dev, mut major, mut minor) = (0, 0, 0);
         if get_dev(&mut dev) != SUCCESS
             || attr(&mut major, CC_MAJOR, dev) != SUCCESS
             || attr(&mut minor, CC_MINOR, dev) != SUCCESS
-            || version(&mut ver) != SUCCESS
         {
             return None;
         }
-        let mut k = format!("bpf2ptx jit cache 1: sm_{major}{minor} driver {ver}\n").into_bytes();
-        k.extend_from_slice(ptx.as_bytes());
-        Some(k)
+        Some(u32::try_from(major * 10 + minor).ok()?)
     }
+}
+
+/// The cache key of `ptx` on the current device and driver: a header line naming them,
+/// then the PTX. `None` when the driver cannot say.
+pub fn key(ptx: &str) -> Option<Vec<u8>> {
+    let arch = device_arch()?;
+    // SAFETY: the driver's function (CUDA 12.0 ABI) with a valid out pointer.
+    let ver = unsafe {
+        let version =
+            std::mem::transmute::<Ptr, DriverGetVersion>(driver_fn(c"cuDriverGetVersion")?);
+        let mut ver = 0;
+        if version(&mut ver) != SUCCESS {
+            return None;
+        }
+        ver
+    };
+    let mut k = format!("bpf2ptx jit cache 1: sm_{arch} driver {ver}\n").into_bytes();
+    k.extend_from_slice(ptx.as_bytes());
+    Some(k)
 }
 
 /// The cached cubin of `key` in `dir`, if the entry is there and its key is `key`.

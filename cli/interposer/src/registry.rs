@@ -842,8 +842,18 @@ impl Session {
 
     fn instrument(&'static self, img: &Image, kernel: &str) -> Result<Arc<Twin>, String> {
         let bytes = img.bytes.as_deref().ok_or("its image could not be read")?;
-        let ptx = match app_ptx(bytes) {
+        let device = crate::jit::device_arch();
+        let ptx = match app_ptx(bytes, device) {
             Ok(p) => p,
+            Err(PtxError::TooNew(archs)) => {
+                let dev = device.unwrap_or(0);
+                let list: Vec<String> = archs.iter().map(|a| format!("compute_{a}")).collect();
+                return Err(format!(
+                    "its PTX is for {}, newer than this GPU (sm_{dev}), so kernel {kernel} \
+                     cannot be probed; rebuild with -gencode arch=compute_{dev},code=compute_{dev}",
+                    list.join(", ")
+                ));
+            }
             Err(PtxError::NoPtx(sass)) => {
                 let archs: Vec<String> = sass.iter().map(|a| format!("sm_{a}")).collect();
                 self.log.event(&Event::NoPtx {
@@ -851,7 +861,9 @@ impl Session {
                     kernels: vec![kernel.to_string()],
                     sass: archs.clone(),
                 });
-                let arch = sass.iter().max().copied().unwrap_or(90);
+                // The hint names the GPU's own architecture where the driver says it: the
+                // image's highest SASS may be newer than the GPU.
+                let arch = device.or_else(|| sass.iter().max().copied()).unwrap_or(90);
                 return Err(format!(
                     "no PTX (SASS for {}), so kernel {kernel} cannot be probed; rebuild with \
                      -gencode arch=compute_{arch},code=compute_{arch} (PyTorch extensions: \
@@ -1160,13 +1172,17 @@ fn kernels_of(woven: &bpf2ptx_backend::inject::weave::Woven) -> Vec<String> {
 enum PtxError {
     /// It has only SASS, for these architectures.
     NoPtx(Vec<u32>),
+    /// Its PTX is only for these virtual architectures, all newer than the device's.
+    TooNew(Vec<u32>),
     /// Anything else.
     Other(String),
 }
 
 /// The PTX to instrument of an image: the text itself, or from a fatbin or cubin the PTX
-/// of the highest virtual architecture (what the driver would JIT when no SASS fits).
-fn app_ptx(bytes: &[u8]) -> Result<String, PtxError> {
+/// of the highest virtual architecture the device (`device`, 90 for sm_90; `None`: not
+/// known, any) can run, which is what the driver would JIT when no SASS fits. PTX for a
+/// newer architecture only would not load on this GPU: [`PtxError::TooNew`].
+fn app_ptx(bytes: &[u8], device: Option<u32>) -> Result<String, PtxError> {
     if !fatbin::is_container(bytes) {
         return String::from_utf8(bytes.to_vec()).map_err(|_| {
             PtxError::Other("the image is neither PTX text nor a fatbin or cubin".into())
@@ -1176,7 +1192,13 @@ fn app_ptx(bytes: &[u8]) -> Result<String, PtxError> {
         fatbin::FatbinError::NoPtx { sass_archs } => PtxError::NoPtx(sass_archs),
         e => PtxError::Other(e.to_string()),
     })?;
-    let best = entries.iter().map(|e| e.arch).max().unwrap_or(0);
+    let fits = |a: u32| device.is_none_or(|d| a <= d);
+    let Some(best) = entries.iter().map(|e| e.arch).filter(|&a| fits(a)).max() else {
+        let mut archs: Vec<u32> = entries.iter().map(|e| e.arch).collect();
+        archs.sort_unstable();
+        archs.dedup();
+        return Err(PtxError::TooNew(archs));
+    };
     let mut top: Vec<_> = entries.into_iter().filter(|e| e.arch == best).collect();
     if top.len() != 1 {
         return Err(PtxError::Other(format!(
@@ -1200,7 +1222,34 @@ fn holds_probes(image: &[u8]) -> bool {
 
 #[cfg(test)]
 mod probed_tests {
-    use super::holds_probes;
+    use super::{app_ptx, holds_probes, PtxError};
+
+    /// A fatbin with PTX for compute_90 and compute_75 (tests/inject/fatbin): the
+    /// highest the device can run is taken, and none that fits is `TooNew`.
+    #[test]
+    fn the_ptx_taken_is_the_highest_the_device_runs() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/inject/fatbin/vecadd.concat.fatbin"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let target = |d: Option<u32>| match app_ptx(&bytes, d) {
+            Ok(p) => p
+                .lines()
+                .find(|l| l.trim_start().starts_with(".target"))
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            Err(PtxError::TooNew(a)) => format!("too new {a:?}"),
+            Err(PtxError::NoPtx(_)) => "no ptx".into(),
+            Err(PtxError::Other(e)) => e,
+        };
+        assert_eq!(target(None), ".target sm_90");
+        assert_eq!(target(Some(90)), ".target sm_90");
+        assert_eq!(target(Some(100)), ".target sm_90");
+        assert_eq!(target(Some(80)), ".target sm_75");
+        assert_eq!(target(Some(70)), "too new [75, 90]");
+    }
 
     #[test]
     fn an_app_kernel_named_bpf2ptx_is_not_taken_for_probes() {
