@@ -51,7 +51,7 @@ pub fn device_arch() -> Option<u32> {
         {
             return None;
         }
-        Some(u32::try_from(major * 10 + minor).ok()?)
+        u32::try_from(major * 10 + minor).ok()
     }
 }
 
