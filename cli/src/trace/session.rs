@@ -650,3 +650,23 @@ impl Output {
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_process_is_alive_and_an_ended_one_is_not() {
+        assert!(alive(std::process::id()));
+        assert!(!alive(u32::MAX));
+        // A child that exited and was not yet waited for: a zombie, ended.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!alive(pid), "a zombie counts as ended");
+        child.wait().unwrap();
+    }
+}
