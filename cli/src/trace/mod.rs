@@ -3,8 +3,8 @@
 //! application (specs/trace.md).
 //!
 //! ```text
-//!  interposer snapshot file: per map the descriptor, storage, counts block and ring
-//!    │ counters (raw bytes), launches, printk lines, failure counters
+//!  interposer snapshot file (one per process: proc-<pid>/): per map the descriptor,
+//!    │ storage, counts block and ring counters (raw bytes), launches, printk lines
 //!    ▼
 //!  bpf2ptx_loader::image::decode(map, raw)      one MapImage per map (the layouts of
 //!    │                                          specs/abi.md, decoded in one place)
