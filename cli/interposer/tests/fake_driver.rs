@@ -811,3 +811,30 @@ fn a_library_kernel_run_on_two_devices_counts_in_each_device() {
     );
     assert_eq!(contents(&decoded(d1, "records")), [2, 4, 6]);
 }
+
+/// A process of the traced tree that never calls the driver (a launcher, a shell) leaves
+/// no folder of its own in the session folder: it has no maps to print.
+#[test]
+fn a_process_without_cuda_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    std::fs::create_dir(&trace).unwrap();
+    std::fs::write(
+        trace.join("config.json"),
+        serde_json::json!({ "probes": repo().join(PROBES) }).to_string(),
+    )
+    .unwrap();
+    let out = Command::new("sh")
+        .args(["-c", "echo hi"])
+        .env("LD_PRELOAD", interposer())
+        .env("BPF2PTX_TRACE_DIR", &trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    let left: Vec<_> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["config.json"], "{left:?}");
+}
