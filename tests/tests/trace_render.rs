@@ -373,3 +373,81 @@ fn launch_records_join_their_spans_and_the_clock() {
         .iter()
         .any(|e| e["cat"] == "calibration" && e["args"]["offset_ns"] == 1234));
 }
+
+/// A process tree's output: every JSON snapshot carries its process's pid and whether it
+/// is the process's final one, and nothing else changes; the trace events put each
+/// process's host tracks under its pid and its GPUs' under ids of their own.
+#[test]
+fn processes_are_named_by_pid() {
+    let dir = repo_root().join("tests/trace/snapshots");
+    let (snap_schema, events_schema) = (
+        schema("trace-snapshot.schema.json"),
+        schema("trace-events.schema.json"),
+    );
+    for path in files_with_ext(&dir, "json") {
+        let fixture: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).unwrap();
+        let (snapshots, launches) = load(&fixture);
+        for s in &snapshots {
+            let info = trace::ProcessInfo {
+                pid: 4242,
+                last: false,
+            };
+            let text = trace::render_process(s, Format::Text, info);
+            assert_eq!(text, trace::render(s, Format::Text), "{}", path.display());
+            let mut doc: Value =
+                serde_json::from_str(&trace::render_process(s, Format::Json, info)).unwrap();
+            conforms(&snap_schema, &doc, &path);
+            assert_eq!(
+                (doc["pid"].as_u64(), doc["final"].as_bool()),
+                (Some(4242), Some(false))
+            );
+            let o = doc.as_object_mut().unwrap();
+            o.remove("pid");
+            o.remove("final");
+            let plain: Value = serde_json::from_str(&trace::render(s, Format::Json)).unwrap();
+            assert_eq!(doc, plain, "only additive fields: {}", path.display());
+        }
+        let events: Vec<Event> = snapshots.iter().flat_map(|s| s.events.clone()).collect();
+        let procs: Vec<trace::ProcessTrace> = [100u32, 200]
+            .into_iter()
+            .map(|pid| trace::ProcessTrace {
+                pid,
+                command: (pid == 100).then(|| "torchrun train.py".to_string()),
+                launches: launches.clone(),
+                events: events.clone(),
+                clock: Vec::new(),
+            })
+            .collect();
+        let doc = trace::trace_events_of(&procs);
+        conforms(&events_schema, &doc, &path);
+        let evs = doc["traceEvents"].as_array().unwrap();
+        for pid in [100u64, 200] {
+            let host = |cat: &str| {
+                evs.iter()
+                    .filter(|e| e["cat"] == cat && e["pid"].as_u64() == Some(pid))
+                    .count()
+            };
+            assert_eq!(host("launch"), launches.len(), "{}", path.display());
+            assert_eq!(host("record"), events.len(), "{}", path.display());
+            for l in &launches {
+                if l.first_block_ns.is_some() && l.last_block_ns.is_some() {
+                    let gpu = trace::GPU_TRACK_BASE + pid * 64 + u64::from(l.device);
+                    assert!(
+                        evs.iter()
+                            .any(|e| e["cat"] == "kernel" && e["pid"].as_u64() == Some(gpu)),
+                        "{}",
+                        path.display()
+                    );
+                }
+            }
+        }
+        let named = |pid: u64| {
+            evs.iter()
+                .find(|e| e["name"] == "process_name" && e["pid"].as_u64() == Some(pid))
+                .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+        };
+        assert_eq!(named(100).as_deref(), Some("pid 100: torchrun train.py"));
+        assert_eq!(named(200).as_deref(), Some("pid 200"));
+    }
+}

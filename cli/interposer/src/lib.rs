@@ -24,7 +24,8 @@
 //! arrays there are sized from each launch, and grow.
 //!
 //! Map snapshots ([`snapshot`]: each map once per device) go to the session folder
-//! periodically and at exit.
+//! periodically and at exit, into this process's own `proc-<pid>/` (children of the
+//! traced command inherit the interposer, and each writes files of its own).
 //!
 //! JIT results are cached on disk by content ([`jit`]).
 //!

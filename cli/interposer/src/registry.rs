@@ -263,10 +263,19 @@ struct Session {
 fn session() -> Option<&'static Session> {
     static S: OnceLock<Option<Session>> = OnceLock::new();
     S.get_or_init(|| {
-        let dir = std::path::PathBuf::from(std::env::var_os(DIR_VAR)?);
+        let session_dir = std::path::PathBuf::from(std::env::var_os(DIR_VAR)?);
+        // This process's own folder: every process of the traced tree inherits the
+        // session folder, and each must write files of its own (bpf2ptx::trace::wire).
+        let dir = match Log::process_dir(&session_dir) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("bpf2ptx trace: session folder: {e}; the application runs unmodified");
+                return None;
+            }
+        };
         let log = Log::new(&dir);
         let start = || -> Result<Session, String> {
-            let config = Config::read(&dir)?;
+            let config = Config::read(&session_dir)?;
             let obj = bpf2ptx::load_path(&config.probes).map_err(|e| e.to_string())?;
             let obj: &'static Object = Box::leak(Box::new(obj));
             let attaches = obj
@@ -1058,7 +1067,8 @@ impl Session {
     /// after waiting for each context's work. The calling thread's context is restored.
     fn snapshot(&self, last: bool) {
         let mut copier = self.copier.lock().unwrap_or_else(|e| e.into_inner());
-        if !copier.started {
+        // A child forked after the session started has its parent's maps, not its own.
+        if !copier.started || !self.log.owned() {
             return;
         }
         // Under the copier's lock: a periodic snapshot either ran before the last one or

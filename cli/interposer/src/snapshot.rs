@@ -1,7 +1,7 @@
 //! Map snapshots: the raw bytes of every map of every device's map set ([`crate::bind`]:
 //! one instance per process and device, whatever the number of instrumented modules),
-//! copied from the device while the application runs and written to the session's
-//! `snapshot.json` for the front end, which decodes and prints them.
+//! copied from the device while the application runs and written to the process's
+//! `proc-<pid>/snapshot.json` in the session folder for the front end, which decodes and prints them.
 //!
 //! A snapshot is taken every `interval_ms` (the config's; none when 0) by a thread of the
 //! interposer's own, with copies on a non-blocking stream of its own (the application's

@@ -35,6 +35,14 @@ impl Fixture {
         self.dir.path().join(name)
     }
 
+    /// The folder of the one process that wrote into the last run's session folder.
+    fn proc(&self) -> PathBuf {
+        let trace = self.path("trace");
+        let pids = bpf2ptx::trace::wire::processes(&trace);
+        assert_eq!(pids.len(), 1, "one process wrote: {pids:?}");
+        bpf2ptx::trace::wire::proc_dir(&trace, pids[0])
+    }
+
     /// Runs the app in `mode`; `session`: with a trace session of [`PROBES`] (config in
     /// `trace/`); `env`: more variables. Returns the output and the fake driver's log.
     fn run(&self, mode: &str, session: bool, env: &[(&str, &str)]) -> (Output, Vec<String>) {
@@ -60,8 +68,9 @@ impl Fixture {
             .env_remove("BPF2PTX_TRACE_DIR");
         if let Some(probes) = probes {
             let trace = self.path("trace");
+            // A fresh session folder: no process folders of an earlier run.
+            let _ = std::fs::remove_dir_all(&trace);
             std::fs::create_dir_all(&trace).unwrap();
-            let _ = std::fs::remove_file(trace.join("events.jsonl"));
             let mut config = serde_json::json!({ "probes": repo().join(probes) });
             if let Some((_, dir)) = env.iter().find(|(k, _)| *k == "TEST_JIT_CACHE") {
                 config["cache"] = serde_json::json!(dir);
@@ -69,8 +78,6 @@ impl Fixture {
             if env.iter().any(|(k, _)| *k == "TEST_LAUNCH_LOG") {
                 config["launch_log"] = serde_json::json!(true);
             }
-            let _ = std::fs::remove_file(trace.join("launches.jsonl"));
-            let _ = std::fs::remove_file(trace.join("snapshot.json"));
             std::fs::write(trace.join("config.json"), config.to_string()).unwrap();
             cmd.env("BPF2PTX_TRACE_DIR", &trace);
         }
@@ -119,7 +126,7 @@ fn linked_app_launches_the_instrumented_kernel_and_only_that_one() {
     let loads: Vec<&String> = log.iter().filter(|l| l.starts_with("load")).collect();
     assert_eq!(loads.len(), 2, "{log:?}");
     assert!(loads[0].ends_with("probed=0") && loads[1].ends_with("probed=1"));
-    let events = bpf2ptx_interposer::session::read_events(&f.path("trace"));
+    let events = bpf2ptx_interposer::session::read_events(&f.proc());
     let instrumented: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
@@ -245,7 +252,7 @@ fn the_last_snapshot_holds_every_map_of_the_instrumented_module() {
     // context's work finished.
     assert!(log.iter().any(|l| l == "stream flags=1"), "{log:?}");
     assert!(log.iter().any(|l| l == "synchronize"), "{log:?}");
-    let snap = read(&f.path("trace")).expect("snapshot.json");
+    let snap = read(&f.proc()).expect("snapshot.json");
     assert!(snap.last);
     assert_eq!(snap.devices.len(), 1);
     let dev = &snap.devices[0];
@@ -303,7 +310,7 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
         ["alloc 512", "alloc 1024", "dtod 256", "dtod 256", "free"],
         "{log:?}"
     );
-    let snap = read(&f.path("trace")).expect("snapshot.json");
+    let snap = read(&f.proc()).expect("snapshot.json");
     let per_thread = snap.devices[0]
         .maps
         .iter()
@@ -320,7 +327,7 @@ fn the_second_run_loads_the_cached_cubin_without_jit() {
     let cache = f.path("jit-cache");
     let cache_env = [("TEST_JIT_CACHE", cache.to_str().unwrap())];
     let cached = |f: &Fixture| {
-        read_events(&f.path("trace"))
+        read_events(&f.proc())
             .into_iter()
             .find_map(|e| match e {
                 Event::Instrumented { cached, .. } => Some(cached),
@@ -387,7 +394,7 @@ fn ptx_given_to_the_linker_is_instrumented_once() {
             .all(|l| l.ends_with("probed=1")),
         "{log:?}"
     );
-    let labels: Vec<String> = read_events(&f.path("trace"))
+    let labels: Vec<String> = read_events(&f.proc())
         .into_iter()
         .filter_map(|e| match e {
             Event::Instrumented { label, kernels, .. } => {
@@ -398,7 +405,7 @@ fn ptx_given_to_the_linker_is_instrumented_once() {
         })
         .collect();
     assert_eq!(labels, ["link input 1 (app.ptx)"]);
-    let snap = bpf2ptx_interposer::snapshot::read(&f.path("trace")).expect("snapshot");
+    let snap = bpf2ptx_interposer::snapshot::read(&f.proc()).expect("snapshot");
     assert_eq!(
         snap.devices.iter().map(|d| d.modules.len()).sum::<usize>(),
         1,
@@ -439,7 +446,7 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
     assert!(!stderr(&out).contains("bpf2ptx trace"), "{}", stderr(&out));
     // The offset was measured with the interposer's timer kernel, before the launches.
     assert!(log.iter().any(|l| l == "load clock"), "{log:?}");
-    let events = read_events(&f.path("trace"));
+    let events = read_events(&f.proc());
     let measured = events
         .iter()
         .find_map(|e| match e {
@@ -461,7 +468,7 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
         log.iter().any(|l| l == "htod 8"),
         "descriptor word 3: {log:?}"
     );
-    let snap = read(&f.path("trace")).expect("snapshot.json");
+    let snap = read(&f.proc()).expect("snapshot.json");
     let shared = |name: &str| {
         let m = snap
             .shared
@@ -482,7 +489,7 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
     // One instance: the module's snapshot leaves the shared maps to `shared`.
     assert!(snap.devices[0].maps.iter().all(|m| m.name != "launch"));
     // The launch records, for --trace-events.
-    let records = bpf2ptx::trace::wire::read_launches(&f.path("trace"));
+    let records = bpf2ptx::trace::wire::read_launches(&f.proc());
     let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, [1, 2, 3, 4]);
     let shapes: Vec<(u32, u32)> = records.iter().map(|r| (r.kernel, r.grid[0])).collect();
@@ -511,7 +518,7 @@ fn a_bpftime_uprobe_on_cuda_launch_kernel_sees_the_launch_arguments() {
     assert!(launches(&log, PROBED)
         .iter()
         .all(|l| l.ends_with("probed=1")));
-    let snap = read(&f.path("trace")).expect("snapshot.json");
+    let snap = read(&f.proc()).expect("snapshot.json");
     let seen = snap
         .shared
         .iter()
@@ -528,7 +535,7 @@ fn a_bpftime_uprobe_on_cuda_launch_kernel_sees_the_launch_arguments() {
         "ktime on the GPU's timeline"
     );
     assert!(u64_at(&seen, 4) != 0, "pid");
-    let lines: Vec<String> = read_events(&f.path("trace"))
+    let lines: Vec<String> = read_events(&f.proc())
         .into_iter()
         .filter_map(|e| match e {
             Event::Printk { line, .. } => Some(line),
@@ -594,7 +601,7 @@ fn run_shared(mode: &str) -> (Vec<String>, bpf2ptx_interposer::snapshot::Snapsho
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "app done\n");
     assert!(!stderr(&out).contains("bpf2ptx trace"), "{}", stderr(&out));
-    let snap = bpf2ptx_interposer::snapshot::read(&f.path("trace")).expect("snapshot.json");
+    let snap = bpf2ptx_interposer::snapshot::read(&f.proc()).expect("snapshot.json");
     assert!(snap.last);
     (log, snap)
 }
@@ -803,4 +810,31 @@ fn a_library_kernel_run_on_two_devices_counts_in_each_device() {
         per_thread_counts(&[64, 96, 128])
     );
     assert_eq!(contents(&decoded(d1, "records")), [2, 4, 6]);
+}
+
+/// A process of the traced tree that never calls the driver (a launcher, a shell) leaves
+/// no folder of its own in the session folder: it has no maps to print.
+#[test]
+fn a_process_without_cuda_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    std::fs::create_dir(&trace).unwrap();
+    std::fs::write(
+        trace.join("config.json"),
+        serde_json::json!({ "probes": repo().join(PROBES) }).to_string(),
+    )
+    .unwrap();
+    let out = Command::new("sh")
+        .args(["-c", "echo hi"])
+        .env("LD_PRELOAD", interposer())
+        .env("BPF2PTX_TRACE_DIR", &trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    let left: Vec<_> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["config.json"], "{left:?}");
 }

@@ -425,3 +425,187 @@ fn two_devices_print_each_device_and_their_sum() {
         .iter()
         .any(|e| e["ph"] == "M" && e["args"]["name"] == "ring records (GPU 1)"));
 }
+
+/// `bpf2ptx trace ARGS shared_maps.bpf.o -- app MODE ...` with the probes acted out by
+/// the fake driver: the exit code and what it printed on stdout.
+fn trace_tree(dir: &Path, args: &[&str], mode: &str) -> (Option<i32>, String, String) {
+    let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
+        .arg("trace")
+        .args(args)
+        .arg("tests/trace/shared_maps.bpf.o")
+        .arg("--")
+        .arg(dir.join("app"))
+        .args([mode, dir.join("app.ptx").to_str().unwrap(), PROBED, OTHER])
+        .current_dir(repo())
+        .env("LD_LIBRARY_PATH", dir)
+        .env("BPF2PTX_INTERPOSER", bpf2ptx_tests::interposer_lib())
+        .env("FAKE_CUDA_RUN_PROBES", "1")
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// The text's sections, one per process: (its header, what follows up to the next).
+fn sections(printed: &str) -> Vec<(&str, &str)> {
+    let starts: Vec<usize> = printed
+        .match_indices("--- process ")
+        .map(|(i, _)| i)
+        .collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let end = starts.get(k + 1).copied().unwrap_or(printed.len());
+            let body = &printed[i..end];
+            let nl = body.find('\n').unwrap();
+            (&body[..nl], &body[nl + 1..])
+        })
+        .collect()
+}
+
+/// An app that forks (as torchrun starts its workers): the child inherits the interposer
+/// and the session, and each process's maps print in a section of their own, with its
+/// own counts; JSON snapshots and trace events carry each process's pid.
+#[test]
+fn a_process_tree_prints_one_section_per_process() {
+    let dir = fixture();
+    let (code, printed, err) = trace_tree(dir.path(), &["--interval", "10s"], "fork");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(printed.starts_with("child done\napp done\n"), "{printed}");
+    let s = sections(&printed);
+    assert_eq!(s.len(), 2, "{printed}");
+    let pid = |h: &str| -> u32 {
+        h["--- process ".len()..]
+            .split(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_ne!(pid(s[0].0), pid(s[1].0));
+    // The parent launched the probed kernel twice, the child three times; only the
+    // command (the parent) ended with an exit code.
+    let hits = |n: u32| format!("@hits: array[4], 256 replicas summed\n  key  value\n    0  {n}\n");
+    let parent = s
+        .iter()
+        .find(|(_, b)| b.contains(&hits(2)))
+        .expect(&printed);
+    let child = s
+        .iter()
+        .find(|(_, b)| b.contains(&hits(3)))
+        .expect(&printed);
+    assert!(
+        parent.0.contains("app fork ") && child.0.contains("app fork "),
+        "{printed}"
+    );
+    assert!(
+        parent
+            .1
+            .contains(": final snapshot (the app exited with code 0) ==="),
+        "{printed}"
+    );
+    assert!(!child.1.contains("final snapshot ("), "{printed}");
+    assert!(!child.0.contains("no final snapshot"), "{printed}");
+    assert!(
+        err.contains(&format!(
+            "bpf2ptx trace: process {}: module 1: probes in",
+            pid(child.0)
+        )),
+        "{err}"
+    );
+
+    let events = dir.path().join("events.json");
+    let (code, json, err) = trace_tree(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "--trace-events",
+            events.to_str().unwrap(),
+        ],
+        "fork",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let last: Vec<serde_json::Value> = json
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(last.len(), 2, "{json}");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("specs/trace-snapshot.schema.json")).unwrap(),
+    )
+    .unwrap();
+    for l in &last {
+        let errors = bpf2ptx_tests::json_schema::check(&schema, l);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(l["final"], true, "{l}");
+    }
+    let hits = |l: &serde_json::Value| {
+        l["maps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "hits")
+            .unwrap()["entries"][0]["value"]
+            .as_u64()
+    };
+    let by_pid: std::collections::BTreeMap<u64, Option<u64>> = last
+        .iter()
+        .map(|l| (l["pid"].as_u64().unwrap(), hits(l)))
+        .collect();
+    assert_eq!(by_pid.len(), 2, "{json}");
+    let mut counts: Vec<Option<u64>> = by_pid.values().copied().collect();
+    counts.sort();
+    assert_eq!(counts, [Some(2), Some(3)], "{json}");
+    // Trace events: each process's launches under its own pid.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&events).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("specs/trace-events.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let errors = bpf2ptx_tests::json_schema::check(&schema, &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    for (pid, hits) in &by_pid {
+        let n = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "launch" && e["pid"].as_u64() == Some(*pid))
+            .count() as u64;
+        assert_eq!(Some(n), *hits, "pid {pid}: {doc}");
+    }
+}
+
+/// A child that crashes: its section is its last periodic snapshot, said as such.
+#[test]
+fn a_crashed_child_keeps_its_last_periodic_snapshot() {
+    let dir = fixture();
+    let (code, printed, err) = trace_tree(dir.path(), &["--interval", "20ms"], "forkcrash");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(printed.contains("child failed\napp done\n"), "{printed}");
+    // Only the last round says which snapshot is not a final one (periodic rounds may
+    // come before or after the app's own output, on the same stdout).
+    let s = sections(&printed);
+    let note =
+        "(no final snapshot: it ended without one, or still runs; its last periodic one, at ";
+    let crashed: Vec<_> = s.iter().filter(|(h, _)| h.contains(note)).collect();
+    assert_eq!(crashed.len(), 1, "{printed}");
+    assert!(
+        crashed[0]
+            .1
+            .contains("@hits: array[4], 256 replicas summed\n  key  value\n    0  3\n"),
+        "{printed}"
+    );
+    // The command's own section: its final snapshot, with its end, in the same round.
+    let parent: Vec<_> = s
+        .iter()
+        .filter(|(_, b)| b.contains(": final snapshot (the app exited with code 0) ==="))
+        .collect();
+    assert_eq!(parent.len(), 1, "{printed}");
+    assert_ne!(parent[0].0, crashed[0].0, "{printed}");
+    assert!(parent[0].1.contains("    0  2\n"), "{printed}");
+}

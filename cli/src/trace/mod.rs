@@ -3,8 +3,8 @@
 //! application (specs/trace.md).
 //!
 //! ```text
-//!  interposer snapshot file: per map the descriptor, storage, counts block and ring
-//!    │ counters (raw bytes), launches, printk lines, failure counters
+//!  interposer snapshot file (one per process: proc-<pid>/): per map the descriptor,
+//!    │ storage, counts block and ring counters (raw bytes), launches, printk lines
 //!    ▼
 //!  bpf2ptx_loader::image::decode(map, raw)      one MapImage per map (the layouts of
 //!    │                                          specs/abi.md, decoded in one place)
@@ -48,7 +48,10 @@ mod types;
 pub mod wire;
 
 pub use args::{parse_interval, Format, Hist, HistSpec, TraceArgs};
-pub use events::{calibrations, launches, trace_events, trace_events_with, Calibration, Launch};
+pub use events::{
+    calibrations, launches, trace_events, trace_events_of, trace_events_with, Calibration, Launch,
+    ProcessTrace, GPU_TRACK_BASE,
+};
 pub use session::{trace, INTERPOSER_FILE, INTERPOSER_VAR};
 pub use snapshot::{
     moment, ring_events, AppEnd, DeviceView, Event, EventData, Scope, Snapshot, TracedMap,
@@ -109,6 +112,33 @@ pub enum TraceError {
         /// Why.
         why: String,
     },
+}
+
+/// Which process of a traced tree a snapshot is of ([`render_process`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Its pid.
+    pub pid: u32,
+    /// Whether the snapshot is the one the interposer took at the process's exit (false:
+    /// a periodic one, the last of a process that crashed, or one still running).
+    pub last: bool,
+}
+
+/// [`render`] for a snapshot of process `p`: JSON objects carry `pid` and `final` (the
+/// text's sections carry a header of their own, printed once per process by the
+/// session when there are several).
+pub fn render_process(snapshot: &Snapshot, format: Format, p: ProcessInfo) -> String {
+    match format {
+        Format::Text => text::render(snapshot),
+        Format::Json => {
+            let mut v = json::render(snapshot);
+            v["pid"] = serde_json::json!(p.pid);
+            v["final"] = serde_json::json!(p.last);
+            let mut line = v.to_string();
+            line.push('\n');
+            line
+        }
+    }
 }
 
 /// Prints `snapshot` in `format`: text (ending in a newline) or one JSON object on one

@@ -7,8 +7,11 @@
 //!  session folder: config.json (wire::Config)      ◀── the interposer reads it
 //!    ▼
 //!  COMMAND with LD_PRELOAD=libbpf2ptx_interposer.so, BPF2PTX_TRACE_DIR=folder
-//!    │ every --interval: snapshot.json (raw map bytes) ─▶ image::decode ─▶ render
-//!    ▼ the command ends (exit, signal): the last snapshot, marked with how it ended
+//!    │ (its child processes inherit both: each CUDA process writes proc-<pid>/)
+//!    │ every --interval, per process: snapshot.json (raw map bytes) ─▶ image::decode
+//!    │   ─▶ render (with several processes, a section per process)
+//!    ▼ the command ends (exit, signal): each process's last snapshot, the command's
+//!      marked with how it ended (processes still running get FINAL_WAIT to finish)
 //!  events.jsonl ─▶ one line per instrumented module (inject and JIT time) on stderr, or
 //!                  which kernels ran when no probe matched any
 //! ```
@@ -19,7 +22,9 @@
 //! application left when it ends.
 
 use super::wire::{self, Config, Event as WireEvent, RawSnapshot};
-use super::{map_types, moment, object_btf, render, ring_events, AppEnd, MapTypes, Snapshot};
+use super::{
+    map_types, moment, object_btf, render_process, ring_events, AppEnd, MapTypes, Snapshot,
+};
 use super::{DeviceView, Format, TraceArgs, TracedMap};
 use crate::compile::{self, CompileError};
 use crate::exit;
@@ -27,6 +32,7 @@ use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_loader::image::{self, MapImage, RawRing};
 use bpf2ptx_runtime::MapKind;
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -91,8 +97,24 @@ struct Session {
     started: Instant,
     /// Maps marked `bpf2ptx:launch_spans` (first block start, last block end per launch).
     spans: Vec<usize>,
-    /// Host programs' printk lines printed so far.
-    printed_printk: usize,
+    /// Per process, host programs' printk lines printed so far.
+    printed_printk: HashMap<u32, usize>,
+}
+
+/// How long the front end waits, once the command ended, for processes of its tree that
+/// still run (and so have not written their final snapshot): a child the command did not
+/// wait for is usually ending too.
+const FINAL_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether process `pid` still runs (a zombie has ended: its snapshot will not change).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold any.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+        Err(_) => false,
+    }
 }
 
 impl Session {
@@ -180,7 +202,7 @@ impl Session {
             obj,
             _input: input,
             spans,
-            printed_printk: 0,
+            printed_printk: HashMap::new(),
             types,
             dir,
             child,
@@ -197,7 +219,7 @@ impl Session {
                 return exit::BAD_INPUT;
             }
         };
-        let mut last_seen = None;
+        let mut last_seen: HashMap<u32, u64> = HashMap::new();
         let mut next = self.started + args.interval;
         let status = loop {
             match self.child.try_wait() {
@@ -210,23 +232,53 @@ impl Session {
             }
             if Instant::now() >= next {
                 next += args.interval;
-                if let Some(raw) = wire::read(self.dir.path()) {
-                    if last_seen != Some(raw.time_ns) {
-                        last_seen = Some(raw.time_ns);
-                        self.print(&raw, None, args.format, &mut out);
+                let pids = wire::processes(self.dir.path());
+                let several = pids.len() > 1;
+                for pid in pids {
+                    let Some(raw) = wire::read(&self.proc_dir(pid)) else {
+                        continue;
+                    };
+                    if last_seen.insert(pid, raw.time_ns) != Some(raw.time_ns) {
+                        let header = several.then(|| self.header(pid, None));
+                        self.print(pid, header, &raw, None, args.format, &mut out);
                     }
                 }
             }
             std::thread::sleep(Duration::from_millis(10).min(args.interval));
         };
         let end = status.map(app_end);
-        let raw = wire::read(self.dir.path());
-        match &raw {
-            Some(raw) => self.print(raw, end, args.format, &mut out),
-            None => self.print(&RawSnapshot::default(), end, args.format, &mut out),
+        let command = self.child.id();
+        let pids = self.wait_for_processes(command);
+        let raws: Vec<(u32, Option<RawSnapshot>)> = pids
+            .iter()
+            .map(|&pid| (pid, wire::read(&self.proc_dir(pid))))
+            .collect();
+        // The command's end goes with its own section; when the command itself used no
+        // CUDA (a launcher, a shell), with the last one.
+        let ends_with = if pids.contains(&command) {
+            command
+        } else {
+            pids.last().copied().unwrap_or(command)
+        };
+        if raws.is_empty() {
+            self.print(
+                command,
+                None,
+                &RawSnapshot::default(),
+                end,
+                args.format,
+                &mut out,
+            );
+        }
+        let several = raws.len() > 1;
+        for (pid, raw) in &raws {
+            let raw = raw.clone().unwrap_or_default();
+            let header = several.then(|| self.header(*pid, Some(&raw)));
+            let end = end.filter(|_| *pid == ends_with);
+            self.print(*pid, header, &raw, end, args.format, &mut out);
         }
         if let Some(path) = &args.trace_events {
-            if let Err(e) = self.write_trace_events(path, raw.as_ref()) {
+            if let Err(e) = self.write_trace_events(path, &raws) {
                 eprintln!("error: {}: {e}", path.display());
             }
         }
@@ -329,10 +381,63 @@ impl Session {
         moment(elapsed, end, devices, process, host_events)
     }
 
-    fn print(&mut self, raw: &RawSnapshot, end: Option<AppEnd>, format: Format, out: &mut Output) {
+    /// Process `pid`'s folder in the session folder.
+    fn proc_dir(&self, pid: u32) -> PathBuf {
+        wire::proc_dir(self.dir.path(), pid)
+    }
+
+    /// The processes that wrote into the session folder, once those other than the
+    /// command (`command`, which ended) that still run without their final snapshot ended
+    /// or [`FINAL_WAIT`] passed.
+    fn wait_for_processes(&self, command: u32) -> Vec<u32> {
+        let until = Instant::now() + FINAL_WAIT;
+        loop {
+            let pids = wire::processes(self.dir.path());
+            let waiting = pids.iter().any(|&pid| {
+                pid != command
+                    && alive(pid)
+                    && !wire::read(&self.proc_dir(pid)).is_some_and(|r| r.last)
+            });
+            if !waiting || Instant::now() >= until {
+                return pids;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A process's section header, when the session has several: its pid and command
+    /// line; at the end (`last`: its last snapshot), whether that is not its final one.
+    fn header(&self, pid: u32, last: Option<&RawSnapshot>) -> String {
+        let name = match wire::command_line(self.dir.path(), pid) {
+            Some(c) => format!("process {pid}: {c}"),
+            None => format!("process {pid}"),
+        };
+        let note = match last {
+            Some(r) if !r.last => format!(
+                " (no final snapshot: it ended without one, or still runs; its last periodic one, at {:.3} s)",
+                r.time_ns as f64 / 1e9
+            ),
+            _ => String::new(),
+        };
+        format!("--- {name}{note} ---\n")
+    }
+
+    /// Prints process `pid`'s snapshot `raw` (after `header`, in text, when given).
+    fn print(
+        &mut self,
+        pid: u32,
+        header: Option<String>,
+        raw: &RawSnapshot,
+        end: Option<AppEnd>,
+        format: Format,
+        out: &mut Output,
+    ) {
+        if let (Some(h), Format::Text) = (&header, format) {
+            out.write(h);
+        }
         // Host programs' printk lines that arrived since the last print, at their time
         // since the start.
-        let events = wire::read_events(self.dir.path());
+        let events = wire::read_events(&self.proc_dir(pid));
         let start = events.iter().find_map(|e| match e {
             WireEvent::Clock { start_ns, .. } => Some(*start_ns),
             _ => None,
@@ -346,28 +451,50 @@ impl Session {
             .collect();
         let host: Vec<super::Event> = lines
             .iter()
-            .skip(self.printed_printk)
+            .skip(self.printed_printk.get(&pid).copied().unwrap_or(0))
             .map(|(ns, line)| super::Event {
                 ns: start.map_or(0, |s| ns.saturating_sub(s)),
                 device: None,
                 data: super::EventData::Printk { line: line.clone() },
             })
             .collect();
-        self.printed_printk = lines.len();
+        self.printed_printk.insert(pid, lines.len());
+        let info = super::ProcessInfo {
+            pid,
+            last: raw.last,
+        };
         for snap in self.decode(raw, end, host) {
-            out.write(&render(&snap, format));
+            out.write(&render_process(&snap, format, info));
         }
     }
 
-    fn write_trace_events(&self, path: &Path, raw: Option<&RawSnapshot>) -> std::io::Result<()> {
+    /// Writes `path`: the trace events of each process of `raws` (its last snapshot).
+    fn write_trace_events(
+        &self,
+        path: &Path,
+        raws: &[(u32, Option<RawSnapshot>)],
+    ) -> std::io::Result<()> {
+        let processes: Vec<super::ProcessTrace> = raws
+            .iter()
+            .map(|(pid, raw)| self.process_trace(*pid, raw.as_ref()))
+            .collect();
+        let json = super::events::trace_events_of(&processes);
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&json)?)?;
+        std::fs::rename(tmp, path)
+    }
+
+    /// Process `pid`'s launches, records and clock measurements, `raw` its last snapshot.
+    fn process_trace(&self, pid: u32, raw: Option<&RawSnapshot>) -> super::ProcessTrace {
+        let dir = self.proc_dir(pid);
         let snaps = raw
             .map(|r| self.decode(r, None, Vec::new()))
             .unwrap_or_default();
-        let wire_events = wire::read_events(self.dir.path());
+        let wire_events = wire::read_events(&dir);
         // Each device's own span maps (a sum's would add two devices' stamps).
         let own = |s: &&Snapshot| !matches!(s.scope, super::Scope::Sum { .. });
         let launches = super::events::launches(
-            &wire::read_launches(self.dir.path()),
+            &wire::read_launches(&dir),
             &wire_events,
             snaps
                 .iter()
@@ -379,42 +506,30 @@ impl Session {
                         .any(|&k| self.obj.maps[k].name == m.map.name)
                 }),
         );
-        let calibrations = super::events::calibrations(&wire_events);
-        let events: Vec<_> = snaps.into_iter().flat_map(|s| s.events).collect();
-        let json = super::events::trace_events_with(&launches, &events, &calibrations);
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&json)?)?;
-        std::fs::rename(tmp, path)
+        super::ProcessTrace {
+            pid,
+            command: wire::command_line(self.dir.path(), pid),
+            launches,
+            clock: super::events::calibrations(&wire_events),
+            events: snaps.into_iter().flat_map(|s| s.events).collect(),
+        }
     }
 
     /// What the interposer did, on stderr: each instrumented module with its inject and
     /// JIT time (the first launch's cost), or, when no probe matched a kernel, the
     /// kernels that ran.
     fn report(&self) {
-        let events = wire::read_events(self.dir.path());
-        let mut seen = Vec::new();
+        let pids = wire::processes(self.dir.path());
+        let several = pids.len() > 1;
+        let mut seen: Vec<String> = Vec::new();
         let mut matched = false;
-        for e in &events {
-            match e {
-                WireEvent::Instrumented {
-                    label,
-                    kernels,
-                    inject_ms,
-                    jit_ms,
-                    cached,
-                } => eprintln!(
-                    "bpf2ptx trace: {label}: probes in {} (inject {inject_ms:.1} ms, {} {jit_ms:.1} ms)",
-                    kernels.join(", "),
-                    if *cached { "cached JIT" } else { "JIT" }
-                ),
-                WireEvent::Kernel {
-                    name, matched: m, ..
-                } => {
-                    matched |= m;
-                    seen.push(name.as_str());
-                }
-                _ => {}
-            }
+        for pid in pids {
+            let who = if several {
+                format!("process {pid}: ")
+            } else {
+                String::new()
+            };
+            self.report_process(pid, &who, &mut seen, &mut matched);
         }
         if !matched {
             if seen.is_empty() {
@@ -424,6 +539,36 @@ impl Session {
                     "bpf2ptx trace: no probe matched a kernel; kernels launched: {}",
                     seen.join(", ")
                 );
+            }
+        }
+    }
+
+    /// [`Session::report`]'s lines for process `pid` (each after `who`), adding the
+    /// kernels it launched to `seen` and whether a probe matched one to `matched`.
+    fn report_process(&self, pid: u32, who: &str, seen: &mut Vec<String>, matched: &mut bool) {
+        let events = wire::read_events(&self.proc_dir(pid));
+        for e in &events {
+            match e {
+                WireEvent::Instrumented {
+                    label,
+                    kernels,
+                    inject_ms,
+                    jit_ms,
+                    cached,
+                } => eprintln!(
+                    "bpf2ptx trace: {who}{label}: probes in {} (inject {inject_ms:.1} ms, {} {jit_ms:.1} ms)",
+                    kernels.join(", "),
+                    if *cached { "cached JIT" } else { "JIT" }
+                ),
+                WireEvent::Kernel {
+                    name, matched: m, ..
+                } => {
+                    *matched |= m;
+                    if !seen.contains(name) {
+                        seen.push(name.clone());
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -503,5 +648,25 @@ impl Output {
             }
             Output::File(f) => f.write_all(text.as_bytes()),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_process_is_alive_and_an_ended_one_is_not() {
+        assert!(alive(std::process::id()));
+        assert!(!alive(u32::MAX));
+        // A child that exited and was not yet waited for: a zombie, ended.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!alive(pid), "a zombie counts as ended");
+        child.wait().unwrap();
     }
 }

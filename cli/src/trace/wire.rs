@@ -6,10 +6,16 @@
 //! The front end starts the application with two environment variables:
 //!
 //! - [`DIR_VAR`]: the session folder. The front end wrote `config.json` there
-//!   ([`Config`]); the interposer appends one JSON line per event to `events.jsonl`
-//!   ([`Event`]), writes map snapshots to `snapshot.json` ([`RawSnapshot`]: per device,
-//!   its one instance of each map), replaced atomically, and, when the config asks for launch records, appends one JSON line per
-//!   launch to `launches.jsonl` ([`LaunchRecord`]).
+//!   ([`Config`]). Every process of the traced command's tree inherits both variables,
+//!   so each interposer instance that starts (on its process's first driver call: a
+//!   process that never uses CUDA writes nothing) writes into a folder of its own,
+//!   `proc-<pid>/` ([`proc_dir`], [`processes`]); sharing one set of files, two processes
+//!   (torchrun's workers) would replace each other's snapshots. In it: `cmdline` (a copy
+//!   of `/proc/self/cmdline`, which the front end can no longer read once the process is
+//!   gone), `events.jsonl`, one JSON line per event ([`Event`]), `snapshot.json`
+//!   ([`RawSnapshot`]: per device, its one instance of each map), replaced atomically,
+//!   and, when the config asks for launch records, `launches.jsonl`, one JSON line per
+//!   launch ([`LaunchRecord`]).
 //! - `LD_PRELOAD`: the interposer, ahead of whatever the user preloads.
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +26,59 @@ pub const DIR_VAR: &str = "BPF2PTX_TRACE_DIR";
 /// Set to `jit` to make every JIT fail (the fallback path's test: the application must
 /// run unmodified, with one line saying why).
 pub const FAULT_VAR: &str = "BPF2PTX_TRACE_FAULT";
+
+/// The prefix of a process's folder in the session folder: `proc-<pid>`.
+pub const PROC_PREFIX: &str = "proc-";
+/// A process's command line, as `/proc/<pid>/cmdline` (arguments, each ended by NUL).
+pub const CMDLINE_FILE: &str = "cmdline";
+
+/// The folder of process `pid`'s files in the session folder `dir`.
+pub fn proc_dir(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{PROC_PREFIX}{pid}"))
+}
+
+/// The processes that wrote into the session folder `dir`, by pid, smallest first (a
+/// stable order for the printed sections; a parent usually has the smaller pid).
+pub fn processes(dir: &Path) -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_prefix(PROC_PREFIX)?
+                .parse()
+                .ok()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Creates process `pid`'s folder in `dir`, with its command line (`cmdline`: the bytes
+/// of `/proc/<pid>/cmdline`, empty when unreadable); returns the folder.
+pub fn create_proc_dir(dir: &Path, pid: u32, cmdline: &[u8]) -> std::io::Result<PathBuf> {
+    let p = proc_dir(dir, pid);
+    std::fs::create_dir_all(&p)?;
+    std::fs::write(p.join(CMDLINE_FILE), cmdline)?;
+    Ok(p)
+}
+
+/// Process `pid`'s command line, its arguments joined by spaces: from its folder's
+/// `cmdline`, else `/proc/<pid>/cmdline`; `None` when neither reads (or is empty).
+pub fn command_line(dir: &Path, pid: u32) -> Option<String> {
+    let bytes = std::fs::read(proc_dir(dir, pid).join(CMDLINE_FILE))
+        .ok()
+        .filter(|b| !b.is_empty())
+        .or_else(|| std::fs::read(format!("/proc/{pid}/cmdline")).ok())?;
+    let args: Vec<String> = bytes
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (!args.is_empty()).then(|| args.join(" "))
+}
 
 /// `config.json`: the probes and how to inject them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -158,7 +217,7 @@ pub struct LaunchRecord {
     pub host_ns: u64,
 }
 
-/// Appends `records` to `dir/launches.jsonl`, one line each.
+/// Appends `records` to `dir/launches.jsonl` (`dir`: a process's folder), one line each.
 pub fn append_launches(dir: &Path, records: &[LaunchRecord]) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut text = String::new();
@@ -173,7 +232,7 @@ pub fn append_launches(dir: &Path, records: &[LaunchRecord]) -> std::io::Result<
         .write_all(text.as_bytes())
 }
 
-/// Every launch record of a session; lines that do not parse (cut by a crash) are
+/// Every launch record of a process (`dir`: its folder); lines that do not parse (cut by a crash) are
 /// skipped.
 pub fn read_launches(dir: &Path) -> Vec<LaunchRecord> {
     std::fs::read_to_string(dir.join("launches.jsonl"))
@@ -183,7 +242,7 @@ pub fn read_launches(dir: &Path) -> Vec<LaunchRecord> {
         .collect()
 }
 
-/// Reads every event of a session's `events.jsonl`; lines that do not parse (a write cut
+/// Reads every event of a process's `events.jsonl` (`dir`: its folder); lines that do not parse (a write cut
 /// short by a crash) are skipped.
 pub fn read_events(dir: &Path) -> Vec<Event> {
     std::fs::read_to_string(dir.join("events.jsonl"))
@@ -263,7 +322,7 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Writes `snap` as `dir/snapshot.json`, atomically (a temporary file renamed over it).
+/// Writes `snap` as `dir/snapshot.json` (`dir`: a process's folder), atomically (a temporary file renamed over it).
 pub fn write(dir: &Path, snap: &RawSnapshot) -> std::io::Result<()> {
     let tmp = dir.join("snapshot.json.tmp");
     std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
@@ -311,6 +370,26 @@ mod tests {
         text.push_str("\n{\"event\": \"kern");
         std::fs::write(dir.path().join("events.jsonl"), text).unwrap();
         assert_eq!(read_events(dir.path()), vec![e]);
+    }
+
+    #[test]
+    fn process_folders_are_listed_by_pid_with_their_command_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert!(processes(d).is_empty());
+        let p = create_proc_dir(d, 20, b"torchrun\0--nproc\x002\0").unwrap();
+        assert_eq!(p, d.join("proc-20"));
+        create_proc_dir(d, 7, b"").unwrap();
+        std::fs::create_dir(d.join("proc-x")).unwrap();
+        std::fs::write(d.join("config.json"), "{}").unwrap();
+        assert_eq!(processes(d), vec![7, 20]);
+        assert_eq!(command_line(d, 20).as_deref(), Some("torchrun --nproc 2"));
+        // No copy and no such process: only the pid can name it.
+        assert_eq!(command_line(d, u32::MAX), None);
+        // Our own: the copy is empty, /proc has it.
+        let me = std::process::id();
+        create_proc_dir(d, me, b"").unwrap();
+        assert!(command_line(d, me).is_some());
     }
 
     #[test]

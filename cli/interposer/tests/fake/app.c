@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef CUresult (*load_t)(void **, const void *);
@@ -81,6 +83,18 @@ int main(int argc, char **argv) {
 	load_t load = cuModuleLoadData;
 	getf_t getf = cuModuleGetFunction;
 	launch_t launch = cuLaunchKernel;
+	/* fork, forkcrash: a process tree, as torchrun's workers: the app forks before any
+	 * driver call, and both launch each kernel, the parent twice and the child three
+	 * times; the parent waits for the child. forkcrash: the child dies of SIGSEGV
+	 * after its launches (and a pause for a periodic snapshot). */
+	int runs = 2;
+	pid_t forked = -1;
+	if (!strncmp(argv[1], "fork", 4)) {
+		fflush(stdout);
+		forked = fork();
+		if (forked < 0) { perror("fork"); return 2; }
+		if (forked == 0) runs = 3;
+	}
 	if (!strcmp(argv[1], "procaddr")) {
 		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 		if (!h) { fprintf(stderr, "%s\n", dlerror()); return 2; }
@@ -183,8 +197,20 @@ int main(int argc, char **argv) {
 	for (int i = 3; i < argc; i++) {
 		void *f;
 		check(getf(&f, m, argv[i]), "get function");
-		for (int r = 0; r < 2; r++)
+		for (int r = 0; r < runs; r++)
 			check(launch(f, r + 1, 1, 1, 32, 1, 1, 0, 0, 0, 0), "launch");
+	}
+	if (forked == 0) {
+		if (!strcmp(argv[1], "forkcrash")) {
+			usleep(300 * 1000);
+			raise(SIGSEGV);
+		}
+		return 0;
+	}
+	if (forked > 0) {
+		int st;
+		if (waitpid(forked, &st, 0) != forked) { perror("waitpid"); return 1; }
+		printf("child %s\n", WIFEXITED(st) && !WEXITSTATUS(st) ? "done" : "failed");
 	}
 	printf("app done\n");
 	fflush(stdout);
