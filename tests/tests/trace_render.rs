@@ -141,6 +141,7 @@ fn load(fixture: &Value) -> (Vec<Snapshot>, Vec<Launch>) {
                         context: 0,
                         maps,
                         events,
+                        ..DeviceView::default()
                     }
                 })
                 .collect();

@@ -29,7 +29,7 @@
 //!
 //! Left per module: read-only global data (`.rodata`: every module holds the same bytes,
 //! and GPU printk records point into it), the printk ring and loop-budget counters
-//! (neither is in the snapshot yet), and the maps host programs share, which are one
+//! (each module's read at every snapshot, [`DeviceSet::module_output`]), and the maps host programs share, which are one
 //! allocation of pinned host memory for the whole process ([`crate::hostprog`]).
 //!
 //! **Per-thread and per-warp arrays** are sized from each launch: a launch with more
@@ -45,8 +45,8 @@
 use crate::driver::*;
 use crate::resolve::driver_fn;
 use bpf2ptx_backend::back::ptx::{
-    has_map_ref, map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol,
-    map_ref_symbol, map_symbol,
+    has_map_ref, loop_budget_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol,
+    map_ref_symbol, map_symbol, PRINTK_DESC,
 };
 use bpf2ptx_compiler::program::{Map, MapOrigin, Object};
 use bpf2ptx_loader::gpu::Dims;
@@ -229,6 +229,30 @@ struct SetState {
     maps: Vec<Option<Instance>>,
     /// The modules bound, in order: handle and label.
     modules: Vec<(Handle, String)>,
+    /// Per module bound (same order), what the snapshot reads of its own.
+    own: Vec<ModuleOwn>,
+}
+
+/// What a module keeps of its own (not bound to the set) that snapshots read: its printk
+/// ring and its loop-budget counters.
+#[derive(Debug, Default)]
+struct ModuleOwn {
+    /// The printk ring's descriptor, and the read-only global data its records point
+    /// into: per section its address in the module, size and initial bytes.
+    printk: Option<(u64, Vec<(u64, u64, Vec<u8>)>)>,
+    /// Per program run under a loop budget, its counter's address.
+    loopcnt: Vec<(String, u64)>,
+}
+
+/// What a set's modules wrote on their own since the previous snapshot.
+#[derive(Debug, Default)]
+pub struct ModuleOutput {
+    /// New printk lines, per module in bind order: module label and line.
+    pub printk: Vec<(String, String)>,
+    /// Printk records the modules' rings had no room for (so far, summed).
+    pub printk_dropped: u64,
+    /// Per program, the runs whose loop budget ran out (so far, summed over modules).
+    pub loop_budget: Vec<(String, u64)>,
 }
 
 /// The maps of one context (a device's): one instance of each, shared by every module
@@ -329,6 +353,7 @@ impl DeviceSet {
             }
         }
         st.modules.push((module, label.to_string()));
+        st.own.push(own_of(obj, global));
         Ok(Bound {
             per_unit: per_unit.into(),
         })
@@ -559,15 +584,121 @@ impl DeviceSet {
         (st.modules.iter().map(|m| m.1.clone()).collect(), out)
     }
 
+    /// The printk lines the set's modules wrote since the last call (their rings read
+    /// and consumed), the rings' drops and the loop-budget counters summed per program.
+    /// `copy` reads device memory.
+    pub fn module_output(&self, copy: &dyn Fn(u64, usize) -> Option<Vec<u8>>) -> ModuleOutput {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = ModuleOutput::default();
+        for ((_, label), own) in st.modules.iter().zip(&st.own) {
+            if let Some((d, bases)) = &own.printk {
+                let Some(words) = copy(*d, desc::BYTES as usize) else {
+                    continue;
+                };
+                out.printk_dropped += desc::read(&words, desc::DROPS);
+                for rec in self.read_ring(&words, copy) {
+                    out.printk.push((
+                        label.clone(),
+                        bpf2ptx_loader::loader::printk_line(&rec.data, bases),
+                    ));
+                }
+            }
+            for (prog, at) in &own.loopcnt {
+                let n = copy(*at, 8).map_or(0, |b| {
+                    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+                });
+                match out.loop_budget.iter_mut().find(|p| &p.0 == prog) {
+                    Some(p) => p.1 += n,
+                    None => out.loop_budget.push((prog.clone(), n)),
+                }
+            }
+        }
+        out
+    }
+
+    /// The committed records of the ring of descriptor `words`, consumed: their bytes
+    /// zeroed and the consumer counter moved past them, as `bpf2ptx run` reads a ring.
+    fn read_ring(
+        &self,
+        words: &[u8],
+        copy: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    ) -> Vec<bpf2ptx_runtime::ringbuf::Record> {
+        let (data, size, ctr) = (
+            desc::read(words, desc::DATA),
+            desc::read(words, desc::AUX),
+            desc::read(words, desc::AUX2),
+        );
+        if data == 0 || ctr == 0 || size == 0 {
+            return Vec::new();
+        }
+        let (Some(ring), Some(c)) = (copy(data, size as usize), copy(ctr, 16)) else {
+            return Vec::new();
+        };
+        let w = |k: usize| u64::from_le_bytes(c[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+        let Ok(d) = bpf2ptx_runtime::ringbuf::decode(&ring, w(0), w(1)) else {
+            return Vec::new();
+        };
+        let mut at = w(1);
+        while at < d.consumer {
+            let off = at % size;
+            let n = (d.consumer - at).min(size - off);
+            // SAFETY: bytes within the module's ring.
+            unsafe { (self.fns.memset)(data + off, 0, n as usize) };
+            at += n;
+        }
+        if self
+            .fns
+            .write("printk", "advancing the consumer", ctr + 8, &[d.consumer])
+            .is_err()
+        {
+            return Vec::new();
+        }
+        d.records
+    }
+
     /// Module `module` was unloaded: its descriptors are gone, and growth must not write
     /// them any more.
     fn forget(&self, module: Handle) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *st;
+        let mut own = std::mem::take(&mut st.own).into_iter();
+        st.own = st
+            .modules
+            .iter()
+            .filter_map(|m| own.next().filter(|_| m.0 != module))
+            .collect();
         st.modules.retain(|m| m.0 != module);
         for inst in st.maps.iter_mut().flatten() {
             inst.bound.retain(|b| b.0 != module);
         }
     }
+}
+
+/// Where module `global`'s printk ring (when `obj`'s programs print) and loop-budget
+/// counters are.
+fn own_of(obj: &Object, global: &mut Global<'_>) -> ModuleOwn {
+    let printk = if bpf2ptx_loader::loader::prints(obj) {
+        global(PRINTK_DESC).map(|(d, _)| {
+            let bases = obj
+                .maps
+                .iter()
+                .filter(|m| m.origin == MapOrigin::GlobalData && !has_map_ref(m))
+                .filter_map(|m| {
+                    let (p, size) = global(&map_symbol(&m.name))?;
+                    Some((p, size as u64, m.init.clone()?))
+                })
+                .collect();
+            (d, bases)
+        })
+    } else {
+        None
+    };
+    let loopcnt = obj
+        .programs
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), global(&loop_budget_symbol(p))?.0)))
+        .collect();
+    ModuleOwn { printk, loopcnt }
 }
 
 /// The process's map sets, one per context that instrumented modules were loaded in.

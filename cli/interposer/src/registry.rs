@@ -1117,11 +1117,19 @@ impl Session {
                 continue;
             };
             let (modules, maps) = set.raw_maps(self.obj, &|a, n| reader.copy(a, n));
+            let own = set.module_output(&|a, n| reader.copy(a, n));
             devices.push(DeviceMaps {
                 device: set.device,
                 context: set.context,
                 modules,
                 maps,
+                printk: own
+                    .printk
+                    .into_iter()
+                    .map(|(module, line)| snapshot::PrintkLine { module, line })
+                    .collect(),
+                printk_dropped: own.printk_dropped,
+                loop_budget: own.loop_budget,
             });
         }
         if let Some(ctx) = before {

@@ -18,7 +18,7 @@
 use crate::driver::*;
 use crate::resolve::driver_fn;
 pub use bpf2ptx::trace::wire::{
-    hex, read, unhex, write, DeviceMaps, RawMap, RawSnapshot as Snapshot,
+    hex, read, unhex, write, DeviceMaps, PrintkLine, RawMap, RawSnapshot as Snapshot,
 };
 
 /// How the snapshot thread reads a map set's device memory: copies on a stream of its

@@ -363,12 +363,23 @@ impl Session {
             .iter()
             .map(|d| {
                 let what = format!("device {}", d.device);
-                let (maps, events) = self.traced(&d.maps, &what, raw.time_ns, Some(d.device));
+                let (maps, mut events) =
+                    self.traced(&d.maps, &what, raw.time_ns, Some(d.device));
+                // The modules' printk lines, in the order their rings held them.
+                events.extend(d.printk.iter().map(|p| super::Event {
+                    ns: raw.time_ns,
+                    device: Some(d.device),
+                    data: super::EventData::Printk {
+                        line: p.line.clone(),
+                    },
+                }));
                 DeviceView {
                     device: d.device,
                     context: d.context,
                     maps,
                     events,
+                    loop_budget: d.loop_budget.clone(),
+                    printk_dropped: d.printk_dropped,
                 }
             })
             .collect();

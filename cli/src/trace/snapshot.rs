@@ -225,7 +225,7 @@ impl AppEnd {
 
 /// One device's part of a moment of a trace: its map set's maps, decoded, and the ring
 /// records read from them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceView {
     /// CUDA's ordinal.
     pub device: u32,
@@ -233,8 +233,12 @@ pub struct DeviceView {
     pub context: u32,
     /// The maps, in the object's order.
     pub maps: Vec<TracedMap>,
-    /// Its rings' records.
+    /// Its rings' records and its modules' printk lines.
     pub events: Vec<Event>,
+    /// Per program, the runs whose loop budget ran out (summed over its modules).
+    pub loop_budget: Vec<(String, u64)>,
+    /// Printk records its modules' rings had no room for.
+    pub printk_dropped: u64,
 }
 
 /// The snapshots printed at one moment (specs/trace.md, "Several GPUs"): with no device,
@@ -250,20 +254,32 @@ pub fn moment(
     process: Vec<TracedMap>,
     host_events: Vec<Event>,
 ) -> Vec<Snapshot> {
-    let snap = |scope, maps, mut events: Vec<Event>| {
+    let snap = |scope, maps, mut events: Vec<Event>, budget: (Vec<(String, u64)>, u64)| {
+        // Stable: printk lines read at one snapshot keep their ring order.
         events.sort_by_key(|e: &Event| e.ns);
         Snapshot {
             elapsed_ns,
             scope,
             end,
             maps,
-            loop_budget: Vec::new(),
-            printk_dropped: 0,
+            loop_budget: budget.0,
+            printk_dropped: budget.1,
             events,
         }
     };
+    // The sum of every device's loop budgets and printk drops.
+    let mut total: (Vec<(String, u64)>, u64) = (Vec::new(), 0);
+    for d in &devices {
+        total.1 += d.printk_dropped;
+        for (p, n) in &d.loop_budget {
+            match total.0.iter_mut().find(|t| &t.0 == p) {
+                Some(t) => t.1 += n,
+                None => total.0.push((p.clone(), *n)),
+            }
+        }
+    }
     match devices.len() {
-        0 => vec![snap(Scope::Process, process, host_events)],
+        0 => vec![snap(Scope::Process, process, host_events, total)],
         1 => {
             let d = devices.into_iter().next().expect("one device");
             let scope = Scope::Device {
@@ -275,7 +291,7 @@ pub fn moment(
             maps.extend(process);
             let mut events = d.events;
             events.extend(host_events);
-            vec![snap(scope, maps, events)]
+            vec![snap(scope, maps, events, total)]
         }
         _ => {
             let mut names: Vec<&str> = Vec::new();
@@ -311,10 +327,10 @@ pub fn moment(
                         context: d.context,
                         several: true,
                     };
-                    snap(scope, d.maps, d.events)
+                    snap(scope, d.maps, d.events, (d.loop_budget, d.printk_dropped))
                 })
                 .collect();
-            out.push(snap(Scope::Sum { devices: ids }, sum, host_events));
+            out.push(snap(Scope::Sum { devices: ids }, sum, host_events, total));
             out
         }
     }
@@ -697,6 +713,7 @@ mod tests {
             context: 0,
             maps,
             events,
+            ..DeviceView::default()
         }
     }
 

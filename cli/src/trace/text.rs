@@ -38,7 +38,12 @@ pub(super) fn render(s: &Snapshot) -> String {
     if !failures.is_empty() {
         let _ = writeln!(out, "\nfailures:");
         for (what, reason, n) in failures {
-            let _ = writeln!(out, "  {what}: {n} {}", reason_text(reason));
+            let _ = match what.strip_prefix("program ") {
+                Some(p) if reason == "loop_budget" => {
+                    writeln!(out, "  loop budget ran out: {p} {n} times")
+                }
+                _ => writeln!(out, "  {what}: {n} {}", reason_text(reason)),
+            };
         }
     }
     if !s.events.is_empty() {

@@ -283,6 +283,31 @@ pub struct DeviceMaps {
     pub modules: Vec<String>,
     /// The maps, in the object's order (maps no module's probes use are absent).
     pub maps: Vec<RawMap>,
+    /// The `trace_printk` / `puts` lines the device's modules wrote since the previous
+    /// snapshot (each module's own printk ring, read and consumed), module by module in
+    /// ring order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub printk: Vec<PrintkLine>,
+    /// Printk records the modules' rings had no room for, so far (summed).
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub printk_dropped: u64,
+    /// Per program run under `--loop-budget`: the runs whose budget ran out, so far,
+    /// summed over the device's modules (`bpf2ptx_loopcnt_<program>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loop_budget: Vec<(String, u64)>,
+}
+
+/// One GPU printk line, with the module whose ring held it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PrintkLine {
+    /// The module (`module N` / `library N`).
+    pub module: String,
+    /// The line, formatted, without its newline.
+    pub line: String,
+}
+
+fn is_zero64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -419,6 +444,12 @@ mod tests {
                     counts: None,
                     counters: Some("00".into()),
                 }],
+                printk: vec![PrintkLine {
+                    module: "module 2".into(),
+                    line: "hi 3".into(),
+                }],
+                printk_dropped: 1,
+                loop_budget: vec![("p".into(), 4)],
             }],
             shared: vec![RawMap {
                 name: "launch".into(),

@@ -117,7 +117,7 @@ mod tests;
 
 use drain::{drain_until, LiveRing, RingState};
 pub use dump::MapCounts;
-pub use printk::format_printk;
+pub use printk::{format_printk, printk_line, prints};
 
 /// Where a map's storage lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,13 +17,7 @@ impl Loader<'_> {
         let (gpu, module, obj) = (self.gpu, self.module, self.obj);
         // Only modules whose programs print have the printk ring; asking the driver for a
         // symbol it lacks is harmless but is an API error to compute-sanitizer.
-        let prints = obj.programs.iter().flat_map(|p| &p.insns).any(|i| {
-            i.kind() == Kind::Call(CallKind::Helper)
-                && matches!(
-                    bpf2ptx_runtime::helper(i.imm).map(|h| h.lowering),
-                    Some(bpf2ptx_runtime::Lowering::Printk { .. })
-                )
-        });
+        let prints = prints(obj);
         if !prints {
             return Ok(Vec::new());
         }
@@ -45,25 +39,40 @@ impl Loader<'_> {
                 bases.push((p, size as u64, init.clone()));
             }
         }
-        let string_at = |addr: u64, max: u64| -> String {
-            for (p, size, init) in &bases {
-                if (*p..p + size).contains(&addr) {
-                    let off = (addr - p) as usize;
-                    let end = init.len().min(off.saturating_add(max as usize));
-                    let bytes = &init[off.min(end)..end];
-                    let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
-                    return String::from_utf8_lossy(bytes).into_owned();
-                }
-            }
-            format!("<string at 0x{addr:x}>")
-        };
-        let mut lines = Vec::new();
-        for r in &st.records {
-            let line = decode(&r.data, &string_at);
-            lines.push(line.trim_end_matches('\n').to_string());
-        }
+        let lines = st.records.iter().map(|r| printk_line(&r.data, &bases)).collect();
         Ok(lines)
     }
+}
+
+/// Whether any program of `obj` calls a printk helper: only then does its module have the
+/// printk ring (asking the driver for a symbol it lacks is an API error to
+/// compute-sanitizer).
+pub fn prints(obj: &bpf2ptx_compiler::program::Object) -> bool {
+    obj.programs.iter().flat_map(|p| &p.insns).any(|i| {
+        i.kind() == Kind::Call(CallKind::Helper)
+            && matches!(
+                bpf2ptx_runtime::helper(i.imm).map(|h| h.lowering),
+                Some(bpf2ptx_runtime::Lowering::Printk { .. })
+            )
+    })
+}
+
+/// The line of printk record `data` (its newline trimmed), its format or string read from
+/// `bases`: per read-only global-data map, its device address, size and initial bytes.
+pub fn printk_line(data: &[u8], bases: &[(u64, u64, Vec<u8>)]) -> String {
+    let string_at = |addr: u64, max: u64| -> String {
+        for (p, size, init) in bases {
+            if (*p..p + size).contains(&addr) {
+                let off = (addr - p) as usize;
+                let end = init.len().min(off.saturating_add(max as usize));
+                let bytes = &init[off.min(end)..end];
+                let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+                return String::from_utf8_lossy(bytes).into_owned();
+            }
+        }
+        format!("<string at 0x{addr:x}>")
+    };
+    decode(data, &string_at).trim_end_matches('\n').to_string()
 }
 
 /// One printk record's line (`data`: the record's bytes, [`printk::Word`]), its format or
