@@ -15,3 +15,8 @@ echo "wrote tests/trace/probes.bpf.o"
 	-fdebug-prefix-map="$repo"=. \
 	-c tests/trace/shared_maps.bpf.c -o tests/trace/shared_maps.bpf.o
 echo "wrote tests/trace/shared_maps.bpf.o"
+"${CLANG14:-clang}" -target bpf -O2 -g -mcpu=v3 \
+	-I/usr/include/x86_64-linux-gnu -I"$repo/runtime-ptx/include" \
+	-fdebug-prefix-map="$repo"=. \
+	-c tests/trace/printk.bpf.c -o tests/trace/printk.bpf.o
+echo "wrote tests/trace/printk.bpf.o"

@@ -75,6 +75,9 @@ impl Fixture {
             if let Some((_, dir)) = env.iter().find(|(k, _)| *k == "TEST_JIT_CACHE") {
                 config["cache"] = serde_json::json!(dir);
             }
+            if let Some((_, n)) = env.iter().find(|(k, _)| *k == "TEST_LOOP_BUDGET") {
+                config["loop_budget"] = serde_json::json!(n.parse::<u64>().unwrap());
+            }
             if env.iter().any(|(k, _)| *k == "TEST_LAUNCH_LOG") {
                 config["launch_log"] = serde_json::json!(true);
             }
@@ -837,4 +840,29 @@ fn a_process_without_cuda_writes_nothing() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, ["config.json"], "{left:?}");
+}
+
+/// GPU printk lines and loop-budget counts reach the snapshot: each launch of the probed
+/// kernel acts out tests/trace/printk.bpf.c (a `hello %d` record in the module's printk
+/// ring, 3 runs ended by the loop budget); the final snapshot holds the lines not read by
+/// an earlier one, in order, and the counts summed over the device's modules.
+#[test]
+fn printk_lines_and_loop_budgets_reach_the_snapshot() {
+    let f = Fixture::new();
+    let (out, _) = f.run_probes(
+        "twomod",
+        Some("tests/trace/printk.bpf.o"),
+        &[("FAKE_CUDA_RUN_PROBES", "1"), ("TEST_LOOP_BUDGET", "8")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("bpf2ptx trace"), "{}", stderr(&out));
+    let snap = bpf2ptx_interposer::snapshot::read(&f.proc()).expect("snapshot.json");
+    assert!(snap.last);
+    let dev = &snap.devices[0];
+    let lines: Vec<&str> = dev.printk.iter().map(|p| p.line.as_str()).collect();
+    assert!(!lines.is_empty(), "{snap:?}");
+    assert!(lines.iter().all(|l| l.starts_with("hello ")), "{lines:?}");
+    let launches = lines.len() as u64;
+    assert_eq!(dev.loop_budget, vec![("on_entry".to_string(), 3 * launches)]);
+    assert_eq!(dev.printk_dropped, 0);
 }

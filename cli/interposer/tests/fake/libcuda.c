@@ -15,7 +15,8 @@
  * and their initialiser of numbers and `generic(symbol)`s), one allocation per module
  * and name; a name the PTX does not declare is not found. With FAKE_CUDA_RUN_PROBES=1 a
  * launch of a probed function acts out tests/trace/shared_maps.bpf.c's probes on those
- * maps, reaching them as the rebinding lowering does (run_probes below).
+ * maps, reaching them as the rebinding lowering does, and tests/trace/printk.bpf.c's
+ * (a printk record, a loop-budget count) (run_probes below).
  *
  * The interposer's own timer kernel (bpf2ptx_globaltimer_spin, which measures the
  * host/GPU clock offset) "runs" at its launch: it stores this process's CLOCK_MONOTONIC
@@ -226,6 +227,40 @@ static u64 *words(struct image *m, const char *name) {
 
 static u64 r8(u64 n) { return (n + 7) & ~7ull; }
 
+/* tests/trace/printk.bpf.c's probe, for one launch (the launch's number `n`): one
+ * trace_printk record, `hello %d` with n, in the module's printk ring (bpf2ptx_printk:
+ * words 3-5), its format found in the module's read-only global data; and 3 runs ended
+ * by the loop budget (bpf2ptx_loopcnt_on_entry). */
+static void printk_probe(struct image *m, u64 n) {
+	u64 *d = words(m, "bpf2ptx_printk"), *cnt = words(m, "bpf2ptx_loopcnt_on_entry");
+	if (cnt) *cnt += 3;
+	if (!d || !d[3] || !d[5] || !m->text) return;
+	/* The read-only section: a global whose name has "rodata" in it. */
+	const char *p = m->text, *fmt = NULL;
+	while (!fmt && (p = strstr(p, "bpf2ptx_map_"))) {
+		char name[128];
+		size_t j = 0;
+		while (j < sizeof name - 1 && p[j] && p[j] != '[' && p[j] != ' ' && p[j] != ';')
+			name[j] = p[j], j++;
+		name[j] = 0;
+		u64 at;
+		size_t size;
+		p += j;
+		if (!strstr(name, "rodata") || global(&at, &size, m, name)) continue;
+		for (size_t k = 0; k + 5 <= size && !fmt; k++)
+			if (!memcmp((char *)(size_t)at + k, "hello", 5)) fmt = (char *)(size_t)at + k;
+	}
+	if (!fmt) return;
+	u64 *ctr = (u64 *)(size_t)d[5];
+	unsigned char *rec = (unsigned char *)(size_t)(d[3] + (ctr[0] & (d[4] - 1)));
+	u64 w[6] = { 0, (u64)(size_t)fmt, strlen(fmt) + 1, n, 0, 0 };
+	unsigned len = sizeof w;
+	memcpy(rec + 8, w, sizeof w);
+	memcpy(rec, &len, 4);
+	memset(rec + 4, 0, 4);
+	ctr[0] += 8 + sizeof w;
+}
+
 /* tests/trace/shared_maps.bpf.c's probes, for one launch of `threads` threads of module
  * `m`, on its maps where its descriptors and reference words say they are (what
  * ptx::Options::rebind_maps lowers to): `hits` +1 at key 0 (word 3); `per_thr` +1 at key
@@ -273,6 +308,7 @@ static void run_probes(struct image *m, unsigned threads) {
 	}
 	if ((r = words(m, "bpf2ptx_mapref_bss")) && *r)
 		*(u64 *)(size_t)*r += 1;
+	printk_probe(m, n);
 }
 CUresult cuModuleGetGlobal_v2(u64 *a, size_t *n, void *m, const char *name) {
 	return global(a, n, m, name);
