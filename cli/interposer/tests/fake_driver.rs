@@ -863,6 +863,9 @@ fn printk_lines_and_loop_budgets_reach_the_snapshot() {
     assert!(!lines.is_empty(), "{snap:?}");
     assert!(lines.iter().all(|l| l.starts_with("hello ")), "{lines:?}");
     let launches = lines.len() as u64;
-    assert_eq!(dev.loop_budget, vec![("on_entry".to_string(), 3 * launches)]);
+    assert_eq!(
+        dev.loop_budget,
+        vec![("on_entry".to_string(), 3 * launches)]
+    );
     assert_eq!(dev.printk_dropped, 0);
 }

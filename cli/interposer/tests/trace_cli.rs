@@ -609,3 +609,48 @@ fn a_crashed_child_keeps_its_last_periodic_snapshot() {
     assert_ne!(parent[0].0, crashed[0].0, "{printed}");
     assert!(parent[0].1.contains("    0  2\n"), "{printed}");
 }
+
+/// GPU printk lines and loop-budget counts reach the printed snapshot: the fake driver
+/// acts out tests/trace/printk.bpf.c at each launch (a `hello %d` record, 3 runs ended
+/// by the loop budget), in text and in JSON.
+#[test]
+fn gpu_printk_lines_and_loop_budgets_are_printed() {
+    let dir = fixture();
+    let run = |format: &[&str]| {
+        let so = bpf2ptx_tests::interposer_lib();
+        let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
+            .arg("trace")
+            .args(format)
+            .args(["--loop-budget", "8"])
+            .arg("tests/trace/printk.bpf.o")
+            .arg("--")
+            .arg(dir.path().join("app"))
+            .args([
+                "twomod",
+                dir.path().join("app.ptx").to_str().unwrap(),
+                PROBED,
+                OTHER,
+            ])
+            .current_dir(repo())
+            .env("LD_LIBRARY_PATH", dir.path())
+            .env("BPF2PTX_INTERPOSER", so)
+            .env("FAKE_CUDA_RUN_PROBES", "1")
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env_remove("LD_PRELOAD")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let printed = run(&[]);
+    let hellos = printed
+        .lines()
+        .filter(|l| l.contains("] printk: hello "))
+        .count();
+    assert!(hellos > 0, "{printed}");
+    let budget = format!("  loop budget ran out: on_entry {} times", 3 * hellos);
+    assert!(printed.lines().any(|l| l == budget), "{printed}");
+    let json = run(&["--format", "json"]);
+    assert!(json.contains("\"printk\":\"hello 1\""), "{json}");
+    assert!(json.contains("\"loop_budget\""), "{json}");
+}

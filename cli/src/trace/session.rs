@@ -363,8 +363,7 @@ impl Session {
             .iter()
             .map(|d| {
                 let what = format!("device {}", d.device);
-                let (maps, mut events) =
-                    self.traced(&d.maps, &what, raw.time_ns, Some(d.device));
+                let (maps, mut events) = self.traced(&d.maps, &what, raw.time_ns, Some(d.device));
                 // The modules' printk lines, in the order their rings held them.
                 events.extend(d.printk.iter().map(|p| super::Event {
                     ns: raw.time_ns,

@@ -39,7 +39,11 @@ impl Loader<'_> {
                 bases.push((p, size as u64, init.clone()));
             }
         }
-        let lines = st.records.iter().map(|r| printk_line(&r.data, &bases)).collect();
+        let lines = st
+            .records
+            .iter()
+            .map(|r| printk_line(&r.data, &bases))
+            .collect();
         Ok(lines)
     }
 }
