@@ -233,13 +233,16 @@ struct SetState {
     own: Vec<ModuleOwn>,
 }
 
+/// A read-only global-data section of a module: its address, size and initial bytes.
+type RodataBase = (u64, u64, Vec<u8>);
+
 /// What a module keeps of its own (not bound to the set) that snapshots read: its printk
 /// ring and its loop-budget counters.
 #[derive(Debug, Default)]
 struct ModuleOwn {
     /// The printk ring's descriptor, and the read-only global data its records point
     /// into: per section its address in the module, size and initial bytes.
-    printk: Option<(u64, Vec<(u64, u64, Vec<u8>)>)>,
+    printk: Option<(u64, Vec<RodataBase>)>,
     /// Per program run under a loop budget, its counter's address.
     loopcnt: Vec<(String, u64)>,
 }
