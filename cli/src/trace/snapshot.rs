@@ -407,6 +407,26 @@ pub(super) struct Row {
     pub nonzero: Option<usize>,
 }
 
+/// Adds the copies of one key (per-SM, per-unit, per-device) that are not all zero to
+/// `sum`, as values of `shape`; returns how many there were. One home for pooling, which
+/// both a device's table and the sum over devices do.
+fn pool<'a>(
+    shape: Option<&Shape>,
+    copies: impl Iterator<Item = &'a [u8]>,
+    sum: &mut Option<Value>,
+) -> usize {
+    let mut nonzero = 0;
+    for copy in copies.filter(|b| !is_zero(b)) {
+        nonzero += 1;
+        let v = Value::of(shape, copy);
+        match sum {
+            Some(s) => s.add(&v),
+            None => *sum = Some(v),
+        }
+    }
+    nonzero
+}
+
 fn is_zero(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
@@ -448,15 +468,7 @@ impl TracedMap {
                 t.copies = Some((unit, c.copies()));
                 for k in 0..c.keys() {
                     let mut sum: Option<Value> = None;
-                    let mut nonzero = 0;
-                    for copy in (0..c.copies()).map(|u| c.get(k, u)).filter(|b| !is_zero(b)) {
-                        nonzero += 1;
-                        let v = Value::of(value_shape, copy);
-                        match &mut sum {
-                            Some(s) => s.add(&v),
-                            None => sum = Some(v),
-                        }
-                    }
+                    let nonzero = pool(value_shape, (0..c.copies()).map(|u| c.get(k, u)), &mut sum);
                     match sum {
                         Some(value) => t.rows.push(Row {
                             key: index(k),
@@ -534,14 +546,7 @@ impl TracedMap {
                             }
                             _ => Vec::new(),
                         };
-                        for copy in copies.into_iter().filter(|b| !is_zero(b)) {
-                            nonzero += 1;
-                            let v = Value::of(shape, copy);
-                            match &mut sum {
-                                Some(s) => s.add(&v),
-                                None => sum = Some(v),
-                            }
-                        }
+                        nonzero += pool(shape, copies.into_iter(), &mut sum);
                     }
                     match sum {
                         Some(value) => t.rows.push(Row {
