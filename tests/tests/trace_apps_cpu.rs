@@ -531,7 +531,8 @@ fn the_torch_check_reads_counts_in_either_shape_and_the_kernels_from_stderr() {
     assert_eq!(read("nested.jsonl", &[lines[0].clone(), nested]), want);
 
     // The stderr lines the check reads: the front end's report of instrumented modules
-    // and the interposer's no-PTX and fallback lines (cli/interposer/src/registry.rs).
+    // and the interposer's no-PTX and fallback lines
+    // (cli/interposer/src/registry/instrument.rs).
     let stderr = "\
 bpf2ptx trace: library 3: no PTX (SASS for sm_80, sm_90), so kernel _ZN2at6native18elementwise_kernelILi128ELi2EEEviT1_ cannot be probed; rebuild with -gencode arch=compute_90,code=compute_90 (PyTorch extensions: TORCH_CUDA_ARCH_LIST=\"9.0+PTX\"); it runs unmodified
 bpf2ptx trace: library 9: JIT: CUDA_ERROR_NO_BINARY_FOR_GPU; it runs unmodified
