@@ -70,15 +70,26 @@
 //!
 //! An instruction budget ([`Options::budget`]) bounds every run, so an unverified program
 //! that loops forever ends with [`InterpError::Budget`].
+//!
+//! # Files
+//!
+//! This file is the machine: the address map, frames, and one `step` per instruction.
+//! What a call out of the program does (helpers, `bpf_loop`, kfuncs) is in
+//! `interp/calls.rs`, and the value semantics of single operations ([`alu64`],
+//! [`compare`], ...) in `interp/ops.rs`.
 
 use crate::cfg::Cfg;
-use crate::isa::table::{
-    AluOp, AtomicOp, CallKind, Cond, Kind, Order, Pseudo, Size, Src, Width, OPCODES,
-};
+use crate::isa::table::{AtomicOp, CallKind, Kind, Pseudo, Size, Src, Width, OPCODES};
 use crate::isa::Insn;
 use crate::program::{MapOrigin, Object, Program};
-use bpf2ptx_runtime::{snprintf, Kfunc, BPF_MAX_LOOPS};
+use bpf2ptx_runtime::BPF_MAX_LOOPS;
 use thiserror::Error;
+
+mod calls;
+mod ops;
+
+use ops::atomic_rmw;
+pub use ops::{alu32, alu64, compare, endian, sign_extend};
 
 /// Distance between the bases of two regions of the address space (`1 << 44`).
 pub const REGION_SIZE: u64 = 1 << REGION_SHIFT;
@@ -706,156 +717,6 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn helper(&mut self, pc: usize, id: i64) -> Result<u64, InterpError> {
-        match id {
-            // ktime_get_ns: the environment's; the reference one is deterministic, the
-            // instructions executed so far in this run.
-            5 => Ok(self.mem.env.ktime_ns(self.executed)),
-            14 => self
-                .mem
-                .env
-                .pid_tgid()
-                .ok_or(InterpError::UnknownHelper { pc, helper: id }),
-            1..=3 if self.mem.env.maps() => self.map_helper(pc, id),
-            6 => self.trace_printk(pc),
-            165 => self.snprintf(pc),
-            helper => Err(InterpError::UnknownHelper { pc, helper }),
-        }
-    }
-
-    /// The map helpers (1 lookup, 2 update, 3 delete) on an array whose storage the
-    /// [`Env`] lends, with the device runtime's results (specs/abi.md; Linux's for
-    /// arrays): lookup of an index past `max_entries`, or of an unbound map, is NULL;
-    /// update with flags above `BPF_EXIST` or of an unbound map is -EINVAL, with
-    /// `BPF_NOEXIST` -EEXIST (an array's keys always exist), past the end -E2BIG;
-    /// delete is -EINVAL (an array's elements cannot be deleted). Any other map kind is
-    /// [`InterpError::Unsupported`]: the environment refuses such programs before they
-    /// run (`bpf2ptx trace` does, at the start).
-    fn map_helper(&mut self, pc: usize, id: i64) -> Result<u64, InterpError> {
-        use bpf2ptx_runtime::maps::{BPF_EXIST, BPF_NOEXIST, E2BIG, EEXIST, EINVAL};
-        let handle = self.regs[1];
-        let insn = self.insns[self.cfg.at(pc as i64).expect("the call's instruction")];
-        let Some(map) = handle
-            .checked_sub(MAP_HANDLE_BASE)
-            .and_then(|i| usize::try_from(i).ok())
-            .filter(|&i| i < self.obj.maps.len())
-        else {
-            return Err(self.unsupported(pc, insn, format!("r1 = {handle:#x} is no map")));
-        };
-        let m = &self.obj.maps[map];
-        if !m.is(bpf2ptx_runtime::MapKind::has_direct_value) || m.origin == MapOrigin::GlobalData {
-            return Err(self.unsupported(
-                pc,
-                insn,
-                format!(
-                    "on map `{}`: the map helpers run on arrays (types 2, 1503, 1504, 1513) here",
-                    m.name
-                ),
-            ));
-        }
-        let (value_size, entries) = (u64::from(m.value_size), u64::from(m.max_entries));
-        let stride = value_size.div_ceil(8) * 8;
-        let index = self.load(pc, Access::Load, self.regs[2], Size::W)?;
-        let bound = self.mem.env.map_storage(map).map(|s| s.len() as u64);
-        let slot = ((MAP_REGION + map as u64) << REGION_SHIFT) + index * stride;
-        let fits = index < entries && bound.is_some_and(|len| (index + 1) * stride <= len);
-        Ok(match id {
-            1 => {
-                if fits {
-                    slot
-                } else {
-                    0
-                }
-            }
-            2 => {
-                let flags = self.regs[4];
-                let r = if flags > BPF_EXIST || bound.is_none() {
-                    EINVAL
-                } else if flags == BPF_NOEXIST {
-                    EEXIST
-                } else if !fits {
-                    E2BIG
-                } else {
-                    let src = self.regs[3];
-                    let mut at = 0;
-                    while at < value_size {
-                        let size = if value_size - at >= 8 {
-                            Size::DW
-                        } else {
-                            Size::B
-                        };
-                        let v = self.load(pc, Access::Load, src + at, size)?;
-                        self.store(pc, Access::Store, slot + at, size, v)?;
-                        at += u64::from(size.bytes());
-                    }
-                    0
-                };
-                r as u64
-            }
-            _ => EINVAL as u64,
-        })
-    }
-
-    /// `trace_printk` (6) handed to the environment with its format's bytes.
-    fn trace_printk(&mut self, pc: usize) -> Result<u64, InterpError> {
-        let [fmt, size, a, b, c] = [1, 2, 3, 4, 5].map(|r| self.regs[r]);
-        let bytes = self.mem.rest(fmt).ok_or(InterpError::OutOfBounds {
-            pc,
-            access: Access::Load,
-            addr: fmt,
-            size: 1,
-        })?;
-        let n = bytes.len().min(size as u32 as usize);
-        let text = &bytes[..bytes[..n].iter().position(|&x| x == 0).unwrap_or(n)];
-        let mut buf = [0u8; 256];
-        let k = text.len().min(buf.len());
-        buf[..k].copy_from_slice(&text[..k]);
-        self.mem
-            .env
-            .trace_printk(&buf[..k], [a, b, c])
-            .ok_or(InterpError::UnknownHelper { pc, helper: 6 })
-    }
-
-    /// `bpf_snprintf(str, str_size, fmt, data, data_len)` (helper 165) as Linux runs it:
-    /// `-EINVAL` for a data length that is not a multiple of 8 or above 96 bytes, or a
-    /// format Linux refuses (only an unverified program gets there); else the formatted
-    /// text written as [`snprintf::write_truncated`] writes it, and its length plus 1.
-    fn snprintf(&mut self, pc: usize) -> Result<u64, InterpError> {
-        let [out, size, fmt, data, len] = [1, 2, 3, 4, 5].map(|r| self.regs[r]);
-        let (size, len) = (size as u32 as usize, len as u32 as usize);
-        if len % 8 != 0 || len > 8 * snprintf::MAX_ARGS {
-            return Ok(snprintf::EINVAL as u64);
-        }
-        let bytes = self
-            .mem
-            .rest(fmt)
-            .ok_or(InterpError::OutOfBounds {
-                pc,
-                access: Access::Load,
-                addr: fmt,
-                size: 1,
-            })?
-            .to_vec();
-        let Ok(format) = snprintf::parse(&bytes, len / 8) else {
-            return Ok(snprintf::EINVAL as u64);
-        };
-        let args = (0..len / 8)
-            .map(|k| self.load(pc, Access::Load, data.wrapping_add(8 * k as u64), Size::DW))
-            .collect::<Result<Vec<u64>, _>>()?;
-        let mem = &mut self.mem;
-        let text = format.render(&args, &mut |_, p| {
-            let s = mem.rest(p).unwrap_or(&[]);
-            s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())].to_vec()
-        });
-        let dst = self.mem.bytes(out, size).ok_or(InterpError::OutOfBounds {
-            pc,
-            access: Access::Store,
-            addr: out,
-            size: size as u32,
-        })?;
-        Ok(snprintf::write_truncated(dst, &text))
-    }
-
     fn step(&mut self, insn: Insn, i: usize, pc: usize) -> Result<Step, InterpError> {
         let d = usize::from(insn.dst);
         let s = usize::from(insn.src);
@@ -995,94 +856,6 @@ impl Machine<'_> {
         self.regs[10] = frame_pointer(self.frames.len());
     }
 
-    /// `bpf_loop(nr_loops, callback, ctx, flags)` (helper 181) as Linux runs it: `-EINVAL`
-    /// for flags other than 0, `-E2BIG` for more than [`BPF_MAX_LOOPS`] loops, 0 for none;
-    /// otherwise the callback's first call, continued at its `exit`.
-    fn bpf_loop(&mut self, pc: usize, i: usize) -> Result<Step, InterpError> {
-        let (count, func, ctx, flags) = (
-            self.regs[1] & 0xffff_ffff,
-            self.regs[2],
-            self.regs[3],
-            self.regs[4],
-        );
-        let callback = func
-            .checked_sub(FUNC_BASE)
-            .filter(|&t| t < self.insns.len() as u64)
-            .ok_or(InterpError::BadCallback { pc, value: func })? as usize;
-        let early = if flags != 0 {
-            Some(bpf2ptx_runtime::EINVAL as u64)
-        } else if count > BPF_MAX_LOOPS {
-            Some(bpf2ptx_runtime::E2BIG as u64)
-        } else if count == 0 {
-            Some(0)
-        } else {
-            None
-        };
-        if let Some(r0) = early {
-            self.regs[0] = r0;
-            return Ok(Step::Next);
-        }
-        let frames = self.frames.len() + 2;
-        if frames > MAX_FRAMES {
-            return Err(InterpError::CallDepth {
-                pc,
-                frames,
-                limit: MAX_FRAMES,
-            });
-        }
-        self.push_frame(
-            i + 1,
-            Some(LoopCall {
-                callback,
-                index: 0,
-                count,
-                ctx,
-            }),
-        );
-        self.regs[1] = 0;
-        self.regs[2] = ctx;
-        Ok(Step::Jump(callback))
-    }
-
-    /// The numeric iterator kfuncs, as Linux's `kernel/bpf/bpf_iter.c` defines them on the
-    /// 8-byte `struct bpf_iter_num` at r1: `{ s32 cur; s32 end; }`.
-    fn kfunc(&mut self, pc: usize, k: Kfunc) -> Result<(), InterpError> {
-        let it = self.regs[1];
-        let set = |m: &mut Self, cur: i32, end: i32| {
-            let v = u64::from(cur as u32) | (u64::from(end as u32) << 32);
-            m.store(pc, Access::Store, it, Size::DW, v)
-        };
-        match k {
-            Kfunc::IterNumNew => {
-                let (start, end) = (self.regs[2] as i32, self.regs[3] as i32);
-                let r0 = if start > end {
-                    set(self, 0, 0)?;
-                    bpf2ptx_runtime::EINVAL
-                } else if (i64::from(end) - i64::from(start)) as u64 > BPF_MAX_LOOPS {
-                    set(self, 0, 0)?;
-                    bpf2ptx_runtime::E2BIG
-                } else {
-                    set(self, start.wrapping_sub(1), end)?;
-                    0
-                };
-                self.regs[0] = r0 as u64;
-            }
-            Kfunc::IterNumNext => {
-                let v = self.load(pc, Access::Load, it, Size::DW)?;
-                let (cur, end) = (v as u32 as i32, (v >> 32) as u32 as i32);
-                if i64::from(cur) + 1 >= i64::from(end) {
-                    set(self, 0, 0)?;
-                    self.regs[0] = 0;
-                } else {
-                    set(self, cur + 1, end)?;
-                    self.regs[0] = it;
-                }
-            }
-            Kfunc::IterNumDestroy => set(self, 0, 0)?,
-        }
-        Ok(())
-    }
-
     fn ld_imm64(&self, pc: usize, insn: Insn, pseudo: Pseudo) -> Result<u64, InterpError> {
         let what = match pseudo {
             Pseudo::Imm64 => return Ok(insn.imm as u64),
@@ -1172,65 +945,6 @@ impl Machine<'_> {
     }
 }
 
-/// One atomic read-modify-write on `bytes` (4 or 8 of them); returns the old value.
-/// Naturally aligned bytes get a real atomic instruction (sequentially consistent, as
-/// BPF's atomics are), so memory another agent updates at the same time (map storage in
-/// pinned host memory that the GPU adds to with `.sys` atomics) loses no update; other
-/// bytes a plain load and store, which is all one thread needs.
-fn atomic_rmw(bytes: &mut [u8], op: AtomicOp, src: u64, expected: u64) -> u64 {
-    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
-    let apply = |old: u64| match op {
-        AtomicOp::Add => old.wrapping_add(src),
-        AtomicOp::Or => old | src,
-        AtomicOp::And => old & src,
-        AtomicOp::Xor => old ^ src,
-        AtomicOp::Xchg => src,
-        AtomicOp::Cmpxchg if old == expected => src,
-        AtomicOp::Cmpxchg => old,
-    };
-    let p = bytes.as_mut_ptr();
-    match bytes.len() {
-        8 if (p as usize).is_multiple_of(8) => {
-            // SAFETY: 8 aligned bytes this function holds exclusively in Rust's terms;
-            // another agent (the GPU) may update them, which is why they are accessed
-            // atomically.
-            let a = unsafe { AtomicU64::from_ptr(p.cast()) };
-            match op {
-                AtomicOp::Add => a.fetch_add(src, SeqCst),
-                AtomicOp::Or => a.fetch_or(src, SeqCst),
-                AtomicOp::And => a.fetch_and(src, SeqCst),
-                AtomicOp::Xor => a.fetch_xor(src, SeqCst),
-                AtomicOp::Xchg => a.swap(src, SeqCst),
-                AtomicOp::Cmpxchg => a
-                    .compare_exchange(expected, src, SeqCst, SeqCst)
-                    .unwrap_or_else(|v| v),
-            }
-        }
-        4 if (p as usize).is_multiple_of(4) => {
-            // SAFETY: as above, 4 aligned bytes.
-            let a = unsafe { AtomicU32::from_ptr(p.cast()) };
-            let (src, expected) = (src as u32, expected as u32);
-            u64::from(match op {
-                AtomicOp::Add => a.fetch_add(src, SeqCst),
-                AtomicOp::Or => a.fetch_or(src, SeqCst),
-                AtomicOp::And => a.fetch_and(src, SeqCst),
-                AtomicOp::Xor => a.fetch_xor(src, SeqCst),
-                AtomicOp::Xchg => a.swap(src, SeqCst),
-                AtomicOp::Cmpxchg => a
-                    .compare_exchange(expected, src, SeqCst, SeqCst)
-                    .unwrap_or_else(|v| v),
-            })
-        }
-        n => {
-            let mut w = [0u8; 8];
-            w[..n].copy_from_slice(bytes);
-            let old = u64::from_le_bytes(w);
-            bytes.copy_from_slice(&apply(old).to_le_bytes()[..n]);
-            old
-        }
-    }
-}
-
 /// What the run does after an instruction.
 enum Step {
     /// Continue with the next instruction.
@@ -1239,102 +953,6 @@ enum Step {
     Jump(usize),
     /// The entry function returned this `r0`.
     Exit(u64),
-}
-
-/// Sign-extends the low `bits` bits of `v` to 64 bits.
-pub fn sign_extend(v: u64, bits: u8) -> u64 {
-    match bits {
-        8 => v as u8 as i8 as i64 as u64,
-        16 => v as u16 as i16 as i64 as u64,
-        32 => v as u32 as i32 as i64 as u64,
-        _ => v,
-    }
-}
-
-/// A 64-bit ALU operation `a op b` with BPF's semantics (masked shifts, division by zero
-/// 0, modulo by zero `a`): the one home of them, which the backend's constant folding of
-/// probe bodies at attach sites uses too.
-pub fn alu64(op: AluOp, a: u64, b: u64) -> u64 {
-    let (sa, sb) = (a as i64, b as i64);
-    match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).unwrap_or(0),
-        AluOp::SDiv if sb == 0 => 0,
-        AluOp::SDiv => sa.wrapping_div(sb) as u64,
-        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
-        AluOp::SMod if sb == 0 => a,
-        AluOp::SMod => sa.wrapping_rem(sb) as u64,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        AluOp::Xor => a ^ b,
-        AluOp::Lsh => a << (b & 63),
-        AluOp::Rsh => a >> (b & 63),
-        AluOp::Arsh => (sa >> (b & 63)) as u64,
-        AluOp::Mov => b,
-    }
-}
-
-/// [`alu64`] on the low 32 bits (the caller zero-extends the result).
-pub fn alu32(op: AluOp, a: u32, b: u32) -> u32 {
-    let (sa, sb) = (a as i32, b as i32);
-    match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).unwrap_or(0),
-        AluOp::SDiv if sb == 0 => 0,
-        AluOp::SDiv => sa.wrapping_div(sb) as u32,
-        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
-        AluOp::SMod if sb == 0 => a,
-        AluOp::SMod => sa.wrapping_rem(sb) as u32,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        AluOp::Xor => a ^ b,
-        AluOp::Lsh => a << (b & 31),
-        AluOp::Rsh => a >> (b & 31),
-        AluOp::Arsh => (sa >> (b & 31)) as u32,
-        AluOp::Mov => b,
-    }
-}
-
-/// A byte-order operation (`le`/`be`/`bswap` of `bits`), zero-extended.
-pub fn endian(order: Order, bits: u8, v: u64) -> u64 {
-    match (order, bits) {
-        (Order::Le, 16) => u64::from(v as u16),
-        (Order::Le, 32) => u64::from(v as u32),
-        (Order::Le, _) => v,
-        (Order::Be | Order::Swap, 16) => u64::from((v as u16).swap_bytes()),
-        (Order::Be | Order::Swap, 32) => u64::from((v as u32).swap_bytes()),
-        (Order::Be | Order::Swap, _) => v.swap_bytes(),
-    }
-}
-
-/// Whether a conditional jump `if a cond b` at width `w` is taken.
-pub fn compare(cond: Cond, w: Width, a: u64, b: u64) -> bool {
-    let (a, b, sa, sb) = match w {
-        Width::W64 => (a, b, a as i64, b as i64),
-        Width::W32 => (
-            u64::from(a as u32),
-            u64::from(b as u32),
-            i64::from(a as u32 as i32),
-            i64::from(b as u32 as i32),
-        ),
-    };
-    match cond {
-        Cond::Eq => a == b,
-        Cond::Ne => a != b,
-        Cond::Gt => a > b,
-        Cond::Ge => a >= b,
-        Cond::Lt => a < b,
-        Cond::Le => a <= b,
-        Cond::Set => a & b != 0,
-        Cond::Sgt => sa > sb,
-        Cond::Sge => sa >= sb,
-        Cond::Slt => sa < sb,
-        Cond::Sle => sa <= sb,
-    }
 }
 
 #[cfg(test)]
