@@ -80,7 +80,7 @@
 
 /* The context structs, their constants, and the opcode and group numbers of
  * `gpu/insn` and memory sites: generated from compiler/backend/src/inject/attach.rs,
- * access.rs and opcodes.rs (what each field holds per instruction: specs/abi.md,
+ * access/mod.rs and opcodes.rs (what each field holds per instruction: specs/abi.md,
  * "Memory contexts"). The first 24 bytes of bpf2ptx_mem_ctx, and its flag bits 0-2 and
  * spaces 0-4, are those of the first release: probes built against it read the same
  * values. */

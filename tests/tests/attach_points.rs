@@ -265,7 +265,7 @@ fn fixtures_cover_every_kind_of_memory_site() {
     for r in opcodes::OPCODES.iter().filter(|r| r.is_mem()) {
         let kind = format!("{:?}", r.mem);
         // TensormapCopy needs a tensor map in shared memory; it is read by the same path
-        // as a bulk copy and covered by access.rs's unit tests.
+        // as a bulk copy and covered by the unit tests of inject/access/.
         if matches!(r.mem, Mem::TensormapCopy) {
             continue;
         }

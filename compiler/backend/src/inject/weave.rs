@@ -159,7 +159,7 @@ pub enum InjectError {
     #[error("symbol `{0}` is defined by both the application and the probes")]
     Clash(String),
     /// An instruction whose operands are not what the PTX ISA says for its opcode, so
-    /// its site cannot be filled (nothing is guessed: access.rs).
+    /// its site cannot be filled (nothing is guessed: access/mod.rs).
     #[error("kernel `{kernel}`, line {line}: `{instruction}`: {reason}")]
     Operands {
         /// The kernel.
