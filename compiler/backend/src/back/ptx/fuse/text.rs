@@ -1,0 +1,265 @@
+//! The PTX texts of fusion: what a fused site body emits around a forwarded store and
+//! before a forwarded load, the addend of an accumulated add, and, for the weaver, the
+//! kernel's fusion registers and the flush that adds the accumulators to their map words.
+//!
+//! Apart from the plan (`fuse/mod.rs`) because the plan is an analysis of BPF (which
+//! instructions of a body fusion may change, on the verifier's facts) and these are PTX
+//! written for a plan already made: the warp-level reduction of the flush and the
+//! launch-shape check of a forwarded store are about the GPU, not about the program.
+
+use super::{AccSlot, FwSlot, KeyForm};
+use crate::back::ptx::{self, is_sharded, Options};
+use crate::program::{MapOrigin, Object};
+use bpf2ptx_verifier::{Addend, PlainAdd};
+use std::fmt::Write as _;
+
+/// Whether a forwarded store of `slot` needs the launch-shape check before the slot counts
+/// as this thread's own (plain arrays keyed by the thread's id; per-unit arrays need none).
+fn needs_shape_check(obj: &Object, slot: &FwSlot) -> bool {
+    obj.maps
+        .get(slot.map as usize)
+        .and_then(|m| m.kind())
+        .is_some_and(|k| !k.is_per_unit())
+}
+
+/// The lines after a forwarded store of `value` (a register or an immediate): the value
+/// copied into the slot's register, and the flag set when the launch's shape makes the
+/// key this thread's own: for a key of the global thread id, at most 2^32 threads (the
+/// key is its low 32 bits); for `gtid >> 5`, whole warps per block and at most 2^37
+/// threads. Uses `%w0`-`%w2`, `%t2`, `%t3`, `%p1`, `%p2` of the function writer.
+pub(in crate::back::ptx) fn forwarded_store(
+    obj: &Object,
+    slot: &FwSlot,
+    value: &str,
+) -> Vec<String> {
+    let mut l = vec![format!("mov.u64 {}, {value};", slot.register())];
+    let flag = slot.stored_register();
+    if !needs_shape_check(obj, slot) {
+        l.push(format!("mov.u32 {flag}, 1;"));
+        return l;
+    }
+    let limit: u64 = match slot.key {
+        KeyForm::WarpOfThread => 1 << 37,
+        _ => 1 << 32,
+    };
+    l.extend(
+        [
+            "mov.u32 %w0, %ntid.x;",
+            "mov.u32 %w1, %ntid.y;",
+            "mul.lo.u32 %w0, %w0, %w1;",
+            "mov.u32 %w1, %ntid.z;",
+            "mul.lo.u32 %w0, %w0, %w1;",
+            "mov.u32 %w1, %nctaid.x;",
+            "mov.u32 %w2, %nctaid.y;",
+            "mul.wide.u32 %t2, %w1, %w2;",
+            "mov.u32 %w1, %nctaid.z;",
+            "cvt.u64.u32 %t3, %w1;",
+            "mul.lo.u64 %t2, %t2, %t3;",
+            // Blocks below 2^32, so blocks x threads per block (at most 1024) fits 64 bits.
+            "setp.lt.u64 %p1, %t2, 4294967296;",
+            "cvt.u64.u32 %t3, %w0;",
+            "mul.lo.u64 %t2, %t2, %t3;",
+        ]
+        .map(String::from),
+    );
+    l.push(format!("setp.le.and.u64 %p1, %t2, {limit}, %p1;"));
+    if slot.key == KeyForm::WarpOfThread {
+        l.push("and.b32 %w1, %w0, 31;".into());
+        l.push("setp.eq.and.u32 %p1, %w1, 0, %p1;".into());
+    }
+    l.push(format!("selp.u32 {flag}, 1, 0, %p1;"));
+    l
+}
+
+/// The kernel-scope declarations and zeroing the woven kernel needs for these
+/// accumulators and forwarded slots: `(declarations, zeroing at kernel entry)`; the zeroing
+/// is a block of its own, like every other text the weaver inserts into a kernel's code.
+pub fn kernel_registers(acc: &[AccSlot], fw: &[FwSlot]) -> (String, String) {
+    let mut decl = String::new();
+    let mut init =
+        String::from("{\n// bpf2ptx fusion: accumulators and forwarded slots start empty\n");
+    for a in acc {
+        let _ = writeln!(decl, ".reg .b64 {};", a.register());
+        let _ = writeln!(init, "mov.u64 {}, 0;", a.register());
+    }
+    for f in fw {
+        let _ = writeln!(decl, ".reg .b64 {};", f.register());
+        let _ = writeln!(decl, ".reg .b32 {};", f.stored_register());
+        let _ = writeln!(init, "mov.u64 {}, 0;", f.register());
+        let _ = writeln!(init, "mov.u32 {}, 0;", f.stored_register());
+    }
+    init.push_str("}\n");
+    (decl, init)
+}
+
+/// A block that adds every accumulator in `acc` to its map word and zeroes it, for the
+/// threads that reach it (the module of `obj` lowered with `opts` defines the maps' symbols
+/// and says whether an array is sharded and at which scope atomics run).
+///
+/// A whole warp that arrives together (`activemask` all ones) adds once per word: it skips
+/// everything when every lane's accumulators are all zero (`vote.sync.any`); on sm_80 and
+/// later, when every lane's accumulators are below 2^27 (so 32 of them fit 32 bits),
+/// `redux.sync.add.u32` sums each over the warp in one instruction; otherwise five
+/// butterfly shuffles (64-bit, as two 32-bit halves) do. Lane 0 adds a non-zero sum.
+/// A warp that arrives in part has each lane add its own non-zero accumulators. A sharded
+/// array's word is taken in the replica of the SM the flush runs on: the host sums the
+/// replicas, so any replica gives the same sum as the ones the unfused adds would have
+/// used. `guard`: the statement's own guard (`@%p` of `@%p ret`), run under it.
+pub fn flush_text(
+    obj: &Object,
+    opts: &Options,
+    acc: &[AccSlot],
+    guard: Option<(bool, &str)>,
+) -> String {
+    let sys = ptx::atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
+    let space = if sys { ".sys.global" } else { ".global" };
+    let redux = crate::inject::weave::sm_number(&opts.target).is_some_and(|n| n >= 80);
+    let sharded = |m: u32| {
+        is_sharded(obj, opts, m as usize) && obj.maps[m as usize].origin != MapOrigin::GlobalData
+    };
+    let mut s = String::from(
+        "{\n.reg .b32 %bpf2ptx_f<6>;\n.reg .b64 %bpf2ptx_fd<3>;\n.reg .pred %bpf2ptx_fp<3>;\n",
+    );
+    if let Some((negated, reg)) = guard {
+        let neg = if negated { "" } else { "!" };
+        let _ = writeln!(s, "@{neg}{reg} bra $L__bpf2ptx_flushed;");
+    }
+    s.push_str(
+        "activemask.b32 %bpf2ptx_f0;\nsetp.eq.b32 %bpf2ptx_fp0, %bpf2ptx_f0, -1;\n\
+         mov.u32 %bpf2ptx_f1, %laneid;\nsetp.eq.and.u32 %bpf2ptx_fp1, %bpf2ptx_f1, 0, %bpf2ptx_fp0;\n",
+    );
+    if acc.iter().any(|a| sharded(a.map)) {
+        s.push_str("mov.u32 %bpf2ptx_f2, %smid;\nand.b32 %bpf2ptx_f2, %bpf2ptx_f2, 255;\n");
+    }
+    // The word's address into %bpf2ptx_fd2 (global state space).
+    // Under `rebind_maps` the storage is where the host bound it: descriptor word 3, or
+    // a global-data section's reference word (generic addresses, made global).
+    let address = |s: &mut String, a: &AccSlot| {
+        let m = &obj.maps[a.map as usize];
+        let global = m.origin == MapOrigin::GlobalData;
+        if opts.rebind_maps && (!global || ptx::has_map_ref(m)) {
+            let word = if global {
+                ptx::map_ref_symbol(&m.name)
+            } else {
+                format!(
+                    "{}+{}",
+                    ptx::map_desc_symbol(&m.name),
+                    bpf2ptx_runtime::desc::DATA
+                )
+            };
+            let _ = writeln!(
+                s,
+                "ld.global.nc.u64 %bpf2ptx_fd2, [{word}];\ncvta.to.global.u64 %bpf2ptx_fd2, %bpf2ptx_fd2;"
+            );
+        } else {
+            let sym = if global {
+                ptx::map_symbol(&m.name)
+            } else {
+                ptx::map_data_symbol(&m.name)
+            };
+            let _ = writeln!(s, "mov.u64 %bpf2ptx_fd2, {sym};");
+        }
+        if sharded(a.map) {
+            let replica = bpf2ptx_runtime::maps::replica_bytes(m.max_entries, m.value_size);
+            let _ = writeln!(s, "mul.wide.u32 %bpf2ptx_fd1, %bpf2ptx_f2, {replica};");
+            s.push_str("add.u64 %bpf2ptx_fd2, %bpf2ptx_fd2, %bpf2ptx_fd1;\n");
+        }
+    };
+    // A whole warp: every lane's accumulators or-ed together, for the two tests.
+    s.push_str("@!%bpf2ptx_fp0 bra $L__bpf2ptx_flush_lanes;\n");
+    let _ = writeln!(s, "mov.b64 %bpf2ptx_fd0, {};", acc[0].register());
+    for a in &acc[1..] {
+        let _ = writeln!(s, "or.b64 %bpf2ptx_fd0, %bpf2ptx_fd0, {};", a.register());
+    }
+    s.push_str(
+        "setp.ne.u64 %bpf2ptx_fp2, %bpf2ptx_fd0, 0;\nvote.sync.any.pred %bpf2ptx_fp2, %bpf2ptx_fp2, -1;\n\
+         @!%bpf2ptx_fp2 bra $L__bpf2ptx_flushed;\n",
+    );
+    if redux {
+        s.push_str(
+            "setp.lt.u64 %bpf2ptx_fp2, %bpf2ptx_fd0, 134217728;\n\
+             vote.sync.all.pred %bpf2ptx_fp2, %bpf2ptx_fp2, -1;\n\
+             @!%bpf2ptx_fp2 bra $L__bpf2ptx_flush_wide;\n",
+        );
+        for a in acc {
+            let r = a.register();
+            let _ = writeln!(s, "cvt.u32.u64 %bpf2ptx_f3, {r};");
+            s.push_str(
+                "redux.sync.add.u32 %bpf2ptx_f3, %bpf2ptx_f3, -1;\n\
+                 setp.ne.and.u32 %bpf2ptx_fp2, %bpf2ptx_f3, 0, %bpf2ptx_fp1;\n\
+                 cvt.u64.u32 %bpf2ptx_fd0, %bpf2ptx_f3;\n",
+            );
+            address(&mut s, a);
+            let _ = writeln!(
+                s,
+                "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+                a.offset
+            );
+        }
+        s.push_str("bra $L__bpf2ptx_flushed;\n$L__bpf2ptx_flush_wide:\n");
+    }
+    for a in acc {
+        let r = a.register();
+        let _ = writeln!(s, "mov.b64 %bpf2ptx_fd0, {r};");
+        for d in [16, 8, 4, 2, 1] {
+            let _ = write!(
+                s,
+                "mov.b64 {{%bpf2ptx_f3, %bpf2ptx_f4}}, %bpf2ptx_fd0;\n\
+                 shfl.sync.bfly.b32 %bpf2ptx_f3, %bpf2ptx_f3, {d}, 31, -1;\n\
+                 shfl.sync.bfly.b32 %bpf2ptx_f4, %bpf2ptx_f4, {d}, 31, -1;\n\
+                 mov.b64 %bpf2ptx_fd1, {{%bpf2ptx_f3, %bpf2ptx_f4}};\n\
+                 add.u64 %bpf2ptx_fd0, %bpf2ptx_fd0, %bpf2ptx_fd1;\n"
+            );
+        }
+        s.push_str("setp.ne.and.u64 %bpf2ptx_fp2, %bpf2ptx_fd0, 0, %bpf2ptx_fp1;\n");
+        address(&mut s, a);
+        let _ = writeln!(
+            s,
+            "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+            a.offset
+        );
+    }
+    s.push_str("bra $L__bpf2ptx_flushed;\n$L__bpf2ptx_flush_lanes:\n");
+    for a in acc {
+        let r = a.register();
+        let _ = writeln!(s, "setp.ne.u64 %bpf2ptx_fp2, {r}, 0;");
+        address(&mut s, a);
+        let _ = writeln!(
+            s,
+            "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], {r};\nmov.u64 {r}, 0;",
+            a.offset
+        );
+    }
+    s.push_str("$L__bpf2ptx_flushed:\n}\n");
+    s
+}
+
+/// What a forwarded load of `slot` into `dst` emits before the ordinary load, and the label
+/// the caller defines after it: the register when this thread stored to the slot.
+pub(in crate::back::ptx) fn forwarded_load_head(
+    slot: &FwSlot,
+    dst: &str,
+    done: &str,
+) -> Vec<String> {
+    vec![
+        format!("setp.ne.u32 %p1, {}, 0;", slot.stored_register()),
+        format!("@%p1 mov.u64 {dst}, {};", slot.register()),
+        format!("@%p1 bra {done};"),
+    ]
+}
+
+/// The addend of an accumulated add: a fused plain update's addend, else the atomic's
+/// source register `src`.
+pub(in crate::back::ptx) fn addend_operand(src: u8, plain: Option<PlainAdd>) -> String {
+    match plain {
+        Some(PlainAdd::Store {
+            addend: Addend::Const(c),
+            ..
+        }) => c.to_string(),
+        Some(PlainAdd::Store {
+            addend: Addend::Reg(r),
+            ..
+        }) => format!("%r{r}"),
+        _ => format!("%r{src}"),
+    }
+}
