@@ -618,8 +618,11 @@ fn a_crashed_child_keeps_its_last_periodic_snapshot() {
 fn the_ddp_check_reads_a_process_trees_json_and_stderr() {
     let dir = fixture();
     let read = |mode: &str| -> (serde_json::Value, String) {
-        let (code, json, err) =
-            trace_tree(dir.path(), &["--format", "json", "--interval", "5ms"], mode);
+        let (code, json, err) = trace_tree(
+            dir.path(),
+            &["--format", "json", "--interval", "20ms"],
+            mode,
+        );
         assert_eq!(code, Some(0), "{err}");
         let f = dir.path().join(format!("{mode}.jsonl"));
         let lines: String = json
