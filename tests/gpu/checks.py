@@ -26,10 +26,13 @@ class Table:
                          f"| {'ok' if ok else 'FAIL'} |")
         print(self.rows[-1], flush=True)
 
-    def finish(self, unit="checks"):
-        """Writes the table to argv[1] when given, prints the summary, exits 1 on a FAIL."""
+    def finish(self, unit="checks", head=None):
+        """Writes the table to argv[1] when given (after `head`, markdown lines such as
+        the command that ran, when given), prints the summary, exits 1 on a FAIL."""
         table = [f"| {self.first} | check | got | CPU model | |",
                  "|---|---|---|---|---|"] + self.rows
+        if head:
+            table = list(head) + [""] + table
         if len(sys.argv) > 1:
             with open(sys.argv[1], "w") as f:
                 f.write("\n".join(table) + "\n")

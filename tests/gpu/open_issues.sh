@@ -16,6 +16,8 @@
 #   apps      issue 16: tests/gpu/trace_apps.py (unmodified apps, counts vs a model)
 #   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
 #   triton    issue 18: tests/gpu/triton_attach.py (Triton matmul, bytes and wgmma)
+#   ddp       issue 20: tests/gpu/trace_ddp.py (PyTorch DDP step, a process per rank; two
+#             GPUs: nccl, one each; one GPU: gloo, both ranks on device 0)
 # DL: seconds from the start after which no step starts whose estimate does not fit.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -58,10 +60,11 @@ step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-laten
 step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
 step_build() { timeout 120 bash tests/gpu/build_integration.sh /tmp/bpf2ptx-build >"$OUT/build-integration.log" 2>&1; local rc=$?; tail -25 "$OUT/build-integration.log"; return $rc; }
 step_triton() { timeout 150 python3 tests/gpu/triton_attach.py "$OUT/triton-attach.md" --size 4096 >"$OUT/triton-attach.log" 2>&1; local rc=$?; tail -30 "$OUT/triton-attach.log"; return $rc; }
+step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120 [ddp]=120)
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton)
+[ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton ddp)
 for s in "${steps[@]}"; do
 	name=${s%%:*}
 	est=${EST[$name]:-60}

@@ -54,15 +54,22 @@ APP = "tests/gpu/trace/torch_app.py"
 EXT_KERNELS = {"ext_scale_add", "_Z7row_sumILi96EEvPKfPfi"}
 
 
+def add_launches(slots, launches, grid, block):
+    """Adds to `slots` (0-5 of counters.bpf.o's `counts`) what `launches` launches of
+    `grid` blocks of `block` threads (1-D) count: entry and exit per thread, per warp
+    (ceil(block / 32) a block), per block."""
+    threads, warps = grid * block, grid * -(-block // 32)
+    for s, n in ((0, threads), (1, threads), (2, warps), (4, warps), (3, grid), (5, grid)):
+        slots[s] += launches * n
+    return slots
+
+
 def model(stderr):
     """Slots 0-5 the `model NAME launches L grid G block B` lines predict."""
     slots = [0] * 6
     for _, l, g, b in re.findall(r"^model (\S+) launches (\d+) grid (\d+) block (\d+)$",
                                  stderr, re.M):
-        l, g, b = int(l), int(g), int(b)
-        threads, warps = g * b, g * -(-b // 32)
-        for s, n in ((0, threads), (1, threads), (2, warps), (4, warps), (3, g), (5, g)):
-            slots[s] += l * n
+        add_launches(slots, int(l), int(g), int(b))
     return slots
 
 
@@ -126,29 +133,39 @@ def run(cmd, env):
     return r, time.time() - t0
 
 
+def build_extension(t, tmp, env):
+    """Builds the extension into `tmp`/ext, untraced (torch_app.py build), and checks on
+    the CPU that its .so carries both kernels' PTX: two `build` rows of `t`. The folder,
+    or None when the build failed (tests/gpu/trace_ddp.py builds it the same way)."""
+    ext = os.path.join(tmp, "ext")
+    b, secs = run([sys.executable, APP, "build", ext], env)
+    print(b.stdout[-4000:], b.stderr[-4000:], sep="\n", file=sys.stderr)
+    t.check("build", f"extension built with +PTX ({secs:.0f} s)", b.returncode, 0)
+    if b.returncode != 0:
+        return None
+    so = [os.path.join(ext, f) for f in os.listdir(ext)
+          if f.startswith("trace_torch_ext") and f.endswith(".so")]
+    sites = os.path.join(tmp, "sites.json")
+    r = subprocess.run([BPF2PTX, "inject", PROBES, "--into", so[0],
+                        "-o", os.path.join(tmp, "ext.probed.ptx"), "--sites", sites],
+                       capture_output=True, text=True)
+    found = set()
+    if r.returncode == 0:
+        found = {s["kernel"] for s in json.load(open(sites))}
+    else:
+        print(r.stderr, file=sys.stderr)
+    t.check("build", "kernels with PTX in the .so (bpf2ptx inject, on the CPU)",
+            sorted(found), sorted(EXT_KERNELS))
+    return ext
+
+
 def main():
     t = Table("torch")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "cache"))
-        ext = os.path.join(tmp, "ext")
-        b, secs = run([sys.executable, APP, "build", ext], env)
-        print(b.stdout[-4000:], b.stderr[-4000:], sep="\n", file=sys.stderr)
-        t.check("build", f"extension built with +PTX ({secs:.0f} s)", b.returncode, 0)
-        if b.returncode != 0:
+        ext = build_extension(t, tmp, env)
+        if ext is None:
             t.finish()
-        so = [os.path.join(ext, f) for f in os.listdir(ext)
-              if f.startswith("trace_torch_ext") and f.endswith(".so")]
-        sites = os.path.join(tmp, "sites.json")
-        r = subprocess.run([BPF2PTX, "inject", PROBES, "--into", so[0],
-                            "-o", os.path.join(tmp, "ext.probed.ptx"), "--sites", sites],
-                           capture_output=True, text=True)
-        found = set()
-        if r.returncode == 0:
-            found = {s["kernel"] for s in json.load(open(sites))}
-        else:
-            print(r.stderr, file=sys.stderr)
-        t.check("build", "kernels with PTX in the .so (bpf2ptx inject, on the CPU)",
-                sorted(found), sorted(EXT_KERNELS))
 
         cmd = [sys.executable, APP, "run", ext]
         plain, _ = run(cmd, env)

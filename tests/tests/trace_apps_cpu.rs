@@ -12,7 +12,13 @@
 //!   (per process and device, maps shared by host programs printed twice);
 //! - tests/gpu/trace_torch.py's readers: the `counts` slots from rendered snapshots in
 //!   both shapes (earlier snapshots ignored), and the kernels it takes from trace's
-//!   stderr lines.
+//!   stderr lines;
+//! - tests/gpu/trace_ddp.py's readers (issue 20): each process's last snapshot among
+//!   JSON lines as `bpf2ptx trace` prints a process tree (periodic and final rounds, a
+//!   launcher with no device, several devices, a second context, the sum), the
+//!   instrumented kernels per process from trace's stderr, the text's process headers
+//!   and device names; and what tests/gpu/trace/ddp_app.py reads of its own session
+//!   folder (`proc-<pid>/`, `events.jsonl` as the interposer writes it).
 //!
 //! The Python parts need python3 (tests/run.sh needs it too); ptxas as the other tests
 //! find it.
@@ -562,13 +568,223 @@ scale_add: checksum 1.0 agrees True
     );
 }
 
-/// The GPU machine's scripts of this issue parse (python3's parser, `bash -n`): a typo
+/// One JSON line as `bpf2ptx trace` prints process `pid`'s snapshot `s`.
+fn process_line(s: &Snapshot, pid: u32, last: bool) -> Value {
+    let p = trace::ProcessInfo { pid, last };
+    serde_json::from_str(&trace::render_process(s, Format::Json, p)).unwrap()
+}
+
+/// The snapshots of one moment ([`trace::moment`], as the session decodes a process's
+/// snapshot file): per `(device, context, base)` a map set whose `counts` hold
+/// `base + k` at key `k`.
+fn moment_of(
+    obj: &Object,
+    ns: u64,
+    end: Option<AppEnd>,
+    sets: &[(u32, u32, u64)],
+) -> Vec<Snapshot> {
+    let views = sets
+        .iter()
+        .map(|&(device, context, base)| trace::DeviceView {
+            device,
+            context,
+            maps: vec![counts(
+                obj,
+                "counts",
+                &(0..8).map(|k| (k, base + k as u64)).collect::<Vec<_>>(),
+            )],
+            events: Vec::new(),
+            loop_budget: Vec::new(),
+            printk_dropped: 0,
+        })
+        .collect();
+    trace::moment(ns, end, views, Vec::new(), Vec::new())
+}
+
+#[test]
+fn the_ddp_check_reads_each_process_its_devices_and_its_session_folder() {
+    let obj = object("tests/inject/probes/counters.bpf.o");
+    let exited = Some(AppEnd::Exited { code: 0 });
+    let mut lines: Vec<Value> = Vec::new();
+    let mut print = |snaps: Vec<Snapshot>, pid: u32, last: bool| {
+        lines.extend(snaps.iter().map(|s| process_line(s, pid, last)));
+    };
+    // A periodic round: rank 0 (pid 20) mid-run, rank 1 (pid 30) already done (its final
+    // snapshot, printed again in the last round).
+    print(moment_of(&obj, 1, None, &[(0, 0, 1_000_000)]), 20, false);
+    print(moment_of(&obj, 3, None, &[(1, 0, 10)]), 30, true);
+    // The last round, by pid: the launcher (the command, which used CUDA but
+    // instrumented nothing: it carries the end), the ranks, and a process of two devices
+    // and a second context on device 0.
+    print(moment_of(&obj, 9, exited, &[]), 10, false);
+    print(moment_of(&obj, 2, None, &[(0, 0, 100)]), 20, true);
+    print(moment_of(&obj, 3, None, &[(1, 0, 10)]), 30, true);
+    print(
+        moment_of(&obj, 4, None, &[(0, 0, 1000), (1, 0, 2000), (0, 1, 3000)]),
+        40,
+        true,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("snaps.jsonl");
+    std::fs::write(
+        &f,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let out = python(&[
+        "-c",
+        "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_ddp as t; \
+         c = t.counted([json.loads(l) for l in open(sys.argv[1])]); \
+         print(json.dumps({str(p): [{str(k): s for k, s in v['slots'].items()}, v['final'], \
+         v['end'] and v['end']['exit_code']] for p, v in c.items()}, sort_keys=True))",
+        f.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let slots = |b: u64| json!((0..6).map(|k| b + k).collect::<Vec<u64>>());
+    assert_eq!(
+        got,
+        json!({
+            "10": [{}, false, 0],
+            "20": [{"0": slots(100)}, true, null],
+            "30": [{"1": slots(10)}, true, null],
+            // The sum: every map set's counts added, the second context's too.
+            "40": [{"0": slots(1000), "1": slots(2000), "0 (context 2)": slots(3000),
+                    "sum": (0..6).map(|k| 6000 + 3 * k).collect::<Vec<u64>>()},
+                   true, null],
+        })
+    );
+
+    // Trace's stderr: the interposer's lines (no process named) and the front end's
+    // report, which names the process when there are several.
+    let stderr = "\
+bpf2ptx trace: library 3: no PTX (SASS for sm_90), so kernel _ZN2at6native18elementwise_kernelILi128ELi2EEEviT1_ cannot be probed; rebuild with -gencode arch=compute_90,code=compute_90 (PyTorch extensions: TORCH_CUDA_ARCH_LIST=\"9.0+PTX\"); it runs unmodified
+bpf2ptx trace: process 20: library 7: probes in _Z7row_sumILi96EEvPKfPfi, ext_scale_add (inject 2.0 ms, JIT 40.1 ms)
+bpf2ptx trace: process 30: library 7: probes in ext_scale_add (inject 2.0 ms, cached JIT 0.1 ms)
+bpf2ptx trace: process 30: library 8: probes in _Z7row_sumILi96EEvPKfPfi (inject 1.0 ms, cached JIT 0.1 ms)
+bpf2ptx trace: module 1: probes in vecadd (inject 1.0 ms, JIT 2.0 ms)
+";
+    // The text: process headers as the session prints them, and a two-device moment.
+    let mut printed = String::from(
+        "--- process 10: python3 tests/gpu/trace/ddp_app.py run /tmp/ext /tmp/r ---\n\
+         === bpf2ptx trace 0.000 s ===\n\
+         --- process 20: python3 -c from multiprocessing.spawn import spawn_main (no final snapshot: it ended without one, or still runs; its last periodic one, at 0.120 s) ---\n",
+    );
+    for s in moment_of(&obj, 4, None, &[(0, 0, 1), (1, 0, 2)]) {
+        printed.push_str(&trace::render(&s, Format::Text));
+    }
+    let out = python_with_input(
+        &[
+            "-c",
+            "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_ddp as t; \
+             e, x = sys.stdin.read().split('\\0'); \
+             print(json.dumps([t.instrumented_per_process(e), t.text_processes(x), \
+             t.text_devices(x)]))",
+        ],
+        &format!("{stderr}\0{printed}"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(
+        got,
+        json!([
+            {
+                "20": ["_Z7row_sumILi96EEvPKfPfi", "ext_scale_add"],
+                "30": ["_Z7row_sumILi96EEvPKfPfi", "ext_scale_add"],
+                "null": ["vecadd"],
+            },
+            [10, 20],
+            [0, 1],
+        ]),
+        "{printed}"
+    );
+
+    // What a rank reads of its own folder: the files and the events the interposer
+    // writes (`wire::Event`, serialized as the interposer does).
+    use bpf2ptx::trace::wire::{self, Event};
+    let session = dir.path().join("session");
+    let proc_dir = wire::create_proc_dir(&session, 4242, b"python3\0-c\0spawn_main\0").unwrap();
+    let events = [
+        Event::Loaded {
+            label: "library 1".into(),
+            bytes: 1000,
+        },
+        Event::Kernel {
+            name: "_ZN2at6native29vectorized_elementwise_kernel".into(),
+            matched: true,
+            id: 1,
+        },
+        Event::NoPtx {
+            label: "library 1".into(),
+            kernels: vec!["_ZN2at6native29vectorized_elementwise_kernel".into()],
+            sass: vec!["sm_90".into()],
+        },
+        Event::Fallback {
+            label: "library 2".into(),
+            reason: "its PTX is for compute_120, newer than this GPU (sm_90)".into(),
+        },
+        Event::Kernel {
+            name: "ext_scale_add".into(),
+            matched: true,
+            id: 2,
+        },
+        Event::Instrumented {
+            label: "library 3".into(),
+            kernels: vec!["_Z7row_sumILi96EEvPKfPfi".into(), "ext_scale_add".into()],
+            inject_ms: 2.0,
+            jit_ms: 40.0,
+            cached: false,
+        },
+        Event::Clock {
+            offset_ns: 5,
+            spread_ns: 1,
+            start_ns: 7,
+            at_ns: 9,
+        },
+    ];
+    let jsonl: String = events
+        .iter()
+        .map(|e| format!("{}\n", serde_json::to_string(e).unwrap()))
+        .collect();
+    std::fs::write(proc_dir.join("events.jsonl"), jsonl).unwrap();
+    let out = python(&[
+        "-c",
+        "import json, sys; sys.path.insert(0, 'tests/gpu/trace'); import ddp_app as a; \
+         print(json.dumps([a.session_report(sys.argv[1], 4242), \
+         a.session_report(sys.argv[1], 4243), a.session_report(None, 4242)]))",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(
+        got,
+        json!([
+            {
+                "dir": "proc-4242",
+                "files": ["cmdline", "events.jsonl"],
+                "instrumented": ["_Z7row_sumILi96EEvPKfPfi", "ext_scale_add"],
+                "no_ptx": ["_ZN2at6native29vectorized_elementwise_kernel"],
+                "fallback": ["library 2: its PTX is for compute_120, newer than this GPU (sm_90)"],
+                "kernels": 2,
+            },
+            {"dir": "proc-4243", "files": null, "instrumented": [], "no_ptx": [],
+             "fallback": [], "kernels": 0},
+            null,
+        ])
+    );
+}
+
+/// The GPU machine's scripts of these issues parse (python3's parser, `bash -n`): a typo
 /// found here costs no GPU session.
 #[test]
 fn the_gpu_scripts_parse() {
     let py = [
+        "tests/gpu/checks.py",
+        "tests/gpu/trace_apps.py",
         "tests/gpu/trace_torch.py",
         "tests/gpu/trace/torch_app.py",
+        "tests/gpu/trace_ddp.py",
+        "tests/gpu/trace/ddp_app.py",
         "examples/gpu_sharing/summary.py",
     ];
     let mut args = vec![
@@ -578,10 +794,12 @@ fn the_gpu_scripts_parse() {
     args.extend(py);
     let out = python(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = Command::new("bash")
-        .args(["-n", "examples/gpu_sharing/run.sh"])
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    for sh in ["examples/gpu_sharing/run.sh", "tests/gpu/open_issues.sh"] {
+        let out = Command::new("bash")
+            .args(["-n", sh])
+            .current_dir(repo_root())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{sh}: {}", text(&out.stderr));
+    }
 }

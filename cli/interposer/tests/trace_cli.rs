@@ -610,6 +610,73 @@ fn a_crashed_child_keeps_its_last_periodic_snapshot() {
     assert!(parent[0].1.contains("    0  2\n"), "{printed}");
 }
 
+/// tests/gpu/trace_ddp.py (issue 20's DDP check, run on a GPU machine) reads each
+/// process's last snapshot out of what `bpf2ptx trace --format json` prints for a process
+/// tree, periodic rounds included, and the instrumented kernels per process out of its
+/// stderr: here on the real front end's output, the fake driver's process tree.
+#[test]
+fn the_ddp_check_reads_a_process_trees_json_and_stderr() {
+    let dir = fixture();
+    let read = |mode: &str| -> (serde_json::Value, String) {
+        let (code, json, err) = trace_tree(
+            dir.path(),
+            &["--format", "json", "--interval", "20ms"],
+            mode,
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let f = dir.path().join(format!("{mode}.jsonl"));
+        let lines: String = json
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&f, lines).unwrap();
+        std::fs::write(dir.path().join(format!("{mode}.err")), &err).unwrap();
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(
+                "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_ddp as t; \
+                 lines = [json.loads(l) for l in open(sys.argv[1])]; \
+                 last = t.last_per_process(lines); c = t.counted(lines); \
+                 hits = lambda s: [m['entries'][0]['value'] for m in s['maps'] \
+                                   if m['name'] == 'hits']; \
+                 k = t.instrumented_per_process(open(sys.argv[2]).read()); \
+                 print(json.dumps(sorted([[sorted(c[p]['slots']), c[p]['final'], \
+                 c[p]['end'] and c[p]['end'].get('exit_code'), \
+                 [hits(s) for s in last[p].values()], k.get(p)] for p in c], key=str)))",
+            )
+            .arg(&f)
+            .arg(dir.path().join(format!("{mode}.err")))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(repo())
+            .output()
+            .expect("python3");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (serde_json::from_str(&text(&out.stdout)).unwrap(), json)
+    };
+    // Both processes on device 0, each with its own counts; both final; the command's
+    // end on the parent's section (the parent launched twice, the child three times).
+    let (got, json) = read("fork");
+    assert_eq!(
+        got,
+        serde_json::json!([
+            [[0], true, 0, [[2]], [PROBED]],
+            [[0], true, null, [[3]], [PROBED]],
+        ]),
+        "{json}"
+    );
+    // A child that crashed: its last snapshot is a periodic one.
+    let (got, json) = read("forkcrash");
+    assert_eq!(
+        got,
+        serde_json::json!([
+            [[0], false, null, [[3]], [PROBED]],
+            [[0], true, 0, [[2]], [PROBED]],
+        ]),
+        "{json}"
+    );
+}
+
 /// GPU printk lines and loop-budget counts reach the printed snapshot: the fake driver
 /// acts out tests/trace/printk.bpf.c at each launch (a `hello %d` record, 3 runs ended
 /// by the loop budget), in text and in JSON.

@@ -100,10 +100,17 @@ def build(out_dir):
     return 0 if built else 1
 
 
+def extension(out_dir):
+    """The extension `build` put in `out_dir`, imported (tests/gpu/trace/ddp_app.py uses
+    it too)."""
+    if out_dir not in sys.path:
+        sys.path.insert(0, out_dir)
+    return importlib.import_module(NAME)
+
+
 def run(out_dir):
     import torch
-    sys.path.insert(0, out_dir)
-    ext = importlib.import_module(NAME)
+    ext = extension(out_dir)
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(1234)
     bad = 0
