@@ -429,10 +429,20 @@ fn two_devices_print_each_device_and_their_sum() {
 /// `bpf2ptx trace ARGS shared_maps.bpf.o -- app MODE ...` with the probes acted out by
 /// the fake driver: the exit code and what it printed on stdout.
 fn trace_tree(dir: &Path, args: &[&str], mode: &str) -> (Option<i32>, String, String) {
+    trace_tree_with(dir, args, "tests/trace/shared_maps.bpf.o", mode)
+}
+
+/// [`trace_tree`] with another probe object.
+fn trace_tree_with(
+    dir: &Path,
+    args: &[&str],
+    probes: &str,
+    mode: &str,
+) -> (Option<i32>, String, String) {
     let out = Command::new(bpf2ptx_tests::bpf2ptx_bin())
         .arg("trace")
         .args(args)
-        .arg("tests/trace/shared_maps.bpf.o")
+        .arg(probes)
         .arg("--")
         .arg(dir.join("app"))
         .args([mode, dir.join("app.ptx").to_str().unwrap(), PROBED, OTHER])
@@ -720,4 +730,44 @@ fn gpu_printk_lines_and_loop_budgets_are_printed() {
     let json = run(&["--format", "json"]);
     assert!(json.contains("\"printk\":\"hello 1\""), "{json}");
     assert!(json.contains("\"loop_budget\""), "{json}");
+}
+
+/// A snapshot printed by a periodic round and again at the end (the child's final one,
+/// taken while the parent still runs) prints its GPU printk lines once: they are the
+/// records since the snapshot before it. Per process, every `hello` line printed stands
+/// for one run of the probe, and each run ended 3 times on the loop budget.
+#[test]
+fn a_snapshot_printed_twice_prints_its_printk_lines_once() {
+    let dir = fixture();
+    let (code, printed, err) = trace_tree_with(
+        dir.path(),
+        &["--interval", "20ms", "--loop-budget", "8"],
+        "tests/trace/printk.bpf.o",
+        "forkwait",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let mut hellos: std::collections::HashMap<&str, usize> = Default::default();
+    let mut budget: std::collections::HashMap<&str, usize> = Default::default();
+    for (header, body) in sections(&printed) {
+        let pid = header["--- process ".len()..]
+            .split([':', ' '])
+            .next()
+            .unwrap();
+        *hellos.entry(pid).or_default() += body
+            .lines()
+            .filter(|l| l.contains("] printk: hello "))
+            .count();
+        // The last section of a process has its final count.
+        if let Some(n) = body.lines().find_map(|l| {
+            l.strip_prefix("  loop budget ran out: on_entry ")
+                .and_then(|r| r.strip_suffix(" times"))
+        }) {
+            budget.insert(pid, n.parse().unwrap());
+        }
+    }
+    assert_eq!(hellos.len(), 2, "{printed}");
+    for (pid, n) in &hellos {
+        assert!(*n > 0, "{printed}");
+        assert_eq!(budget.get(pid), Some(&(3 * n)), "process {pid}:\n{printed}");
+    }
 }

@@ -240,7 +240,7 @@ impl Session {
                     };
                     if last_seen.insert(pid, raw.time_ns) != Some(raw.time_ns) {
                         let header = several.then(|| self.header(pid, None));
-                        self.print(pid, header, &raw, None, args.format, &mut out);
+                        self.print(pid, header, &raw, None, false, args.format, &mut out);
                     }
                 }
             }
@@ -266,6 +266,7 @@ impl Session {
                 None,
                 &RawSnapshot::default(),
                 end,
+                false,
                 args.format,
                 &mut out,
             );
@@ -275,7 +276,10 @@ impl Session {
             let raw = raw.clone().unwrap_or_default();
             let header = several.then(|| self.header(*pid, Some(&raw)));
             let end = end.filter(|_| *pid == ends_with);
-            self.print(*pid, header, &raw, end, args.format, &mut out);
+            // A snapshot a periodic round printed already (no newer one came): its maps
+            // again, but not its records, which were the ones since the snapshot before.
+            let repeat = last_seen.get(pid) == Some(&raw.time_ns);
+            self.print(*pid, header, &raw, end, repeat, args.format, &mut out);
         }
         if let Some(path) = &args.trace_events {
             if let Err(e) = self.write_trace_events(path, &raws) {
@@ -433,12 +437,16 @@ impl Session {
     }
 
     /// Prints process `pid`'s snapshot `raw` (after `header`, in text, when given).
+    /// `repeat`: `raw` was printed before, so its ring records and GPU printk lines (those
+    /// since the snapshot before it) were too and are left out.
+    #[allow(clippy::too_many_arguments)]
     fn print(
         &mut self,
         pid: u32,
         header: Option<String>,
         raw: &RawSnapshot,
         end: Option<AppEnd>,
+        repeat: bool,
         format: Format,
         out: &mut Output,
     ) {
@@ -473,7 +481,10 @@ impl Session {
             pid,
             last: raw.last,
         };
-        for snap in self.decode(raw, end, host) {
+        for mut snap in self.decode(raw, end, host) {
+            if repeat {
+                snap.drop_records();
+            }
             out.write(&render_process(&snap, format, info));
         }
     }

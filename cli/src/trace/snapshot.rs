@@ -629,6 +629,13 @@ pub(super) struct Histogram {
 }
 
 impl Snapshot {
+    /// Leaves out the records its devices' rings held (ring records, GPU printk lines),
+    /// keeping the host's own lines: for a snapshot printed a second time, whose device
+    /// records were the ones since the snapshot before it and were printed the first time.
+    pub fn drop_records(&mut self) {
+        self.events.retain(|e| e.device.is_none());
+    }
+
     /// Every non-zero failure counter, as (what, reason, count): map counts first (in map
     /// order, reasons in [`MapCounts`](bpf2ptx_loader::image::MapCounts) order), then the
     /// printk ring's drops, then loop budgets.

@@ -86,7 +86,9 @@ int main(int argc, char **argv) {
 	/* fork, forkcrash: a process tree, as torchrun's workers: the app forks before any
 	 * driver call, and both launch each kernel, the parent twice and the child three
 	 * times; the parent waits for the child. forkcrash: the child dies of SIGSEGV
-	 * after its launches (and a pause for a periodic snapshot). */
+	 * after its launches (and a pause for a periodic snapshot). forkwait: the parent
+	 * pauses after the child ended, so periodic rounds print the child's final snapshot
+	 * before trace's last print shows it again. */
 	int runs = 2;
 	pid_t forked = -1;
 	if (!strncmp(argv[1], "fork", 4)) {
@@ -211,6 +213,8 @@ int main(int argc, char **argv) {
 		int st;
 		if (waitpid(forked, &st, 0) != forked) { perror("waitpid"); return 1; }
 		printf("child %s\n", WIFEXITED(st) && !WEXITSTATUS(st) ? "done" : "failed");
+		if (!strcmp(argv[1], "forkwait"))
+			usleep(300 * 1000);
 	}
 	printf("app done\n");
 	fflush(stdout);
