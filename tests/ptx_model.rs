@@ -168,6 +168,8 @@ enum Opnd {
     Label(usize),
     Func(usize),
     List(Vec<Opnd>),
+    /// `d|p`: a value and a predicate written together (`shfl.sync`'s second output).
+    Pair(usize, usize),
 }
 
 /// Where a variable lives.
@@ -668,9 +670,11 @@ impl Model {
                         Operand::Immediate(t) => {
                             Opnd::Imm(parse_imm(t).ok_or_else(|| format!("immediate `{t}`"))?)
                         }
-                        Operand::Symbol(s) => {
-                            sym(s).ok_or_else(|| format!("unknown symbol `{s}`"))?
-                        }
+                        // A register declared without `%` (inline asm's `.reg .u32 r0;`).
+                        Operand::Symbol(s) => match reg(s) {
+                            Some(k) => Opnd::Reg(k),
+                            None => sym(s).ok_or_else(|| format!("unknown symbol `{s}`"))?,
+                        },
                         Operand::Vector(v) => Opnd::Vec(
                             v.iter()
                                 .map(|x| go(x, reg, sym))
@@ -698,6 +702,11 @@ impl Model {
                                 match reg(r.trim()) {
                                     Some(k) => Opnd::NotReg(k),
                                     None => return Err(format!("operand `{t}`")),
+                                }
+                            } else if let Some((d, q)) = t.split_once('|') {
+                                match (reg(d.trim()), reg(q.trim())) {
+                                    (Some(d), Some(q)) => Opnd::Pair(d, q),
+                                    _ => return Err(format!("operand `{t}`")),
                                 }
                             } else if let Some(v) =
                                 t.strip_prefix('[').and_then(|x| x.strip_suffix(']'))
@@ -1117,7 +1126,18 @@ impl Model {
                     .collect::<Result<_, String>>()?;
                 let has = |m: &str| inst.mods.iter().any(|x| x == m);
                 let v = if inst.op == Op::Vote {
-                    if has("any") {
+                    if has("ballot") {
+                        // The member lanes whose predicate is true.
+                        let mut m = 0u64;
+                        for &t in active {
+                            if members & (1 << threads[t].lane) != 0
+                                && self.value(&threads[t], &inst.ops[1])? != 0
+                            {
+                                m |= 1 << threads[t].lane;
+                            }
+                        }
+                        m
+                    } else if has("any") {
                         u64::from(vals.iter().any(|&v| v != 0))
                     } else if has("all") {
                         u64::from(vals.iter().all(|&v| v != 0))
@@ -1180,11 +1200,15 @@ impl Model {
                     let v = *src
                         .get(&from)
                         .ok_or_else(|| format!("shfl reads lane {from}, which is not with it"))?;
-                    let d = match &inst.ops[0] {
-                        Opnd::Reg(_) => &inst.ops[0],
-                        _ => return err("shfl with a predicate output not modelled"),
-                    };
-                    self.set(&mut threads[t], d, v)?;
+                    match &inst.ops[0] {
+                        Opnd::Reg(_) => self.set(&mut threads[t], &inst.ops[0], v)?,
+                        // The predicate says whether the source lane was in range.
+                        &Opnd::Pair(d, q) => {
+                            self.set(&mut threads[t], &Opnd::Reg(d), v)?;
+                            self.set(&mut threads[t], &Opnd::Reg(q), u64::from(ok))?;
+                        }
+                        _ => return err("shfl's destination not modelled"),
+                    }
                 }
                 Ok(())
             }

@@ -26,39 +26,25 @@ Run on the GPU machine from the repository root (PyTorch with Triton 3.x, a Hopp
 
     BPF2PTX=gpu-carry/bpf2ptx python3 tests/gpu/triton_attach.py OUT.md [--size 4096] [--ncu]
 
-Prints the results table, writes it to OUT.md, exits 1 when a check fails. Each phase runs
-in its own process (so Triton compiles afresh with its environment); the work directory is
-kept and printed.
+Prints the results table, writes it to OUT.md, exits 1 when a check fails (77, skipped,
+without PyTorch, Triton or a CUDA device). Each phase runs in its own process (so Triton
+compiles afresh with its environment); the work directory is kept and printed.
 """
 import argparse
-import ctypes
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-BPF2PTX = os.environ.get("BPF2PTX", os.path.join(REPO, "target/release/bpf2ptx"))
-MEM_PROBE = os.path.join(REPO, "examples/probes/mem_traffic.bpf.o")
-TC_PROBE = os.path.join(REPO, "examples/probes/tensor_core_count.bpf.o")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from triton_common import (MEM_MAPS, MEM_PROBE, TC_PROBE, Rows, bpf2ptx_triton,  # noqa: E402
+                           child_args, finish, finish_on_sigterm, phase, read_map,
+                           require_triton, traffic, traffic_table, triton_env)
 
 # The kernel's configuration: Triton's tutorial 03 (matrix multiplication), its first
 # Hopper configuration, fixed (no autotuning, so the model knows the tiles).
 BM, BN, BK, GROUP_M, WARPS, STAGES = 128, 256, 64, 8, 8, 3
-
-# BPF2PTX_OP_* of the opcode table (compiler/backend/src/inject/opcodes.rs), for naming.
-OPS = {1: "ld", 2: "ldu", 3: "st", 4: "st.async", 5: "st.bulk", 6: "prefetch",
-       7: "prefetchu", 8: "multimem.ld_reduce", 9: "multimem.st", 20: "atom", 21: "red",
-       22: "red.async", 23: "multimem.red", 30: "cp.async", 35: "cp.async.bulk",
-       38: "cp.async.bulk.prefetch", 39: "cp.async.bulk.tensor",
-       40: "cp.async.bulk.prefetch.tensor", 41: "cp.reduce.async.bulk",
-       42: "cp.reduce.async.bulk.tensor", 43: "tensormap.cp_fenceproxy", 50: "ldmatrix",
-       51: "stmatrix", 52: "wmma.load", 53: "wmma.store", 60: "mma", 61: "wmma.mma",
-       62: "wgmma.mma_async", 66: "tcgen05.mma", 74: "mbarrier"}
-SPACES = ["generic", "global", "shared", "local", "shared::cluster", "const", "param", "?"]
 
 
 # ---------------------------------------------------------------- the kernel
@@ -112,14 +98,7 @@ if triton is not None:
 def child(a):
     """Runs the matmul once in this process under the Triton environment the parent
     chose, reads the probe maps from the compiled kernel's module, times it, saves C."""
-    os.environ["TRITON_CACHE_DIR"] = a.cache
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
-    if a.dump:
-        os.environ["TRITON_KERNEL_DUMP"] = "1"
-        os.environ["TRITON_DUMP_DIR"] = a.dump
-    if a.override:
-        os.environ["TRITON_KERNEL_OVERRIDE"] = "1"
-        os.environ["TRITON_OVERRIDE_DIR"] = a.override
+    triton_env(a.cache, a.dump, a.override)
     if triton is None:
         sys.exit("Triton is not installed (PyTorch with Triton 3.x is needed)")
     import torch
@@ -182,65 +161,11 @@ def tc_shape(ptx):
     return None
 
 
-def read_map(module, name):
-    """An array map's u64 values (first 8 bytes of each entry), replicas summed, from the
-    descriptor bpf2ptx_map_NAME of the module (specs/abi.md, "Maps (device runtime)")."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    dptr, size = ctypes.c_uint64(), ctypes.c_size_t()
-    rc = cuda.cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size),
-                                   ctypes.c_void_p(module), f"bpf2ptx_map_{name}".encode())
-    if rc != 0:
-        raise RuntimeError(f"cuModuleGetGlobal(bpf2ptx_map_{name}): {rc}")
-    desc = (ctypes.c_uint64 * 8)()
-    check(cuda.cuMemcpyDtoH_v2(desc, dptr, ctypes.c_size_t(64)), "descriptor")
-    entries, stride = desc[2] & 0xFFFFFFFF, desc[2] >> 32
-    replicas = max(int(desc[4]), 1) if desc[5] else 1
-    step = int(desc[5]) if replicas > 1 else entries * stride
-    raw = (ctypes.c_uint64 * (replicas * step // 8))()
-    check(cuda.cuMemcpyDtoH_v2(raw, ctypes.c_uint64(desc[3]),
-                               ctypes.c_size_t(replicas * step)), "map data")
-    vals = [0] * entries
-    for r in range(replicas):
-        base = r * step // 8
-        for e in range(entries):
-            vals[e] += raw[base + e * stride // 8]
-    return vals
-
-
-def check(rc, what):
-    if rc != 0:
-        raise RuntimeError(f"cuMemcpyDtoH ({what}): {rc}")
-
-
 # ---------------------------------------------------------------- parent: the phases
 
-def phase(work, tag, size, reps, dump=None, override=None, maps=None, wrap=None):
-    """One child run; returns its JSON and the path of its C."""
-    cache = os.path.join(work, f"cache-{tag}")
-    j, res = os.path.join(work, f"{tag}.json"), os.path.join(work, f"{tag}.pt")
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--cache", cache, "--json", j,
-           "--result", res, "--size", str(size), "--reps", str(reps)]
-    if dump:
-        cmd += ["--dump", dump]
-    if override:
-        cmd += ["--override", override]
-    if maps:
-        cmd += ["--maps", ",".join(maps)]
-    r = subprocess.run((wrap or []) + cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"phase {tag}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    with open(j) as f:
-        return json.load(f), res, r.stdout
-
-
-def bpf2ptx_triton(probe, dump, override, maps):
-    cmd = [BPF2PTX, "triton", probe, "--dump-dir", dump, "--override-dir", override]
-    for m in maps:
-        cmd += ["--map", f"{m}=unsharded"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
-    return r.stderr
+def run(work, tag, size, reps, **kw):
+    """One child run of the matmul (triton_common.phase)."""
+    return phase(__file__, work, tag, ["--size", str(size), "--reps", str(reps)], **kw)
 
 
 def ncu_counters(work, size):
@@ -254,7 +179,7 @@ def ncu_counters(work, size):
         wrap = ["ncu", "--target-processes", "all", "-k", "regex:matmul_kernel", "-c", "1",
                 "--csv", "--metrics", ",".join(ms)]
         try:
-            _, _, out = phase(work, "ncu", size, 0, wrap=wrap)
+            _, _, out = run(work, "ncu", size, 0, wrap=wrap)
         except (RuntimeError, FileNotFoundError) as e:
             err = str(e)
             continue
@@ -279,18 +204,13 @@ def main():
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--ncu", action="store_true")
-    ap.add_argument("--child", action="store_true")
-    ap.add_argument("--cache")
-    ap.add_argument("--json")
-    ap.add_argument("--result")
-    ap.add_argument("--dump")
-    ap.add_argument("--override")
-    ap.add_argument("--maps")
+    child_args(ap)
     a = ap.parse_args()
     if a.child:
         return child(a)
     if not a.out:
         ap.error("the results file (OUT.md) is required")
+    require_triton(a.out)
     import torch
     size = a.size
     if size % BM or size % BN or size % BK:
@@ -299,27 +219,23 @@ def main():
     dump = os.path.join(work, "dump")
     print(f"work directory {work}", flush=True)
 
-    rows, failed = [], []
-
-    def row(what, model, probe, ok, note=""):
-        rows.append((what, model, probe, "PASS" if ok else "FAIL", note))
-        if not ok:
-            failed.append(what)
+    rows = Rows()
+    row = rows.row
+    finish_on_sigterm(a.out, rows, ["# Triton matmul under bpf2ptx triton (stopped)", ""])
 
     # 1. The uninstrumented kernel, dumping its PTX.
-    plain, plain_c, _ = phase(work, "plain", size, a.reps, dump=dump)
+    plain, plain_c, _ = run(work, "plain", size, a.reps, dump=dump)
     major = int(plain["triton"].split(".")[0])
     row("Triton 3.0 or newer", ">= 3.0", plain["triton"], major >= 3)
     # 2. Instrument and run with each probe.
     notes = []
-    notes.append(bpf2ptx_triton(MEM_PROBE, dump, os.path.join(work, "ov-mem"),
-                                ["traffic_bytes", "traffic_count"]))
+    notes.append(bpf2ptx_triton(MEM_PROBE, dump, os.path.join(work, "ov-mem"), MEM_MAPS))
     notes.append(bpf2ptx_triton(TC_PROBE, dump, os.path.join(work, "ov-tc"),
                                 ["tc_per_warp", "tc_by_op"]))
-    mem, mem_c, _ = phase(work, "mem", size, a.reps, override=os.path.join(work, "ov-mem"),
-                          maps=["traffic_bytes", "traffic_count"])
-    tc, tc_c, _ = phase(work, "tc", size, a.reps, override=os.path.join(work, "ov-tc"),
-                        maps=["tc_per_warp", "tc_by_op"])
+    mem, mem_c, _ = run(work, "mem", size, a.reps, override=os.path.join(work, "ov-mem"),
+                        maps=MEM_MAPS)
+    tc, tc_c, _ = run(work, "tc", size, a.reps, override=os.path.join(work, "ov-tc"),
+                      maps=["tc_per_warp", "tc_by_op"])
     row("Triton assembled the instrumented PTX (mem_traffic)", "yes", str(mem["instrumented"]),
         mem["instrumented"])
     row("Triton assembled the instrumented PTX (tensor_core_count)", "yes",
@@ -334,28 +250,11 @@ def main():
     programs = (M // BM) * (N // BN)
     g_read = 2 * programs * (K // BK) * (BM * BK + BK * BN)
     g_write = 2 * M * N
-    by = mem["maps"]["traffic_bytes"]
-    cnt = mem["maps"]["traffic_count"]
-    table = []
-    for key, v in enumerate(by):
-        if v or cnt[key]:
-            op, side, space = key >> 4, key >> 3 & 1, key & 7
-            where = "tx bytes" if key & 15 == 15 else f"{'addr2' if side else 'addr'} {SPACES[space]}"
-            table.append((OPS.get(op, str(op)), where, cnt[key], v))
-    def total(pred):
-        return sum(v for key, v in enumerate(by) if pred(key >> 4, key >> 3 & 1, key & 7, key))
-    global_read = total(lambda op, side, sp, k: k & 15 != 15 and sp == 1 and
-                        ((side == 0 and op in (1, 2, 20, 30, 35, 39, 52, 8)) or
-                         (side == 1 and op in ())))
-    global_write = total(lambda op, side, sp, k: k & 15 != 15 and sp == 1 and
-                         ((side == 0 and op in (3, 21, 20, 53, 9)) or side == 1))
-    cp_shared = total(lambda op, side, sp, k: op == 30 and side == 1)
-    shared_read = total(lambda op, side, sp, k: side == 0 and sp == 2 and op in (1, 50))
-    shared_write = total(lambda op, side, sp, k: (side == 0 and sp == 2 and op in (3, 51)) or
-                         (side == 1 and sp == 2))
+    tr = traffic(mem["maps"]["traffic_bytes"], mem["maps"]["traffic_count"])
+    global_read, global_write, cp_shared = tr["global_read"], tr["global_write"], tr["cp_shared"]
+    shared_read, shared_write = tr["shared_read"], tr["shared_write"]
     # Tensor (TMA) loads say no bytes themselves: their mbarriers' transaction counts do.
-    tma = sum(cnt[39 << 4 | sp] for sp in range(8))
-    tx = by[74 << 4 | 15]
+    tma, tx = tr["tma"], tr["tx"]
     what = "global bytes read (cp.async src-size + ld.global"
     if tma:
         global_read += tx
@@ -397,35 +296,23 @@ def main():
     if a.ncu:
         ncu, why = ncu_counters(work, size)
         if why:
-            rows.append(("ncu counters", "-", "-", "SKIP", why))
+            rows.skip("ncu counters", why)
 
     lines = [f"# Triton matmul under bpf2ptx triton ({plain['device']}, Triton {plain['triton']}, "
              f"PyTorch {plain['torch']})", "",
              f"M = N = K = {size}, fp16, tiles {BM}x{BN}x{BK}, {WARPS} warps, {STAGES} stages, "
              f"{plain['grid']} programs; static: {plain['cp_async_static']} cp.async, "
              f"{plain['ldmatrix_static']} ldmatrix, {plain['wgmma_static']} wgmma.mma_async, "
-             f"{plain['mma_static']} mma.sync", "",
-             "| check | model | probe | result | note |", "|---|---|---|---|---|"]
-    for r in rows:
-        lines.append("| " + " | ".join(str(c) for c in r) + " |")
-    lines += ["", "Bytes by instruction (mem_traffic probe, every thread):", "",
-              "| instruction | side / space | accesses | bytes |", "|---|---|---|---|"]
-    for t in sorted(table, key=lambda t: -t[3]):
-        lines.append(f"| {t[0]} | {t[1]} | {t[2]} | {t[3]} |")
+             f"{plain['mma_static']} mma.sync", ""] + rows.markdown()
+    lines += ["", "Bytes by instruction (mem_traffic probe, every thread):", ""]
+    lines += traffic_table(tr["table"])
     if ncu:
         lines += ["", "Nsight Compute, uninstrumented launch (cache traffic: bounds, not the "
                   "instructions' bytes):", "", "| metric | value |", "|---|---|"]
         for m, v in ncu.items():
             lines.append(f"| {m} | {v:.0f} |")
     lines += ["", "bpf2ptx triton:", "", "```"] + [n.strip() for n in notes] + ["```", ""]
-    text = "\n".join(lines)
-    print(text)
-    with open(a.out, "w") as f:
-        f.write(text)
-    if failed:
-        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(a.out, lines, rows)
 
 
 if __name__ == "__main__":
