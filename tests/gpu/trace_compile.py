@@ -8,17 +8,16 @@ histograms, kernels told apart across modules by the trace's kernel ids (every T
 kernel is a module of its own).
 
 How the Triton kernels get their probes. Triton loads each kernel as a cubin it
-assembled itself, so the interposer sees no PTX of it; `bpf2ptx trace` does not (yet)
-take Triton's PTX on its own (issue 18, "Build" 3). What it does today is bind a module
-that holds the probes already, loaded by the application (specs/trace.md, "Maps"), to the
-process's map instances. So by default (override mode) the untraced run also dumps
-Triton's PTX (TRITON_KERNEL_DUMP, TRITON_DUMP_DIR), every dumped kernel is instrumented
-into an override directory as the interposer would instrument it (`bpf2ptx inject
+assembled itself, so the interposer sees no PTX of it. By default (trace alone) `bpf2ptx
+trace`'s Python start-up hook hands each kernel's PTX to the interposer before Triton
+assembles it, and the traced run gets Triton and TorchInductor caches of trace's own
+(specs/trace.md, "Triton"). `--override` instead instruments the untraced run's dump
+(TRITON_KERNEL_DUMP, TRITON_DUMP_DIR) as the interposer would (`bpf2ptx inject
 --rebind-maps`, the maps the host program shares placed in pinned host memory,
-unsharded: its inject options), and the traced run has Triton assemble those
-(TRITON_KERNEL_OVERRIDE, TRITON_OVERRIDE_DIR): trace binds each such cubin at its load,
-and its launches count in the process's maps. `--no-override` runs trace alone, for a
-trace that instruments Triton's kernels itself.
+unsharded) into an override directory that the traced run's Triton assembles
+(TRITON_KERNEL_OVERRIDE, TRITON_OVERRIDE_DIR), with `bpf2ptx trace --no-triton`: trace
+binds each such cubin at its load. The two modes give the same PTX for a kernel
+(tests/tests/trace_compile_cpu.rs).
 
 Both runs set CUDA_LAUNCH_BLOCKING=1: the GPU side of kernel_stats reads the id of the
 latest launch call from a one-slot map a host-side program fills at each launch, which
@@ -33,12 +32,13 @@ model. Rows:
 - run: exit codes 0; the outputs (the last call of each model) equal, torch.equal;
 - kernels: the untraced run launched Triton kernels (names `triton_...`); every one of
   them ran with the probes (its gpu_launches are not 0);
+- both modes: the traced run's Triton cache holds the instrumented PTX for each Triton
+  kernel (Triton assembled the probes), and trace's stderr has no line saying such a
+  module could not be bound (`maps of their own`) or runs unmodified;
+- trace alone: `bpf2ptx trace` named each Triton kernel on stderr in a line that is not a
+  no-PTX or fallback line (`bpf2ptx trace: triton kernel K: probes in K (inject ...)`);
 - override mode: every Triton kernel the untraced run launched was dumped and
-  instrumented (`bpf2ptx inject` accepted it), the traced run's Triton cache holds the
-  instrumented PTX for each (Triton used the override), and trace's stderr has no line
-  saying such a module could not be bound (`maps of their own`) or runs unmodified;
-- trace-only mode (`--no-override`): `bpf2ptx trace` named each Triton kernel on stderr
-  in a line that is not a no-PTX or fallback line (`...: probes in K1, K2 (inject ...)`);
+  instrumented (`bpf2ptx inject` accepted it);
 - per Triton kernel: launches on the GPU (block (0,0,0) at entry) and on the host (the
   host-side program at each launch call) both equal the profiler's count;
 - per Triton kernel: the warp-time histogram's total (one count per warp at exit) and the
@@ -52,7 +52,7 @@ against the names the profiler and the trace's stderr give. The histograms are p
 kernel. When trace runs the command more than once (several processes), the process whose
 GPU side counted most is the one checked.
 
-    BPF2PTX=gpu-carry/bpf2ptx python3 tests/gpu/trace_compile.py [OUT.md] [--no-override]
+    BPF2PTX=gpu-carry/bpf2ptx python3 tests/gpu/trace_compile.py [OUT.md] [--override]
 
 needs PyTorch with CUDA and Triton 3.x (else it skips: exit 77), and the interposer
 beside the bpf2ptx binary.
@@ -167,12 +167,12 @@ def hist_label(b):
     return f"[{size(1 << b)}, {size(1 << (b + 1))}) ns"
 
 
-def analyse(lines, kernels, stderr, override=None):
+def analyse(lines, kernels, stderr, cached, override=None):
     """The rows (case, what, got, want) from the traced run's JSON lines, the profiler's
     per-kernel counts of the untraced run ({name: {launches, warps}}) and the traced
     run's stderr; and the report lines (histograms, the ids). `override`: None in
-    trace-only mode, else {"injected": instrument_dump()'s result, "cached":
-    cached_ptx() of the traced run's Triton cache}."""
+    trace-only mode, else {"injected": instrument_dump()'s result}; `cached`:
+    cached_ptx() of the traced run's Triton cache."""
     rows, report = [], []
     procs = last_snapshots(lines)
 
@@ -199,22 +199,21 @@ def analyse(lines, kernels, stderr, override=None):
     ran = {names.get(i, f"id {i}") for i, v in gpu.items() if v and i}
     rows.append(("kernels", "Triton kernels that did not run with probes", sorted(set(triton) - ran),
                  []))
+    # Triton's dump and cache files are named by the kernel's name cut to 150 characters.
+    rows.append(("kernels", "Triton kernels whose PTX in the traced run's Triton cache "
+                 "is not the instrumented one",
+                 sorted(n for n in triton if not cached.get(n[:150])), []))
+    rows.append(("kernels", "trace's lines: a module not bound to the process's maps, "
+                 "or a Triton kernel with no PTX", unbound(stderr, triton), []))
     if override is None:
-        rows.append(("kernels", "Triton kernels trace did not name as instrumented (stderr)",
+        rows.append(("trace", "Triton kernels trace did not name as instrumented (stderr)",
                      sorted(set(triton) - named_on_stderr(stderr, triton)), []))
     else:
-        inj, cached = override["injected"], override["cached"]
-        # Triton's dump and cache files are named by the kernel's name cut to 150
-        # characters.
+        inj = override["injected"]
         rows.append(("override", "Triton kernels not dumped, or not instrumented "
                      "(bpf2ptx inject --rebind-maps)",
                      sorted(n for n in triton if inj.get(n[:150], "not dumped") is not None),
                      []))
-        rows.append(("override", "Triton kernels whose PTX in the traced run's Triton cache "
-                     "is not the instrumented one",
-                     sorted(n for n in triton if not cached.get(n[:150])), []))
-        rows.append(("override", "trace's lines: a module not bound to the process's maps, "
-                     "or a Triton kernel with no PTX", unbound(stderr, triton), []))
         failed = {n: e for n, e in inj.items() if e}
         if failed:
             report.append(f"inject failed: {failed}")
@@ -255,7 +254,7 @@ def run(cmd, env):
 
 
 def main():
-    override = "--no-override" not in sys.argv
+    override = "--override" in sys.argv
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     out = args[0] if args else None
     sys.argv[1:] = args  # Table.finish writes to argv[1]
@@ -293,12 +292,16 @@ def main():
             ov_facts = {"injected": injected}
             overriding = {"TRITON_KERNEL_OVERRIDE": "1", "TRITON_OVERRIDE_DIR": ov}
         snaps = os.path.join(tmp, "snaps.jsonl")
-        traced, s2 = run([BPF2PTX, "trace", "--format", "json", "--interval", "2s", "-o", snaps,
-                          PROBE, "--", sys.executable, APP, traced_out],
+        # Trace alone gives the traced run caches of its own (under XDG_CACHE_HOME);
+        # --no-triton keeps the ones set here.
+        traced, s2 = run([BPF2PTX, "trace", "--format", "json", "--interval", "2s", "-o", snaps]
+                         + (["--no-triton"] if override else [])
+                         + [PROBE, "--", sys.executable, APP, traced_out],
                          env("traced", **overriding))
         print(traced.stdout, traced.stderr[-6000:], sep="\n", file=sys.stderr)
-        if override:
-            ov_facts["cached"] = cached_ptx(os.path.join(tmp, "traced", "triton"))
+        cache = os.path.join(tmp, "traced", "triton") if override else \
+            os.path.join(tmp, "xdg", "bpf2ptx", "triton")
+        cached = cached_ptx(cache)
         t.check("run", f"exit codes, untraced ({s1:.0f} s) and traced ({s2:.0f} s)",
                 (plain.returncode, traced.returncode), (0, 0))
         same = False
@@ -315,7 +318,7 @@ def main():
         if os.path.exists(snaps):
             with open(snaps) as f:
                 lines = [json.loads(x) for x in f if x.lstrip().startswith("{")]
-        rows, report = analyse(lines, kernels, traced.stderr, ov_facts)
+        rows, report = analyse(lines, kernels, traced.stderr, cached, ov_facts)
         for r in rows:
             t.check(*r)
         mode = "override (bpf2ptx inject --rebind-maps into TRITON_OVERRIDE_DIR)" if override \

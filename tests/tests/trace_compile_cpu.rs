@@ -351,13 +351,21 @@ fn profile(ks: &[K]) -> Value {
 
 /// trace_compile.analyse's rows, each [case, what, got, want] (got and want as Python
 /// reprs), and its report.
-fn analyse(lines: &[Value], kernels: &Value, stderr: &str, over: &Value) -> (Vec<Value>, Value) {
+fn analyse(
+    lines: &[Value],
+    kernels: &Value,
+    stderr: &str,
+    cached: &Value,
+    over: &Value,
+) -> (Vec<Value>, Value) {
     let v = python_json(
         "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_compile as t; \
          d = json.load(open(sys.argv[1])); \
-         rows, report = t.analyse(d['lines'], d['kernels'], d['stderr'], d['override']); \
+         rows, report = t.analyse(d['lines'], d['kernels'], d['stderr'], d['cached'], \
+         d['override']); \
          print(json.dumps([[[c, w, repr(g), repr(x)] for c, w, g, x in rows], report]))",
-        &json!({"lines": lines, "kernels": kernels, "stderr": stderr, "override": over}),
+        &json!({"lines": lines, "kernels": kernels, "stderr": stderr, "cached": cached,
+                "override": over}),
     );
     (v[0].as_array().unwrap().clone(), v[1].clone())
 }
@@ -404,15 +412,13 @@ fn the_compile_check_reads_what_trace_prints() {
     let stderr = format!(
         "bpf2ptx trace: library 3: no PTX (SASS for sm_90), so kernel {CUBLAS} cannot be probed; rebuild with -gencode arch=compute_90,code=compute_90; it runs unmodified\n"
     );
-    let over = json!({
-        "injected": {GELU: null, NORM: null, "triton_unused_2": null},
-        "cached": {GELU: true, NORM: true},
-    });
+    let over = json!({"injected": {GELU: null, NORM: null, "triton_unused_2": null}});
+    let cached = json!({GELU: true, NORM: true});
 
-    let (rows, report) = analyse(&lines, &kernels, &stderr, &over);
+    let (rows, report) = analyse(&lines, &kernels, &stderr, &cached, &over);
     assert!(failing(&rows).is_empty(), "{:#?}", failing(&rows));
-    // kernels (2), override (3), per Triton kernel (2 each), maps (2).
-    assert_eq!(rows.len(), 2 + 3 + 2 * 2 + 2, "{rows:#?}");
+    // kernels (4), override (1), per Triton kernel (2 each), maps (2).
+    assert_eq!(rows.len(), 4 + 1 + 2 * 2 + 2, "{rows:#?}");
     let report = report.to_string();
     assert!(report.contains("checked: pid 20"), "{report}");
     assert!(
@@ -450,7 +456,7 @@ fn the_compile_check_reads_what_trace_prints() {
             }
         }
     }
-    let (rows, _) = analyse(&off, &kernels, &stderr, &over);
+    let (rows, _) = analyse(&off, &kernels, &stderr, &cached, &over);
     let bad = failing(&rows);
     assert_eq!(bad.len(), 3, "{bad:#?}");
     for (case, what) in [
@@ -465,29 +471,35 @@ fn the_compile_check_reads_what_trace_prints() {
         );
     }
 
-    // The override's own failures: a kernel not instrumented, one Triton compiled from
-    // its own PTX, a module trace could not bind.
-    let over_bad = json!({
-        "injected": {GELU: "error: inject failed"},
-        "cached": {GELU: true, NORM: false},
-    });
+    // Failures in either mode: a kernel Triton assembled from its own PTX (its cache),
+    // a module trace could not bind; and the override's own: kernels not instrumented.
+    let over_bad = json!({"injected": {GELU: "error: inject failed"}});
+    let cached_bad = json!({GELU: true, NORM: false});
     let stderr_bad = format!(
         "{stderr}bpf2ptx trace: module 7: cuModuleGetGlobal: 500; its probes use maps of their own, not in the snapshot\n"
     );
-    let (rows, _) = analyse(&lines, &kernels, &stderr_bad, &over_bad);
+    let (rows, _) = analyse(&lines, &kernels, &stderr_bad, &cached_bad, &over_bad);
     let bad = failing(&rows);
     assert_eq!(bad.len(), 3, "{bad:#?}");
-    assert!(
-        bad.iter().all(|b| b.starts_with("\"override\"")),
-        "{bad:#?}"
-    );
-    assert!(bad[0].contains(GELU) && bad[0].contains(NORM), "{bad:#?}");
-    assert!(bad[2].contains("module 7"), "{bad:#?}");
+    for (case, what, names) in [
+        ("kernels", "Triton cache", &[NORM][..]),
+        ("kernels", "module 7", &[][..]),
+        ("override", "not instrumented", &[GELU, NORM][..]),
+    ] {
+        assert!(
+            bad.iter().any(|b| b.starts_with(&format!("\"{case}\""))
+                && b.contains(what)
+                && names.iter().all(|n| b.contains(n))),
+            "{case} {what}: {bad:#?}"
+        );
+    }
 
-    // Trace alone: the kernels it names as instrumented on stderr.
-    let named =
-        format!("{stderr}bpf2ptx trace: module 4: probes in {GELU} (inject 1.0 ms, JIT 5.0 ms)\n");
-    let (rows, _) = analyse(&lines, &kernels, &named, &Value::Null);
+    // Trace alone: the kernels it names as instrumented on stderr (the Python hook's
+    // lines).
+    let named = format!(
+        "{stderr}bpf2ptx trace: triton kernel {GELU}: probes in {GELU} (inject 1.0 ms, JIT 0.0 ms)\n"
+    );
+    let (rows, _) = analyse(&lines, &kernels, &named, &cached, &Value::Null);
     let bad = failing(&rows);
     assert_eq!(bad.len(), 1, "{bad:#?}");
     assert!(

@@ -42,6 +42,9 @@
 //! bound into every instrumented module. Host times are on the GPU's `%globaltimer`
 //! timeline ([`clock`]).
 //!
+//! Triton's kernels, which Triton assembles itself, get the probes before that: `bpf2ptx
+//! trace`'s Python start-up hook hands each kernel's PTX to [`python`].
+//!
 //! Not yet: per-unit arrays growing while a stream is captured; the printk ring and
 //! loop-budget counters (one per module) in the snapshot.
 
@@ -52,6 +55,7 @@ pub mod hooks;
 pub mod hostprog;
 pub mod image;
 pub mod jit;
+pub mod python;
 pub mod registry;
 pub mod resolve;
 pub mod session;

@@ -33,6 +33,12 @@ pub struct TraceArgs {
     /// stays where it was).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Leave Triton's kernels as Triton makes them: no Python start-up hook, and
+    /// Triton's and TorchInductor's own caches (by default a traced Python process has
+    /// Triton hand each kernel's PTX to the probes before assembling it, with caches of
+    /// the session's own: specs/trace.md, "Triton").
+    #[arg(long)]
+    pub no_triton: bool,
     /// The command to trace, and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

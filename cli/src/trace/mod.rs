@@ -41,6 +41,7 @@ mod args;
 mod events;
 mod hist;
 mod json;
+mod python;
 mod session;
 mod snapshot;
 mod text;

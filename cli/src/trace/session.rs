@@ -6,8 +6,9 @@
 //!    ▼
 //!  session folder: config.json (wire::Config)      ◀── the interposer reads it
 //!    ▼
-//!  COMMAND with LD_PRELOAD=libbpf2ptx_interposer.so, BPF2PTX_TRACE_DIR=folder
-//!    │ (its child processes inherit both: each CUDA process writes proc-<pid>/)
+//!  COMMAND with LD_PRELOAD=libbpf2ptx_interposer.so, BPF2PTX_TRACE_DIR=folder, and
+//!    │ PYTHONPATH=folder/python (Triton's kernels: super::python) with caches of its own
+//!    │ (its child processes inherit them: each CUDA process writes proc-<pid>/)
 //!    │ every --interval, per process: snapshot.json (raw map bytes) ─▶ image::decode
 //!    │   ─▶ render (with several processes, a section per process)
 //!    ▼ the command ends (exit, signal): each process's last snapshot, the command's
@@ -167,7 +168,7 @@ impl Session {
             .map_err(|e| bad(format!("session folder: {e}")))?;
         let probes = std::fs::canonicalize(object)
             .map_err(|e| bad(format!("{}: {e}", args.probes.display())))?;
-        Config {
+        let config = Config {
             probes,
             granularity: None,
             maps: Vec::new(),
@@ -175,9 +176,26 @@ impl Session {
             interval_ms: args.interval.as_millis().max(1) as u64,
             cache: jit_cache(),
             launch_log: args.trace_events.is_some(),
-        }
-        .write(dir.path())
-        .map_err(|e| bad(format!("session folder: {e}")))?;
+        };
+        config
+            .write(dir.path())
+            .map_err(|e| bad(format!("session folder: {e}")))?;
+        // Triton's kernels: the Python start-up hook and caches of the session's own,
+        // keyed by what decides the instrumented text (super::python).
+        let python = if args.no_triton {
+            Vec::new()
+        } else {
+            let lib = std::fs::read(&interposer)
+                .map_err(|e| bad(format!("{}: {e}", interposer.display())))?;
+            let options = format!(
+                "{:?} {:?} {:?}",
+                config.granularity, config.maps, config.loop_budget
+            );
+            let key = super::python::cache_key(&[&lib, &bytes, options.as_bytes()]);
+            let root = config.cache.as_deref().and_then(Path::parent);
+            super::python::environment(dir.path(), root, key)
+                .map_err(|e| bad(format!("session folder: {e}")))?
+        };
         let preload = match std::env::var_os("LD_PRELOAD") {
             Some(p) if !p.is_empty() => {
                 let mut v = interposer.into_os_string();
@@ -196,6 +214,7 @@ impl Session {
             .args(rest)
             .env("LD_PRELOAD", preload)
             .env(wire::DIR_VAR, dir.path())
+            .envs(python)
             .spawn()
             .map_err(|e| bad(format!("{}: {e}", Path::new(cmd).display())))?;
         Ok(Session {

@@ -26,6 +26,15 @@ impl Session {
             st.loads += 1;
             format!("link input {} ({name})", st.loads)
         };
+        self.instrument_text(ptx, label)
+    }
+
+    /// PTX text that something in the process assembles itself (the driver's linker,
+    /// Triton's `ptxas`), instrumented now as a module would be: the text to assemble
+    /// instead, or `None` when no probe matches a kernel of it or injecting failed
+    /// (said, with `label`). The cubin made of it is recognised at its load by its probe
+    /// symbols and bound to the process's maps.
+    pub(super) fn instrument_text(&self, ptx: &[u8], label: String) -> Option<CString> {
         let text = std::str::from_utf8(ptx.strip_suffix(b"\0").unwrap_or(ptx)).ok()?;
         let t0 = Instant::now();
         let done = match bpf2ptx::inject::inject_checked(

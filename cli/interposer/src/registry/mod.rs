@@ -375,6 +375,16 @@ pub unsafe fn linked_ptx(ptx: &[u8], name: *const c_char) -> Option<CString> {
     })
 }
 
+/// PTX a Python JIT (Triton) generated and is about to assemble with its own `ptxas`,
+/// instrumented now (`bpf2ptx trace`'s Python start-up hook hands it over through
+/// [`crate::python`]): the text to assemble instead, when a probe matches its kernel.
+/// Labelled `triton kernel NAME` in what the session says.
+pub fn jit_ptx(ptx: &[u8], name: &str) -> Option<CString> {
+    with_session(None, |s| {
+        s.instrument_text(ptx, format!("triton kernel {name}"))
+    })
+}
+
 /// A module or library is being unloaded: forget it and its functions (and, for a module
 /// bound to a map set itself, its descriptors).
 pub fn unloaded(handle: Ptr) {
