@@ -31,8 +31,9 @@
 //!
 //! The probes' maps live in the modules Triton loads; the application reads them
 //! (`cuModuleGetGlobal` on the compiled kernel's module for `bpf2ptx_map_<name>`, as
-//! tests/gpu/triton_attach.py does). Sharing them with the rest of the process under
-//! `bpf2ptx trace` needs the interposer to know Triton's cubins (a follow-up).
+//! tests/gpu/triton_attach.py does). Under `bpf2ptx trace` this command is not needed:
+//! trace's Python start-up hook hands each kernel's PTX to the interposer at Triton's
+//! `ptx` stage, and the maps are the process's (`crate::trace`, specs/trace.md "Triton").
 
 use crate::compile::{self, CompileError};
 use crate::inject::{self, InjectError, Options};
