@@ -20,6 +20,7 @@
 #   cub       issue 18: tests/gpu/cub_sort.py (CUB radix sort under trace, bytes vs a model)
 #   compile   issue 18: tests/gpu/trace_compile.py (torch.compile MLP and attention under
 #             trace: Triton kernels probed, launches and warp-time histograms)
+#   readme    issue 16: the README's trace example (vector add under warp_time), for real
 #   ddp       issue 20: tests/gpu/trace_ddp.py (PyTorch DDP step, a process per rank; two
 #             GPUs: nccl, one each; one GPU: gloo, both ranks on device 0)
 # DL: seconds from the start after which no step starts whose estimate does not fit.
@@ -69,9 +70,20 @@ step_triton() { timeout 150 python3 tests/gpu/triton_attach.py "$OUT/triton-atta
 step_softmax() { timeout 100 python3 tests/gpu/triton_softmax.py "$OUT/triton-softmax.md" >"$OUT/triton-softmax.log" 2>&1; local rc=$?; tail -30 "$OUT/triton-softmax.log"; return $rc; }
 step_cub() { timeout 140 python3 tests/gpu/cub_sort.py "$OUT/cub-sort.md" >"$OUT/cub-sort.log" 2>&1; local rc=$?; tail -30 "$OUT/cub-sort.log"; return $rc; }
 step_compile() { timeout 170 python3 tests/gpu/trace_compile.py "$OUT/trace-compile.md" >"$OUT/trace-compile.log" 2>&1; local rc=$?; tail -30 "$OUT/trace-compile.log"; return $rc; }
+# The README's `bpf2ptx trace` example, run for real: bpftime's vector add built by nvcc
+# as users build it, traced with the gallery's warp_time probe.
+step_readme() {
+	local d=/tmp/bpf2ptx-readme
+	mkdir -p $d && nvcc -arch=sm_90 -o $d/vector_add tests/gpu/trace/vector_add.cu &&
+		(cd $d && timeout 60 "$BPF2PTX" trace "$OLDPWD/examples/probes/warp_time.bpf.o" -- ./vector_add 3) \
+			>"$OUT/readme-trace.txt" 2>&1
+	local rc=$?
+	cat "$OUT/readme-trace.txt"
+	return $rc
+}
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120 [readme]=20)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton softmax cub compile ddp)
 for s in "${steps[@]}"; do
