@@ -12,6 +12,7 @@
 #   hash      issue 12: benches/gpu-hash, the published probe and insertion cases
 #   fuse      issue 19: benches/gpu/fuse.sh (native / today / fused / twins)
 #   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
+#   gpuoverhead issue 16: benches/gpu-trace/probe_overhead.py (kernel time: trace vs inject)
 #   latency   issue 16: tests/gpu/trace_latency.py (host program + GPU probe)
 #   apps      issue 16: tests/gpu/trace_apps.py (unmodified apps, counts vs a model)
 #   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
@@ -63,6 +64,7 @@ step_fuse() {
 	return $rc
 }
 step_overhead() { timeout 90 python3 benches/gpu-trace/launch_overhead.py "$OUT/launch-overhead.md" 5 2>&1 | tail -12; }
+step_gpuoverhead() { timeout 110 python3 benches/gpu-trace/probe_overhead.py "$OUT/trace-probe-overhead.md" 5 2>&1 | tail -14; }
 step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
 step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
 step_build() { timeout 120 bash tests/gpu/build_integration.sh /tmp/bpf2ptx-build >"$OUT/build-integration.log" 2>&1; local rc=$?; tail -25 "$OUT/build-integration.log"; return $rc; }
@@ -83,7 +85,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120 [readme]=20)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120 [readme]=20 [gpuoverhead]=80)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton softmax cub compile ddp)
 for s in "${steps[@]}"; do

@@ -436,6 +436,8 @@ fn the_sharing_summary_reads_what_trace_prints() {
 
     let out = python(&[
         "examples/gpu_sharing/summary.py",
+        "benches/gpu-trace/launch_overhead.py",
+        "benches/gpu-trace/probe_overhead.py",
         dir.path().to_str().unwrap(),
     ]);
     let stdout = text(&out.stdout);
