@@ -20,8 +20,10 @@
 #       their names; the probe's maps are globals of each kernel's module
 #       (cuModuleGetGlobal(..., "bpf2ptx_map_NAME")). NAME is a bpf2ptx_add_probe target or
 #       a path to a probe object. INJECT_OPTIONS go to `bpf2ptx inject` (--granularity warp,
-#       --map NAME=host, ...). The target must be built with PTX (CUDA_ARCHITECTURES 90, not
-#       90-real) and without separable compilation.
+#       --map NAME=host, ...). The target must be built with PTX for each architecture
+#       (CUDA_ARCHITECTURES 90, "80;90" or 90a, not 90-real or all; several are instrumented
+#       one by one) and without separable compilation. A changed probe recompiles the
+#       target's CUDA sources (the launcher adds it to nvcc's depfile).
 #
 # Finds bpf2ptx as BPF2PTX_EXECUTABLE, else on PATH, else in the repository's
 # target/release or target/debug (cargo build --release -p bpf2ptx).
@@ -123,6 +125,18 @@ function(bpf2ptx_instrument)
     message(FATAL_ERROR "bpf2ptx_instrument(${ARG_TARGET}): CUDA_SEPARABLE_COMPILATION is on; "
       "bpf2ptx instruments whole-program objects")
   endif()
+  # Every architecture needs its PTX in the object (bpf2ptx instruments PTX; the SASS is
+  # rebuilt from it): a `-real` one has SASS only, and `all` builds SASS for old
+  # architectures from PTX it does not keep. Caught here rather than at the first compile.
+  get_target_property(archs ${ARG_TARGET} CUDA_ARCHITECTURES)
+  foreach(a IN LISTS archs)
+    if(a MATCHES "-real$" OR a STREQUAL "all" OR a STREQUAL "all-major")
+      string(REGEX REPLACE "-real$" "" bare "${a}")
+      message(FATAL_ERROR "bpf2ptx_instrument(${ARG_TARGET}): CUDA_ARCHITECTURES ${a} keeps no PTX "
+        "for some of the SASS it builds, and bpf2ptx instruments PTX; name the architectures "
+        "without -real (e.g. ${bare}, or \"80;90\" for several)")
+    endif()
+  endforeach()
   set(launcher "${BPF2PTX_EMBED}" --bpf2ptx "${BPF2PTX_EXECUTABLE}" --probe "${obj}")
   foreach(o IN LISTS ARG_INJECT_OPTIONS)
     list(APPEND launcher --inject-arg "${o}")
@@ -134,11 +148,19 @@ function(bpf2ptx_instrument)
     list(APPEND launcher ${prev})
   endif()
   set_property(TARGET ${ARG_TARGET} PROPERTY CUDA_COMPILER_LAUNCHER "${launcher}")
-  # A changed probe recompiles the CUDA sources (the launcher instruments at compile time).
-  get_target_property(srcs ${ARG_TARGET} SOURCES)
-  foreach(s IN LISTS srcs)
-    if(s MATCHES "\\.cu$")
-      set_property(SOURCE "${s}" TARGET_DIRECTORY ${ARG_TARGET} APPEND PROPERTY OBJECT_DEPENDS "${obj}")
-    endif()
-  endforeach()
+  # A changed probe recompiles the target's CUDA sources (the launcher instruments at
+  # compile time): the launcher adds the probe to the depfile nvcc writes, which CMake 3.20
+  # and later read for CUDA with both Makefile and Ninja generators. Not OBJECT_DEPENDS: a
+  # source file's property is shared by every target of the directory that compiles it, so
+  # an uninstrumented build of the same sources would depend on the probe, build it (a
+  # second, concurrent rule for the same file) and fail where it does not compile.
+  if(CMAKE_VERSION VERSION_LESS 3.20 AND NOT CMAKE_GENERATOR MATCHES "Ninja")
+    # Older Makefile generators scan dependencies themselves; this is the only way there.
+    get_target_property(srcs ${ARG_TARGET} SOURCES)
+    foreach(s IN LISTS srcs)
+      if(s MATCHES "\\.cu$")
+        set_property(SOURCE "${s}" TARGET_DIRECTORY ${ARG_TARGET} APPEND PROPERTY OBJECT_DEPENDS "${obj}")
+      endif()
+    endforeach()
+  endif()
 endfunction()

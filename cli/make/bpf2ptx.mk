@@ -17,8 +17,9 @@
 #                                (cli/cmake/bpf2ptx-embed); link it instead of %.o
 #
 # Variables: BPF2PTX_BUILD_FLAGS (-I/-D for the probes), BPF2PTX_INJECT_FLAGS (e.g.
-# --granularity warp), BPF2PTX_TARGET (sm_70), NVCC, NVCCFLAGS (need PTX in the objects:
-# -arch=sm_90, not code=sm_90 alone).
+# --granularity warp), BPF2PTX_TARGET (sm_70), NVCC, NVCCFLAGS (need PTX in the objects
+# for every architecture: -arch=sm_90 or -arch=sm_90a, not code=sm_90 alone; several
+# -gencode are instrumented one architecture at a time).
 #
 # The recipes are also variables, for rules of your own (objects in a build folder):
 #
@@ -53,4 +54,8 @@ bpf2ptx_nvcc = $(BPF2PTX_EMBED) --bpf2ptx $(BPF2PTX) --probe $(BPF2PTX_PROBE) \
 
 .PRECIOUS: %.bpf.o %.probed.ptx
 
+# The header lists of probes built here. Their rules come before the including Makefile's
+# own, so the default goal is kept as it was (else the first probe would become it).
+bpf2ptx_default_goal := $(.DEFAULT_GOAL)
 -include $(wildcard *.bpf.o.d)
+.DEFAULT_GOAL := $(bpf2ptx_default_goal)

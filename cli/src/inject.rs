@@ -211,22 +211,113 @@ impl InjectError {
 ///
 /// [`PtxEntry::index`]: bpf2ptx_backend::inject::fatbin::PtxEntry
 pub fn app_ptx(path: &Path, pick: Option<usize>) -> Result<String, InjectError> {
+    app_ptx_for(path, pick, None)
+}
+
+/// The virtual architecture a PTX text is for, from its `.target` directive, as nvcc
+/// names it: `compute_90` for `.target sm_90`, `compute_90a` for the arch-specific
+/// `sm_90a`, `compute_100f` for the family `sm_100f`.
+pub fn ptx_virtual_arch(ptx: &str) -> Option<String> {
+    ptx.lines().find_map(|l| {
+        let t = l.trim_start().strip_prefix(".target")?;
+        if !t.starts_with(char::is_whitespace) {
+            return None;
+        }
+        let first = t.split([',', ' ', '\t']).find(|w| !w.is_empty())?;
+        Some(format!("compute_{}", first.strip_prefix("sm_")?))
+    })
+}
+
+/// `compute_90a`, `sm_90a` or `90a` as nvcc's virtual architecture name (`compute_90a`).
+fn virtual_arch_name(arch: &str) -> Option<String> {
+    let n = arch
+        .strip_prefix("compute_")
+        .or_else(|| arch.strip_prefix("sm_"))
+        .unwrap_or(arch);
+    let digits = n.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    (!digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && n.len() - digits.len() <= 1)
+        .then(|| format!("compute_{n}"))
+}
+
+/// [`app_ptx`], or with `arch` (`--ptx-arch compute_90a`) the container's PTX entry for
+/// that virtual architecture (its `.target`; `compute_90` and `compute_90a` are told
+/// apart, as nvcc 13 keeps both for `-arch=sm_90a`). A plain `.ptx` file must be for it.
+pub fn app_ptx_for(
+    path: &Path,
+    pick: Option<usize>,
+    arch: Option<&str>,
+) -> Result<String, InjectError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| InjectError::Read {
         file: file.clone(),
         source,
     })?;
     if !fatbin::is_container(&bytes) {
-        return String::from_utf8(bytes).map_err(|_| InjectError::App {
-            file,
+        let text = String::from_utf8(bytes).map_err(|_| InjectError::App {
+            file: file.clone(),
             message: "neither PTX text nor a fatbin or ELF file".into(),
-        });
+        })?;
+        if let Some(want) = arch {
+            let have = ptx_virtual_arch(&text);
+            if have.as_deref() != virtual_arch_name(want).as_deref() {
+                return Err(InjectError::App {
+                    file,
+                    message: format!(
+                        "--ptx-arch {want}: the PTX is for {}",
+                        have.as_deref().unwrap_or("no .target")
+                    ),
+                });
+            }
+        }
+        return Ok(text);
     }
     let app_err = |message: String| InjectError::App {
         file: file.clone(),
         message,
     };
     let entries = fatbin::extract_ptx(&bytes).map_err(|e| app_err(e.to_string()))?;
+    if let Some(want) = arch {
+        let want = virtual_arch_name(want).ok_or_else(|| {
+            app_err(format!(
+                "--ptx-arch {want}: not an architecture (compute_90, compute_90a, sm_90 or 90)"
+            ))
+        })?;
+        let have: Vec<(usize, String)> = entries
+            .iter()
+            .map(|e| {
+                let a = ptx_virtual_arch(&e.ptx).unwrap_or_else(|| format!("compute_{}", e.arch));
+                (e.index, a)
+            })
+            .collect();
+        let mut found: Vec<_> = entries
+            .into_iter()
+            .zip(&have)
+            .filter(|(_, (_, a))| *a == want)
+            .map(|(e, _)| e)
+            .collect();
+        if let Some(k) = pick {
+            found.retain(|e| e.index == k);
+        }
+        return match found.len() {
+            1 => Ok(found.pop().map(|e| e.ptx).unwrap_or_default()),
+            0 => {
+                let mut archs: Vec<&str> = have.iter().map(|(_, a)| a.as_str()).collect();
+                archs.sort_unstable();
+                archs.dedup();
+                Err(app_err(format!(
+                    "no PTX for {want}{}; the input has PTX for {}",
+                    pick.map(|k| format!(" with index {k}")).unwrap_or_default(),
+                    archs.join(", ")
+                )))
+            }
+            n => Err(app_err(format!(
+                "{n} PTX entries for {want}; choose one with --ptx-entry: {}",
+                entry_list(&found)
+            ))),
+        };
+    }
     if let Some(k) = pick {
         return entries
             .into_iter()
@@ -237,20 +328,36 @@ pub fn app_ptx(path: &Path, pick: Option<usize>) -> Result<String, InjectError> 
     let best = entries.iter().map(|e| e.arch).max().unwrap_or(0);
     let mut top: Vec<_> = entries.into_iter().filter(|e| e.arch == best).collect();
     if top.len() > 1 {
-        let list: Vec<String> = top
-            .iter()
-            .map(|e| {
-                let name = e.name.as_deref().unwrap_or("unnamed");
-                format!("{} ({name}, {} bytes)", e.index, e.ptx.len())
-            })
-            .collect();
+        // nvcc 13's -arch=sm_90a keeps compute_90 and compute_90a PTX: both compute_90 in
+        // the entry header, told apart by their .target.
+        let mut archs: Vec<_> = top.iter().map(|e| ptx_virtual_arch(&e.ptx)).collect();
+        archs.sort_unstable();
+        archs.dedup();
+        let by = if archs.len() > 1 {
+            "--ptx-arch or --ptx-entry"
+        } else {
+            "--ptx-entry"
+        };
         return Err(app_err(format!(
-            "{} PTX entries for compute_{best}; choose one with --ptx-entry: {}",
+            "{} PTX entries for compute_{best}; choose one with {by}: {}",
             top.len(),
-            list.join(", ")
+            entry_list(&top)
         )));
     }
     Ok(top.pop().map(|e| e.ptx).unwrap_or_default())
+}
+
+/// `0 (compute_90a, unnamed, 885 bytes), ...`: PTX entries as messages list them.
+fn entry_list(entries: &[fatbin::PtxEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| {
+            let arch = ptx_virtual_arch(&e.ptx).unwrap_or_else(|| format!("compute_{}", e.arch));
+            let name = e.name.as_deref().unwrap_or("unnamed");
+            format!("{} ({arch}, {name}, {} bytes)", e.index, e.ptx.len())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The backend target for an application compiled for `sm`: the highest of

@@ -313,6 +313,12 @@ struct InjectArgs {
     /// index of the one to instrument (the error lists them).
     #[arg(long, value_name = "INDEX")]
     ptx_entry: Option<usize>,
+    /// With a container holding PTX for several virtual architectures: the one to
+    /// instrument (`compute_80`, `compute_90a`, ...), told apart by the PTX's `.target`
+    /// (nvcc 13 keeps `compute_90` and `compute_90a` PTX for `-arch=sm_90a`); default the
+    /// highest. The compiler launcher cli/cmake/bpf2ptx-embed instruments each in turn.
+    #[arg(long, value_name = "ARCH")]
+    ptx_arch: Option<String>,
     /// The instrumented PTX (`-` for stdout). Written atomically.
     #[arg(short, long)]
     output: PathBuf,
@@ -478,7 +484,7 @@ fn inject_cmd(a: &InjectArgs, loop_budget: Option<u64>, flags: &bpf2ptx::build::
         rebind_maps: a.rebind_maps,
     };
     let app_file = a.into.display().to_string();
-    let result = inject::app_ptx(&a.into, a.ptx_entry).and_then(|app| {
+    let result = inject::app_ptx_for(&a.into, a.ptx_entry, a.ptx_arch.as_deref()).and_then(|app| {
         let inject::Injected {
             woven,
             skipped,

@@ -1,5 +1,6 @@
 //! PTX out of nvcc's containers (`bpf2ptx_backend::inject::fatbin`), over the fixtures in
-//! `tests/inject/fatbin/` (rebuilt by its `build.sh`, CUDA 13.5 nvcc):
+//! `tests/inject/fatbin/` (rebuilt by its `build.sh`, CUDA 13.5 nvcc, and 13.0 for the
+//! objects its README names):
 //!
 //! - every fixture gives the PTX images it was built with, each equal to what `nvcc -ptx`
 //!   gives for the same source and arch (up to what fatbinary strips: comments and
@@ -53,6 +54,22 @@ const CASES: &[(&str, &[Image])] = &[
         &[
             (90, V90, Zstd, None),
             (75, "reduce.compute_75.ptx", Zstd, None),
+        ],
+    ),
+    // nvcc 13.0 (the GPU machine's): -arch=sm_90a keeps compute_90 PTX beside
+    // compute_90a's, both arch 90 in the entry header; two -gencode.
+    (
+        "vecadd.sm_90a.o",
+        &[
+            (90, "vecadd.13.0.compute_90.ptx", Zstd, None),
+            (90, "vecadd.13.0.compute_90a.ptx", Zstd, None),
+        ],
+    ),
+    (
+        "vecadd.multi.o",
+        &[
+            (75, "vecadd.13.0.compute_75.ptx", Zstd, None),
+            (90, "vecadd.13.0.compute_90.ptx", Zstd, None),
         ],
     ),
 ];

@@ -336,6 +336,75 @@ fn containers_give_their_ptx() {
     assert_eq!(err.exit_code(), bpf2ptx::exit::BAD_INPUT);
 }
 
+/// An object with PTX for several virtual architectures (nvcc 13.0: `-arch=sm_90a` keeps
+/// compute_90 and compute_90a PTX, both `compute_90` in the entry header;
+/// `-gencode` for 75 and 90): `--ptx-arch` takes each one by its `.target`, the default
+/// says how to choose, and an architecture the object lacks lists those it has. This is
+/// what cli/cmake/bpf2ptx-embed does for a multi-architecture build.
+#[test]
+fn ptx_arch_picks_a_virtual_architecture() {
+    let dir = repo_root().join("tests/inject/fatbin");
+    let a = dir.join("vecadd.sm_90a.o");
+    let target = |ptx: &str| inject::ptx_virtual_arch(ptx).unwrap();
+    for (want, got) in [
+        ("compute_90", "compute_90"),
+        ("compute_90a", "compute_90a"),
+        ("sm_90a", "compute_90a"),
+        ("90", "compute_90"),
+    ] {
+        let ptx =
+            inject::app_ptx_for(&a, None, Some(want)).unwrap_or_else(|e| panic!("{want}: {e}"));
+        assert_eq!(target(&ptx), got, "{want}");
+    }
+    let err = inject::app_ptx(&a, None).unwrap_err().to_string();
+    assert!(
+        err.contains("2 PTX entries for compute_90; choose one with --ptx-arch or --ptx-entry: 0 (compute_90, unnamed,")
+            && err.contains("(compute_90a, unnamed,"),
+        "{err}"
+    );
+    let err = inject::app_ptx_for(&a, None, Some("compute_80")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: no PTX for compute_80; the input has PTX for compute_90, compute_90a",
+            a.display()
+        )
+    );
+    assert_eq!(err.exit_code(), bpf2ptx::exit::BAD_INPUT);
+    let err = inject::app_ptx_for(&a, None, Some("ninety")).unwrap_err();
+    assert!(err.to_string().contains("not an architecture"), "{err}");
+    let m = dir.join("vecadd.multi.o");
+    for want in ["compute_75", "compute_90"] {
+        let ptx = inject::app_ptx_for(&m, None, Some(want)).unwrap();
+        assert_eq!(target(&ptx), want);
+        let (woven, _) = inject::inject(
+            &probe("counters.bpf.o"),
+            &ptx,
+            "vecadd.multi.o",
+            &Options::default(),
+        )
+        .unwrap_or_else(|e| panic!("{want}: {e}"));
+        assert!(
+            woven.sites.iter().any(|s| s.kernel.contains("vecadd")),
+            "{want}"
+        );
+        assert!(
+            woven.text.contains(&format!(".target sm_{}", &want[8..])),
+            "{want}"
+        );
+    }
+    // Without --ptx-arch, the highest.
+    assert_eq!(target(&inject::app_ptx(&m, None).unwrap()), "compute_90");
+    // A PTX file is its own one architecture.
+    let p = dir.join("vecadd.compute_75.ptx");
+    assert!(inject::app_ptx_for(&p, None, Some("compute_75")).is_ok());
+    let err = inject::app_ptx_for(&p, None, Some("compute_90")).unwrap_err();
+    assert!(
+        err.to_string().contains("the PTX is for compute_75"),
+        "{err}"
+    );
+}
+
 /// `--call`: every site calls the probe's one function; by default its body is inlined.
 #[test]
 fn call_mode_calls_one_function() {

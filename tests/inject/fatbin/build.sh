@@ -4,6 +4,8 @@
 #
 #   NVCC   nvcc to use (default: nvcc on PATH; fatbinary must sit next to it). Built with
 #          CUDA 13.5 from `pip install nvidia-cuda-nvcc` (no sm_70, hence sm_75/sm_90).
+#   NVCC_13_0  nvcc 13.0 for vecadd.sm_90a.o, vecadd.multi.o and vecadd.13.0.* (default:
+#          NVCC; the committed ones are 13.0.88's, `pip install nvidia-cuda-nvcc==13.0.88`).
 #   CC     C compiler for the host stubs and the final link (default: gcc; g++ links).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -51,6 +53,17 @@ done
 # files stay small; they are only read, never run.
 "$NVCC" -c "${p90[@]}" "$v" -o "$out/vecadd.o"
 "$NVCC" -c -rdc=true "${p90[@]}" "$v" -o "$out/vecadd.rdc.o"
+# PTX for several virtual architectures in one object: -arch=sm_90a (nvcc 13 keeps
+# compute_90 PTX beside compute_90a's, both `compute_90` in the entry header) and two
+# -gencode; what cli/cmake/bpf2ptx-embed instruments one architecture at a time. Built
+# with nvcc 13.0.88, the GPU machine's (NVCC_13_0), with their references.
+NVCC_13_0="${NVCC_13_0:-$NVCC}"
+for a in 75 90 90a; do
+    "$NVCC_13_0" -ptx -arch=compute_$a "$v" -o "$out/vecadd.13.0.compute_$a.ptx"
+done
+"$NVCC_13_0" -c -arch=sm_90a "$v" -o "$out/vecadd.sm_90a.o"
+"$NVCC_13_0" -c -gencode 'arch=compute_75,code=[compute_75,sm_75]' \
+    -gencode 'arch=compute_90,code=[compute_90,sm_90]' "$v" -o "$out/vecadd.multi.o"
 "$NVCC" -shared -Xcompiler -fPIC -cudart none "${p90[@]}" "$v" -o libvecadd.so
 strip libvecadd.so -o "$out/libvecadd.so"
 "$NVCC" -c "${p75[@]}" "${s90[@]}" "$src/reduce.cu" -o reduce.o
