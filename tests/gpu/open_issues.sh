@@ -67,7 +67,7 @@ step_overhead() { timeout 90 python3 benches/gpu-trace/launch_overhead.py "$OUT/
 step_gpuoverhead() { timeout 110 python3 benches/gpu-trace/probe_overhead.py "$OUT/trace-probe-overhead.md" 5 2>&1 | tail -14; }
 step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
 step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
-step_build() { timeout 120 bash tests/gpu/build_integration.sh /tmp/bpf2ptx-build >"$OUT/build-integration.log" 2>&1; local rc=$?; tail -40 "$OUT/build-integration.log"; return $rc; }
+step_build() { timeout 170 bash tests/gpu/build_integration.sh /tmp/bpf2ptx-build >"$OUT/build-integration.log" 2>&1; local rc=$?; tail -40 "$OUT/build-integration.log"; return $rc; }
 step_triton() { timeout 150 python3 tests/gpu/triton_attach.py "$OUT/triton-attach.md" --size 4096 >"$OUT/triton-attach.log" 2>&1; local rc=$?; tail -30 "$OUT/triton-attach.log"; return $rc; }
 step_softmax() { timeout 100 python3 tests/gpu/triton_softmax.py "$OUT/triton-softmax.md" >"$OUT/triton-softmax.log" 2>&1; local rc=$?; tail -30 "$OUT/triton-softmax.log"; return $rc; }
 step_cub() { timeout 140 python3 tests/gpu/cub_sort.py "$OUT/cub-sort.md" >"$OUT/cub-sort.log" 2>&1; local rc=$?; tail -30 "$OUT/cub-sort.log"; return $rc; }
@@ -85,7 +85,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=90 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120 [readme]=20 [gpuoverhead]=80)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120 [readme]=20 [gpuoverhead]=80)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton softmax cub compile ddp)
 for s in "${steps[@]}"; do
