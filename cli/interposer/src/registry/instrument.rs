@@ -310,6 +310,17 @@ fn app_ptx(bytes: &[u8], device: Option<u32>) -> Result<String, PtxError> {
         return Err(PtxError::TooNew(archs));
     };
     let mut top: Vec<_> = entries.into_iter().filter(|e| e.arch == best).collect();
+    if top.len() > 1 {
+        // nvcc 13 keeps a generic compute_90 PTX beside compute_90a's for `-arch=sm_90a`
+        // (both entries' headers say 90): the arch-specific one runs only on exactly that
+        // compute capability, and is what the application's own SASS was built from there.
+        let specific = device == Some(best);
+        top.retain(|e| {
+            let arch = bpf2ptx::inject::ptx_virtual_arch(&e.ptx).unwrap_or_default();
+            let suffixed = arch.ends_with(|c: char| c.is_ascii_alphabetic());
+            suffixed == specific
+        });
+    }
     if top.len() != 1 {
         return Err(PtxError::Other(format!(
             "{} PTX entries for compute_{best} in one image",
@@ -359,6 +370,25 @@ mod probed_tests {
         assert_eq!(target(Some(100)), ".target sm_90");
         assert_eq!(target(Some(80)), ".target sm_75");
         assert_eq!(target(Some(70)), "too new [75, 90]");
+    }
+
+    /// nvcc 13's `-arch=sm_90a` object (tests/inject/fatbin/vecadd.sm_90a.o): PTX for
+    /// compute_90a and a generic compute_90, both headed 90. The arch-specific one on a
+    /// device of exactly 9.0, the generic one on a newer device.
+    #[test]
+    fn the_arch_specific_ptx_is_taken_only_on_its_own_compute_capability() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/inject/fatbin/vecadd.sm_90a.o"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let target = |d: Option<u32>| {
+            let ptx = app_ptx(&bytes, d).unwrap_or_else(|e| panic!("{e:?}"));
+            bpf2ptx::inject::ptx_virtual_arch(&ptx).unwrap()
+        };
+        assert_eq!(target(Some(90)), "compute_90a");
+        assert_eq!(target(Some(100)), "compute_90");
+        assert_eq!(target(None), "compute_90");
     }
 
     #[test]
