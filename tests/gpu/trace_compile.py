@@ -66,7 +66,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import Table, fnv1a64, last_snapshots, skip  # noqa: E402
+from checks import Table, fnv1a64, last_snapshots  # noqa: E402
+from triton_common import require_triton  # noqa: E402
 from trace_torch import sass_only  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -258,16 +259,8 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     out = args[0] if args else None
     sys.argv[1:] = args  # Table.finish writes to argv[1]
-    try:
-        import torch
-    except ImportError:
-        skip("PyTorch is not installed (PyTorch with CUDA and Triton 3.x is needed)", out)
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        skip(f"Triton is not installed (PyTorch {torch.__version__} without it)", out)
-    if not torch.cuda.is_available():
-        skip(f"PyTorch {torch.__version__} sees no CUDA device", out)
+    require_triton(out)
+    import torch
     t = Table("compile")
     t.finish_on_sigterm()
     with tempfile.TemporaryDirectory() as tmp:

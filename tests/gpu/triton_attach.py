@@ -39,7 +39,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from triton_common import (MEM_MAPS, MEM_PROBE, TC_PROBE, Rows, bpf2ptx_triton,  # noqa: E402
-                           child_args, finish, finish_on_sigterm, phase, read_map,
+                           child_args, finish, finish_on_sigterm, median_ms, phase, read_map,
                            require_triton, traffic, traffic_table, triton_env)
 
 # The kernel's configuration: Triton's tutorial 03 (matrix multiplication), its first
@@ -132,16 +132,7 @@ def child(a):
     for name in a.maps.split(",") if a.maps else []:
         out["maps"][name] = read_map(compiled.module, name)
     # Time it (after the maps were read: the probes keep adding).
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(a.reps):
-        start.record()
-        launch()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    out["ms"] = times[len(times) // 2] if times else None
+    out["ms"] = median_ms(launch, a.reps)
     c.zero_()
     launch()
     torch.cuda.synchronize()

@@ -86,6 +86,22 @@ def check(rc, what):
 
 # ---------------------------------------------------------------- in the parent
 
+def median_ms(launch, reps):
+    """The median of `reps` launches of `launch()`, CUDA events around each (ms; None for
+    no launch)."""
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        launch()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2] if times else None
+
+
 def require_triton(out):
     """Skips the check (checks.skip: exit 77, `out` says why) where it cannot run: no
     PyTorch, no Triton, or no CUDA device PyTorch sees. A Triton older than 3.0 runs, and

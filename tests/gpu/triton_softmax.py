@@ -62,7 +62,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from triton_common import (MEM_MAPS, MEM_PROBE, Rows, bpf2ptx_triton, child_args,  # noqa: E402
-                           finish, finish_on_sigterm, phase, read_map, require_triton,
+                           finish, finish_on_sigterm, median_ms, phase, read_map, require_triton,
                            traffic, traffic_table, triton_env)
 
 WARPS, STAGES, PROGRAMS = 8, 4, 512
@@ -148,16 +148,7 @@ def child(a):
             before = seen.get((compiled.module, name), [0] * len(now))
             shape["maps"][name] = [v - b for v, b in zip(now, before)]
             seen[(compiled.module, name)] = now
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(a.reps):
-            start.record()
-            launch()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        times.sort()
-        shape["ms"] = times[len(times) // 2] if times else None
+        shape["ms"] = median_ms(launch, a.reps)
         y.zero_()
         launch()
         torch.cuda.synchronize()
