@@ -436,8 +436,6 @@ fn the_sharing_summary_reads_what_trace_prints() {
 
     let out = python(&[
         "examples/gpu_sharing/summary.py",
-        "benches/gpu-trace/launch_overhead.py",
-        "benches/gpu-trace/probe_overhead.py",
         dir.path().to_str().unwrap(),
     ]);
     let stdout = text(&out.stdout);
@@ -788,6 +786,8 @@ fn the_gpu_scripts_parse() {
         "tests/gpu/trace_ddp.py",
         "tests/gpu/trace/ddp_app.py",
         "examples/gpu_sharing/summary.py",
+        "benches/gpu-trace/launch_overhead.py",
+        "benches/gpu-trace/probe_overhead.py",
         // Issue 18 (tests/tests/trace_compile_cpu.rs and cub_sort_model.rs check their
         // readers).
         "tests/gpu/triton_common.py",
