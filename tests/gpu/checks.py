@@ -71,7 +71,7 @@ class Table:
 
     def __init__(self, first="case", width=None):
         self.first, self.width = first, width
-        self.rows, self.failed = [], 0
+        self.rows, self.failed, self.skipped = [], 0, 0
 
     def show(self, v):
         s = str(v)
@@ -84,17 +84,29 @@ class Table:
                          f"| {'ok' if ok else 'FAIL'} |")
         print(self.rows[-1], flush=True)
 
-    def finish(self, unit="checks", head=None):
+    def skip(self, case, what, why):
+        """A row for a check that could not run here (`why`: what was missing), neither a
+        pass nor a failure (tests/gpu/corpus.py: a part whose dependency is missing)."""
+        self.skipped += 1
+        self.rows.append(f"| {case} | {what} | {self.show(why)} | - | skipped |")
+        print(self.rows[-1], flush=True)
+
+    def finish(self, unit="checks", head=None, tail=None):
         """Writes the table to argv[1] when given (after `head`, markdown lines such as
-        the command that ran, when given), prints the summary, exits 1 on a FAIL."""
+        the command that ran, and before `tail`, when given), prints the summary, exits 1
+        on a FAIL."""
         table = [f"| {self.first} | check | got | CPU model | |",
                  "|---|---|---|---|---|"] + self.rows
         if head:
             table = list(head) + [""] + table
+        if tail:
+            table += [""] + list(tail)
         if len(sys.argv) > 1:
             with open(sys.argv[1], "w") as f:
                 f.write("\n".join(table) + "\n")
-        print(f"{len(self.rows) - self.failed} of {len(self.rows)} {unit} pass")
+        ran = len(self.rows) - self.skipped
+        print(f"{ran - self.failed} of {ran} {unit} pass"
+              + (f", {self.skipped} skipped" if self.skipped else ""))
         sys.exit(1 if self.failed else 0)
 
     def finish_on_sigterm(self, head=None):

@@ -21,6 +21,9 @@
 #   cub       issue 18: tests/gpu/cub_sort.py (CUB radix sort under trace, bytes vs a model)
 #   compile   issue 18: tests/gpu/trace_compile.py (torch.compile MLP and attention under
 #             trace: Triton kernels probed, launches and warp-time histograms)
+#   corpus    issue 18: tests/gpu/corpus.py (real-world PTX regenerated here: CUB/Thrust,
+#             Triton, XLA, a PyTorch extension; ptxas on every instrumented module,
+#             results unchanged, every opcode in specs/abi.md's coverage table)
 #   readme    issue 16: the README's trace example (vector add under warp_time), for real
 #   ddp       issue 20: tests/gpu/trace_ddp.py (PyTorch DDP step, a process per rank; two
 #             GPUs: nccl, one each; one GPU: gloo, both ranks on device 0)
@@ -72,6 +75,14 @@ step_triton() { timeout 150 python3 tests/gpu/triton_attach.py "$OUT/triton-atta
 step_softmax() { timeout 100 python3 tests/gpu/triton_softmax.py "$OUT/triton-softmax.md" >"$OUT/triton-softmax.log" 2>&1; local rc=$?; tail -30 "$OUT/triton-softmax.log"; return $rc; }
 step_cub() { timeout 140 python3 tests/gpu/cub_sort.py "$OUT/cub-sort.md" >"$OUT/cub-sort.log" 2>&1; local rc=$?; tail -30 "$OUT/cub-sort.log"; return $rc; }
 step_compile() { timeout 170 python3 tests/gpu/trace_compile.py "$OUT/trace-compile.md" >"$OUT/trace-compile.log" 2>&1; local rc=$?; tail -30 "$OUT/trace-compile.log"; return $rc; }
+# The corpus's PTX (not the instrumented copies) comes back as corpus-ptx.tar.gz, for
+# tests/tests/corpus_cpu.rs (BPF2PTX_CORPUS_DIR) on the development machine.
+step_corpus() {
+	CORPUS_ARCHIVE="$OUT/corpus-ptx.tar.gz" timeout 170 python3 tests/gpu/corpus.py "$OUT/corpus.md" >"$OUT/corpus.log" 2>&1
+	local rc=$?
+	grep -E '^\| |checks pass|^work directory|^SKIP' "$OUT/corpus.log" | tail -45
+	return $rc
+}
 # The README's `bpf2ptx trace` example, run for real: bpftime's vector add built by nvcc
 # as users build it, traced with the gallery's warp_time probe.
 step_readme() {
@@ -85,9 +96,9 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [ddp]=120 [readme]=20 [gpuoverhead]=80)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=150 [ddp]=120 [readme]=20 [gpuoverhead]=80)
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse overhead latency apps build triton softmax cub compile ddp)
+[ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do
 	name=${s%%:*}
 	est=${EST[$name]:-60}

@@ -796,6 +796,12 @@ fn the_gpu_scripts_parse() {
         "tests/gpu/cub_sort.py",
         "tests/gpu/trace_compile.py",
         "tests/gpu/trace/compile_app.py",
+        // Issue 18's real-world corpus (tests/tests/corpus_cpu.rs checks its opcode
+        // reader).
+        "tests/gpu/corpus.py",
+        "tests/gpu/ptx_opcodes.py",
+        "tests/gpu/trace/corpus_triton.py",
+        "tests/gpu/trace/corpus_jax.py",
     ];
     let mut args = vec![
         "-c",
