@@ -11,11 +11,12 @@
 #   sanitize  issue 14: every corpus program under compute-sanitizer memcheck
 #   hash      issue 12: benches/gpu-hash, the published probe and insertion cases
 #   fuse      issue 19: benches/gpu/fuse.sh (native / today / fused / twins)
-#   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
+#   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
+#   readme    issue 16: the README's trace example (vector add under warp_time), for real
 #   gpuoverhead issue 16: benches/gpu-trace/probe_overhead.py (kernel time: trace vs inject)
+#   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
 #   latency   issue 16: tests/gpu/trace_latency.py (host program + GPU probe)
 #   apps      issue 16: tests/gpu/trace_apps.py (unmodified apps, counts vs a model)
-#   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
 #   triton    issue 18: tests/gpu/triton_attach.py (Triton matmul, bytes and wgmma)
 #   softmax   issue 18: tests/gpu/triton_softmax.py (Triton softmax, bytes vs a model)
 #   cub       issue 18: tests/gpu/cub_sort.py (CUB radix sort under trace, bytes vs a model)
@@ -24,7 +25,6 @@
 #   corpus    issue 18: tests/gpu/corpus.py (real-world PTX regenerated here: CUB/Thrust,
 #             Triton, XLA, a PyTorch extension; ptxas on every instrumented module,
 #             results unchanged, every opcode in specs/abi.md's coverage table)
-#   readme    issue 16: the README's trace example (vector add under warp_time), for real
 #   ddp       issue 20: tests/gpu/trace_ddp.py (PyTorch DDP step, a process per rank; two
 #             GPUs: nccl, one each; one GPU: gloo, both ranks on device 0)
 # DL: seconds from the start after which no step starts whose estimate does not fit.
