@@ -36,6 +36,11 @@ fn fixture() -> tempfile::TempDir {
 /// `bpf2ptx trace ARGS -- python3 triton_app.py PROBED=.. OTHER=..` with the stand-in
 /// Triton `py` (`py` or `py2`) and the user's `site/` on PYTHONPATH.
 fn trace(dir: &Path, args: &[&str], py: &str) -> Output {
+    trace_app(dir, args, py, &[])
+}
+
+/// [`trace`] with `app_args` before the kernels (`--worker`).
+fn trace_app(dir: &Path, args: &[&str], py: &str, app_args: &[&str]) -> Output {
     let kernels =
         [PROBED, OTHER].map(|k| format!("{k}={}", dir.join(format!("{k}.ptx")).display()));
     let path = format!(
@@ -49,6 +54,7 @@ fn trace(dir: &Path, args: &[&str], py: &str) -> Output {
         .arg(PROBE)
         .args(["--", "python3"])
         .arg(fake().join("triton_app.py"))
+        .args(app_args)
         .args(kernels)
         .current_dir(repo())
         .env("LD_LIBRARY_PATH", dir)
@@ -111,6 +117,28 @@ fn a_matched_triton_kernel_is_assembled_with_the_probes_and_others_as_they_are()
     // Other inject options: other caches.
     let other = text(&trace(dir.path(), &["--loop-budget", "1000"], "py").stdout);
     assert_ne!(printed(&other, "TRITON_CACHE_DIR"), triton, "{other}");
+}
+
+/// TorchInductor compiles in worker processes: each hands its kernels' PTX over, and
+/// none of them, having loaded no CUDA module, gets a section of its own.
+#[test]
+fn processes_that_only_compile_get_no_section() {
+    let dir = fixture();
+    let out = trace_app(dir.path(), &[], "py", &["--worker"]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+    assert_eq!(
+        stdout.matches(&format!("{PROBED} probed\n")).count(),
+        2,
+        "{stdout}"
+    );
+    assert!(!stdout.contains("--- process"), "{stdout}");
+    assert_eq!(
+        err.matches(&format!("triton kernel {PROBED}: probes in {PROBED}"))
+            .count(),
+        2,
+        "{err}"
+    );
 }
 
 #[test]

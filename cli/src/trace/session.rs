@@ -425,7 +425,8 @@ impl Session {
     fn wait_for_processes(&self, command: u32) -> Vec<u32> {
         let until = Instant::now() + FINAL_WAIT;
         loop {
-            let pids = wire::processes(self.dir.path());
+            let mut pids = wire::processes(self.dir.path());
+            pids.retain(|&pid| self.loaded_modules(pid));
             let waiting = pids.iter().any(|&pid| {
                 pid != command
                     && alive(pid)
@@ -436,6 +437,17 @@ impl Session {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Whether process `pid` loaded a CUDA module (or has a snapshot): a process that
+    /// only handed Triton's PTX to the probes (TorchInductor's compile workers, through
+    /// the Python hook) has no maps and gets no section; its lines are in the report.
+    fn loaded_modules(&self, pid: u32) -> bool {
+        let dir = self.proc_dir(pid);
+        dir.join(wire::SNAPSHOT_FILE).exists()
+            || wire::read_events(&dir)
+                .iter()
+                .any(|e| matches!(e, WireEvent::Loaded { .. }))
     }
 
     /// A process's section header, when the session has several: its pid and command

@@ -347,16 +347,19 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// A process's snapshot file in its folder.
+pub const SNAPSHOT_FILE: &str = "snapshot.json";
+
 /// Writes `snap` as `dir/snapshot.json` (`dir`: a process's folder), atomically (a temporary file renamed over it).
 pub fn write(dir: &Path, snap: &RawSnapshot) -> std::io::Result<()> {
-    let tmp = dir.join("snapshot.json.tmp");
+    let tmp = dir.join(format!("{SNAPSHOT_FILE}.tmp"));
     std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
-    std::fs::rename(tmp, dir.join("snapshot.json"))
+    std::fs::rename(tmp, dir.join(SNAPSHOT_FILE))
 }
 
 /// Reads `dir/snapshot.json`, if there is one.
 pub fn read(dir: &Path) -> Option<RawSnapshot> {
-    serde_json::from_slice(&std::fs::read(dir.join("snapshot.json")).ok()?).ok()
+    serde_json::from_slice(&std::fs::read(dir.join(SNAPSHOT_FILE)).ok()?).ok()
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 # py2/), as Triton's compile() runs its stages: for each NAME=PTX_FILE argument, the
 # `ptx` stage, then the `cubin` stage on its output. Prints per kernel whether the text
 # assembled holds the probes, and the caches it was given
-# (cli/interposer/tests/trace_triton.rs).
+# (cli/interposer/tests/trace_triton.rs). `--worker` first: the same again in a child
+# process first, as TorchInductor's compile workers compile.
 import os
+import subprocess
 import sys
 
 import triton
@@ -14,6 +16,9 @@ if not triton.__version__.startswith("3."):
     sys.exit(0)
 from triton.backends.nvidia import compiler  # noqa: E402
 
+if sys.argv[1:2] == ["--worker"]:
+    del sys.argv[1]
+    subprocess.run([sys.executable] + sys.argv, check=True)
 for arg in sys.argv[1:]:
     name, path = arg.split("=", 1)
     stages = {}
