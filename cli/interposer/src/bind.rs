@@ -98,19 +98,33 @@ pub enum BindError {
     },
 }
 
-/// The driver functions binding needs.
+/// The driver functions binding needs, and a non-blocking stream of the set's own that
+/// every copy and memset goes through (each waited for with `cuStreamSynchronize`).
+/// Why not the synchronous calls: they use the legacy default stream, and a module
+/// instrumented at its first launch inside a stream capture (a CUDA graph captured from a
+/// blocking stream) would make the legacy stream depend on the capturing one, which the
+/// driver refuses (CUresult 906) and which invalidates the application's capture.
 #[derive(Debug, Clone, Copy)]
 struct Fns {
     alloc: MemAlloc,
     free: MemFree,
-    memset: MemsetD8,
-    dtod: MemcpyDtoD,
-    htod: MemcpyHtoD,
-    dtoh: MemcpyDtoH,
+    memset_async: MemsetD8Async,
+    dtod_async: MemcpyDtoDAsync,
+    htod_async: MemcpyHtoDAsync,
+    dtoh_async: MemcpyDtoHAsync,
+    stream_sync: StreamSynchronize,
     sync: CtxSynchronize,
+    stream: Ptr,
 }
 
+// SAFETY: the stream handle is the interposer's own; the driver's stream functions may be
+// called from any thread.
+unsafe impl Send for Fns {}
+// SAFETY: as above.
+unsafe impl Sync for Fns {}
+
 impl Fns {
+    /// The functions, and a new non-blocking stream in the current context.
     fn get() -> Result<Fns, BindError> {
         let f = |n: &'static std::ffi::CStr| {
             driver_fn(n).ok_or(BindError::Missing(
@@ -119,16 +133,55 @@ impl Fns {
         };
         // SAFETY: each pointer is the driver's function of that name (CUDA 12.0 ABI).
         unsafe {
+            let create = std::mem::transmute::<Ptr, StreamCreate>(f(c"cuStreamCreate")?);
+            let mut stream: Ptr = std::ptr::null_mut();
+            let rc = create(&mut stream, STREAM_NON_BLOCKING);
+            if rc != SUCCESS {
+                return Err(BindError::Driver {
+                    map: "(all)".into(),
+                    what: "creating the set's stream",
+                    rc,
+                });
+            }
             Ok(Fns {
                 alloc: std::mem::transmute::<Ptr, MemAlloc>(f(c"cuMemAlloc")?),
                 free: std::mem::transmute::<Ptr, MemFree>(f(c"cuMemFree")?),
-                memset: std::mem::transmute::<Ptr, MemsetD8>(f(c"cuMemsetD8")?),
-                dtod: std::mem::transmute::<Ptr, MemcpyDtoD>(f(c"cuMemcpyDtoD")?),
-                htod: std::mem::transmute::<Ptr, MemcpyHtoD>(f(c"cuMemcpyHtoD")?),
-                dtoh: std::mem::transmute::<Ptr, MemcpyDtoH>(f(c"cuMemcpyDtoH")?),
+                memset_async: std::mem::transmute::<Ptr, MemsetD8Async>(f(c"cuMemsetD8Async")?),
+                dtod_async: std::mem::transmute::<Ptr, MemcpyDtoDAsync>(f(c"cuMemcpyDtoDAsync")?),
+                htod_async: std::mem::transmute::<Ptr, MemcpyHtoDAsync>(f(c"cuMemcpyHtoDAsync")?),
+                dtoh_async: std::mem::transmute::<Ptr, MemcpyDtoHAsync>(f(c"cuMemcpyDtoHAsync")?),
+                stream_sync: std::mem::transmute::<Ptr, StreamSynchronize>(f(
+                    c"cuStreamSynchronize",
+                )?),
                 sync: std::mem::transmute::<Ptr, CtxSynchronize>(f(c"cuCtxSynchronize")?),
+                stream,
             })
         }
+    }
+
+    /// `rc`, or the stream's completion when `rc` is success.
+    fn done(&self, rc: CuResult) -> CuResult {
+        if rc != SUCCESS {
+            return rc;
+        }
+        // SAFETY: the set's own stream.
+        unsafe { (self.stream_sync)(self.stream) }
+    }
+
+    /// Zeroes `n` bytes at device address `at`, waited for.
+    ///
+    /// # Safety
+    /// `at..at + n` is device memory of the set's context.
+    unsafe fn memset(&self, at: u64, n: usize) -> CuResult {
+        self.done((self.memset_async)(at, 0, n, self.stream))
+    }
+
+    /// Copies `n` bytes from device address `src` to `dst`, waited for.
+    ///
+    /// # Safety
+    /// Both ranges are device memory of the set's context.
+    unsafe fn dtod(&self, dst: u64, src: u64, n: usize) -> CuResult {
+        self.done((self.dtod_async)(dst, src, n, self.stream))
     }
 
     /// A zeroed device allocation of `bytes`.
@@ -145,7 +198,7 @@ impl Fns {
             if rc != SUCCESS || at == 0 {
                 return Err(err("allocating the instance", rc));
             }
-            let rc = (self.memset)(at, 0, bytes.max(8) as usize);
+            let rc = self.memset(at, bytes.max(8) as usize);
             if rc != SUCCESS {
                 (self.free)(at);
                 return Err(err("zeroing the instance", rc));
@@ -164,7 +217,14 @@ impl Fns {
     ) -> Result<(), BindError> {
         // SAFETY: `words.len() * 8` bytes from a live slice into device memory the module
         // or the set owns.
-        let rc = unsafe { (self.htod)(at, words.as_ptr().cast(), words.len() * 8) };
+        let rc = unsafe {
+            self.done((self.htod_async)(
+                at,
+                words.as_ptr().cast(),
+                words.len() * 8,
+                self.stream,
+            ))
+        };
         if rc == SUCCESS {
             Ok(())
         } else {
@@ -180,7 +240,14 @@ impl Fns {
     fn read_desc(&self, map: &str, at: u64) -> Result<[u64; desc::WORDS], BindError> {
         let mut w = [0u64; desc::WORDS];
         // SAFETY: a descriptor's bytes into a live array of the same size.
-        let rc = unsafe { (self.dtoh)(w.as_mut_ptr().cast(), at, desc::BYTES as usize) };
+        let rc = unsafe {
+            self.done((self.dtoh_async)(
+                w.as_mut_ptr().cast(),
+                at,
+                desc::BYTES as usize,
+                self.stream,
+            ))
+        };
         if rc == SUCCESS {
             Ok(w)
         } else {
@@ -189,6 +256,42 @@ impl Fns {
                 what: "reading the module's descriptor",
                 rc,
             })
+        }
+    }
+}
+
+/// The calling thread's stream-capture mode set to relaxed until dropped (then the old
+/// one again): binding a module at its first launch, which may come inside the
+/// application's stream capture, allocates and copies, which a global-mode capture
+/// (cudart's default) otherwise refuses as unsafe, invalidating the capture.
+pub struct RelaxedCapture {
+    exchange: Option<ThreadExchangeStreamCaptureMode>,
+    old: std::ffi::c_int,
+}
+
+/// [`RelaxedCapture`] now (a driver without the call: nothing to change).
+pub fn relaxed_capture() -> RelaxedCapture {
+    // SAFETY: the driver's function of that name.
+    let exchange = driver_fn(c"cuThreadExchangeStreamCaptureMode")
+        .map(|p| unsafe { std::mem::transmute::<Ptr, ThreadExchangeStreamCaptureMode>(p) });
+    let mut old = STREAM_CAPTURE_MODE_RELAXED;
+    if let Some(f) = exchange {
+        // SAFETY: a valid in/out pointer.
+        if unsafe { f(&mut old) } != SUCCESS {
+            return RelaxedCapture {
+                exchange: None,
+                old,
+            };
+        }
+    }
+    RelaxedCapture { exchange, old }
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        if let Some(f) = self.exchange {
+            // SAFETY: as in relaxed_capture.
+            unsafe { f(&mut self.old) };
         }
     }
 }
@@ -231,6 +334,8 @@ struct SetState {
     modules: Vec<(Handle, String)>,
     /// Per module bound (same order), what the snapshot reads of its own.
     own: Vec<ModuleOwn>,
+    /// Per-unit storage replaced while a stream was being captured, to free later.
+    retired: Vec<u64>,
 }
 
 /// A read-only global-data section of a module: its address, size and initial bytes.
@@ -273,6 +378,13 @@ pub struct DeviceSet {
 }
 
 impl DeviceSet {
+    /// Writes `words` at device address `at` in this set's context, on the set's own
+    /// stream (safe inside the application's stream capture).
+    pub fn write_words(&self, map: &str, at: u64, words: &[u64]) -> Result<(), BindError> {
+        self.fns
+            .write(map, "binding it to the shared storage", at, words)
+    }
+
     /// Binds the maps of instrumented module `module` (named `label`) to the set's
     /// instances (made now for the maps no earlier module held); `global` finds the
     /// module's globals. Maps of indices `skip` (shared with host programs) are left to
@@ -382,7 +494,7 @@ impl DeviceSet {
         if slot.is_none() {
             let data = self.fns.zeroed(&m.name, size as u64)?;
             // SAFETY: both are device allocations of at least `size` bytes.
-            let rc = unsafe { (self.fns.dtod)(data, at, size) };
+            let rc = unsafe { self.fns.dtod(data, at, size) };
             if rc != SUCCESS {
                 return Err(BindError::Driver {
                     map: m.name.clone(),
@@ -469,9 +581,18 @@ impl DeviceSet {
 
     /// Makes the per-unit arrays `maps` hold at least the units of `dims` before a
     /// launch, moving each grown instance and rebinding every module bound to it.
-    pub fn before_launch(&self, obj: &Object, maps: &[usize], dims: Dims) -> Result<(), BindError> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+    pub fn before_launch(
+        &self,
+        obj: &Object,
+        maps: &[usize],
+        dims: Dims,
+        capturing: &dyn Fn() -> bool,
+    ) -> Result<(), BindError> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *guard;
         let mut synced = false;
+        // Set at the first growth: whether the launch is being captured into a graph.
+        let mut capture: Option<(bool, RelaxedCapture)> = None;
         for &k in maps {
             let m = &obj.maps[k];
             let Some(inst) = st.maps.get_mut(k).and_then(Option::as_mut) else {
@@ -486,10 +607,17 @@ impl DeviceSet {
                 continue;
             }
             let f = self.fns;
-            if !synced {
+            let (in_capture, _) = capture.get_or_insert_with(|| (capturing(), relaxed_capture()));
+            let in_capture = *in_capture;
+            if !synced && !in_capture {
                 // SAFETY: the driver's cuCtxSynchronize in the launching context.
                 unsafe { (f.sync)() };
                 synced = true;
+                // Storage retired during captures: no kernel runs with it any more.
+                for old in st.retired.drain(..) {
+                    // SAFETY: allocations of this set that no descriptor names.
+                    unsafe { (f.free)(old) };
+                }
             }
             let entries = u64::from(m.max_entries);
             let stride = bpf2ptx_runtime::maps::round8(u64::from(m.value_size));
@@ -499,7 +627,7 @@ impl DeviceSet {
                 for key in 0..entries {
                     // SAFETY: rows within both allocations (the new one is wider).
                     let rc = unsafe {
-                        (f.dtod)(
+                        f.dtod(
                             new + key * units * stride,
                             inst.data + key * old_row,
                             old_row as usize,
@@ -524,7 +652,12 @@ impl DeviceSet {
                     &[new, units],
                 )?;
             }
-            if inst.data != 0 {
+            if inst.data != 0 && in_capture {
+                // Inside a stream capture the context cannot be synchronised, so kernels
+                // of other streams may still run with the old storage: freed at the next
+                // growth outside a capture, after its synchronisation.
+                st.retired.push(inst.data);
+            } else if inst.data != 0 {
                 // SAFETY: the old storage, which no descriptor names any more and no
                 // kernel runs with (synchronised above).
                 unsafe { (f.free)(inst.data) };
@@ -646,7 +779,7 @@ impl DeviceSet {
             let off = at % size;
             let n = (d.consumer - at).min(size - off);
             // SAFETY: bytes within the module's ring.
-            unsafe { (self.fns.memset)(data + off, 0, n as usize) };
+            unsafe { self.fns.memset(data + off, n as usize) };
             at += n;
         }
         if self

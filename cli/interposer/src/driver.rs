@@ -168,6 +168,19 @@ pub type MemcpyDtoD = unsafe extern "C" fn(u64, u64, usize) -> CuResult;
 pub type MemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult;
 /// `cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t)`.
 pub type MemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> CuResult;
+/// `cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream)`.
+pub type MemsetD8Async = unsafe extern "C" fn(u64, u8, usize, Ptr) -> CuResult;
+/// `cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t, CUstream)`.
+pub type MemcpyDtoDAsync = unsafe extern "C" fn(u64, u64, usize, Ptr) -> CuResult;
+/// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t, CUstream)`.
+pub type MemcpyHtoDAsync = unsafe extern "C" fn(u64, *const c_void, usize, Ptr) -> CuResult;
+/// `cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *)`: sets the calling thread's
+/// mode, returning the old one in place.
+pub type ThreadExchangeStreamCaptureMode = unsafe extern "C" fn(*mut c_int) -> CuResult;
+/// `CU_STREAM_CAPTURE_MODE_RELAXED`: this thread's calls are not checked against
+/// captures in progress (the driver refuses "unsafe" calls during a global-mode capture
+/// otherwise, and the refusal invalidates the application's capture).
+pub const STREAM_CAPTURE_MODE_RELAXED: c_int = 2;
 /// `cuCtxGetDevice(CUdevice *)`: the device of the current context (its ordinal).
 pub type CtxGetDevice = unsafe extern "C" fn(*mut c_int) -> CuResult;
 

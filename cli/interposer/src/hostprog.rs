@@ -155,24 +155,20 @@ impl Shared {
     }
 
     /// Points descriptor word 3 of every shared map that instrumented module `h` uses
-    /// at the shared storage; `global` finds a module global's device address.
-    pub fn bind(&self, mut global: impl FnMut(&str) -> Option<u64>) -> Result<(), String> {
-        let htod = driver_fn(c"cuMemcpyHtoD").ok_or("the driver lacks cuMemcpyHtoD")?;
-        // SAFETY: the driver's function of that name.
-        let htod = unsafe { std::mem::transmute::<Ptr, MemcpyHtoD>(htod) };
+    /// at the shared storage; `global` finds a module global's device address, `write`
+    /// writes words at a device address (the map set's, which is safe inside a stream
+    /// capture: [`crate::bind::DeviceSet::write_words`]).
+    pub fn bind(
+        &self,
+        mut global: impl FnMut(&str) -> Option<u64>,
+        mut write: impl FnMut(&str, u64, &[u64]) -> Result<(), String>,
+    ) -> Result<(), String> {
         for m in &self.maps {
             // A map no GPU program uses has no descriptor in the module.
             let Some(d) = global(&bpf2ptx_backend::back::ptx::map_desc_symbol(&m.name)) else {
                 continue;
             };
-            // SAFETY: 8 bytes into the module's descriptor from a live local.
-            let rc = unsafe { htod(d + desc::DATA, (&m.dev as *const u64).cast(), 8) };
-            if rc != SUCCESS {
-                return Err(format!(
-                    "map {}: binding it to the shared storage failed (CUresult {rc})",
-                    m.name
-                ));
-            }
+            write(&m.name, d + desc::DATA, &[m.dev])?;
         }
         Ok(())
     }

@@ -323,6 +323,41 @@ fn per_thread_arrays_are_bound_and_grow_with_the_launch() {
     assert_eq!(unhex(&per_thread.data).map(|d| d.len()), Some(1024));
 }
 
+/// The first launches of a matched kernel come while the application's streams capture
+/// a graph (cudart's global mode): instrumenting and binding the module, and growing its
+/// per-thread array, must neither use the legacy stream nor make calls the capture
+/// refuses as unsafe, which would invalidate the application's capture (a real driver:
+/// CUresult 906, seen on an H100 with tests/gpu/trace/graph_app.cu).
+#[test]
+fn a_module_first_launched_inside_a_stream_capture_leaves_the_capture_valid() {
+    let f = Fixture::new();
+    // The plain probe; a per-thread array (grown at the launch); maps shared with a
+    // host-side program (pinned storage bound into the module).
+    for probes in [
+        PROBES,
+        "tests/probes/bpftime/gpu_hash_perthread.bpf.o",
+        "examples/probes/trace_latency.bpf.o",
+    ] {
+        let (out, log) = f.run_probes("captured", Some(probes), &[]);
+        assert!(out.status.success(), "{probes}: {}", stderr(&out));
+        assert!(
+            !log.iter().any(|l| l.starts_with("capture invalidated")),
+            "{probes}: {log:?}"
+        );
+        assert!(
+            launches(&log, PROBED)
+                .iter()
+                .all(|l| l.ends_with("probed=1")),
+            "{probes}: {log:?}"
+        );
+        assert!(
+            !stderr(&out).contains("runs unmodified"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
 #[test]
 fn the_second_run_loads_the_cached_cubin_without_jit() {
     use bpf2ptx_interposer::session::{read_events, Event};

@@ -70,7 +70,13 @@ impl Session {
         if let Some(r) = slot.as_ref() {
             return r.clone().ok();
         }
-        let r = self.instrument(img, kernel);
+        // The first launch of a matched kernel may come inside the application's stream
+        // capture (a graph captured from a blocking stream): the JIT and binding must not
+        // be refused as unsafe there, which would invalidate the capture.
+        let r = {
+            let _relaxed = crate::bind::relaxed_capture();
+            self.instrument(img, kernel)
+        };
         if let Err(reason) = &r {
             self.log
                 .say(&format!("{}: {reason}; it runs unmodified", img.label));

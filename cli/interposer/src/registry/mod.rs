@@ -463,7 +463,8 @@ pub fn launchable(f: Ptr, args: LaunchArgs) -> Ptr {
     with_session(f, |s| {
         let d = s.launchable(f as Handle);
         if let Some((set, maps)) = &d.per_unit {
-            if let Err(e) = set.before_launch(s.obj, maps, args.dims) {
+            if let Err(e) = set.before_launch(s.obj, maps, args.dims, &|| s.capturing(args.stream))
+            {
                 s.log.say(&format!(
                     "{e}; lookups past the units it holds return NULL in this launch"
                 ));
@@ -528,6 +529,8 @@ impl Session {
     /// its device ([`crate::bind`]), and the maps host programs share to their pinned
     /// storage, before any launch of it.
     fn bind(&self, h: Handle, library: bool, label: &str) -> Result<Instr, String> {
+        // The first launch of a module may come inside the application's stream capture.
+        let _relaxed = crate::bind::relaxed_capture();
         let set = self.sets.current().map_err(|e| e.to_string())?;
         // The maps host programs share, when their pinned storage exists (else they are
         // the set's, as any map).
@@ -545,7 +548,7 @@ impl Session {
                 &skip,
             )
             .map_err(|e| e.to_string())?;
-        self.bind_shared(h, library);
+        self.bind_shared(&set, h, library);
         Ok(Instr {
             handle: h,
             set,
@@ -569,11 +572,14 @@ impl Session {
     /// Points the shared maps' descriptors in instrumented module `h` at the storage the
     /// host programs use (allocated now if this is the first need). A failure is said;
     /// the module then keeps its own copy of those maps.
-    fn bind_shared(&self, h: Handle, library: bool) {
+    fn bind_shared(&self, set: &DeviceSet, h: Handle, library: bool) {
         let Some(shared) = self.host.as_ref().and_then(|r| r.shared(&self.log)) else {
             return;
         };
-        if let Err(e) = shared.bind(|sym| global_address(h, library, sym)) {
+        let write = |map: &str, at: u64, words: &[u64]| {
+            set.write_words(map, at, words).map_err(|e| e.to_string())
+        };
+        if let Err(e) = shared.bind(|sym| global_address(h, library, sym), write) {
             self.log.say(&format!(
                 "{e}; that module's probes use their own copy of the map"
             ));

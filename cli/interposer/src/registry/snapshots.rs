@@ -51,9 +51,15 @@ impl Session {
             let every = std::time::Duration::from_millis(self.config.interval_ms);
             let _ = std::thread::Builder::new()
                 .name("bpf2ptx-snapshots".into())
-                .spawn(move || loop {
-                    std::thread::sleep(every);
-                    let _ = catch_unwind(AssertUnwindSafe(|| self.snapshot(false)));
+                .spawn(move || {
+                    // For the whole thread: its copies (on streams of its own) must not be
+                    // refused as unsafe, and so invalidate the capture, while the
+                    // application captures a graph in global mode on another thread.
+                    let _relaxed = crate::bind::relaxed_capture();
+                    loop {
+                        std::thread::sleep(every);
+                        let _ = catch_unwind(AssertUnwindSafe(|| self.snapshot(false)));
+                    }
                 });
         }
     }

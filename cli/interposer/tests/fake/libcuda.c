@@ -50,6 +50,37 @@ static void say(const char *fmt, ...) {
 	fclose(f);
 }
 
+/* fake_capture(1) ... fake_capture(0) (the app's mode `captured`): the application's
+ * streams are capturing a graph in global mode
+ * (cudart's default), as a real driver sees them while cudaStreamBeginCapture runs: a
+ * call on the legacy stream (the synchronous memset and copies, cuCtxSynchronize) is
+ * refused with 906 (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), an unsafe one (cuMemAlloc)
+ * from a thread not in relaxed mode with 900, and either invalidates the capture: every
+ * later launch fails with 901. The interposer's own stream (0x5) does not capture. */
+static int capture_invalidated;
+static __thread int capture_mode; /* 0 global, 1 thread-local, 2 relaxed */
+static int capture_on;
+void fake_capture(int on) { capture_on = on; say("capture %s", on ? "begins" : "ends"); }
+static int capturing(void) { return capture_on; }
+static CUresult legacy(const char *what) {
+	if (!capturing()) return 0;
+	capture_invalidated = 1;
+	say("capture invalidated by %s", what);
+	return 906;
+}
+static CUresult unsafe_call(const char *what) {
+	if (!capturing() || capture_mode == 2) return 0;
+	capture_invalidated = 1;
+	say("capture invalidated by %s", what);
+	return 900;
+}
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+	int old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
+	return 0;
+}
+
 static CUresult load(void **out, const char *text, int library) {
 	int probed = text && strstr(text, "bpf2ptx_") != NULL;
 	if (text && strstr(text, "bpf2ptx_globaltimer_spin")) {
@@ -119,6 +150,7 @@ static CUresult launch(const char *how, void *fp, unsigned threads) {
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			unsigned by, unsigned bz, unsigned sh, void *s, void **p, void **x) {
 	(void)sh; (void)s; (void)x;
+	if (capture_invalidated) return 901;
 	if (!strcmp(((struct func *)f)->name, "bpf2ptx_globaltimer_spin")) {
 		struct timespec ts;
 		const char *off = getenv("FAKE_CUDA_GLOBALTIMER_OFFSET");
@@ -324,26 +356,48 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void 
 	return 0;
 }
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+	if (unsafe_call("cuMemAlloc")) return 900;
 	*p = (unsigned long long)(size_t)malloc(n);
 	say("alloc %zu", n);
 	return 0;
 }
 CUresult cuMemFree_v2(unsigned long long p) { free((void *)(size_t)p); say("free"); return 0; }
+CUresult cuMemsetD8Async(unsigned long long p, unsigned char v, size_t n, void *s) {
+	(void)s;
+	memset((void *)(size_t)p, v, n);
+	return 0;
+}
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *st) {
+	(void)st;
+	memcpy((void *)(size_t)d, (void *)(size_t)s, n);
+	say("dtod %zu", n);
+	return 0;
+}
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) {
+	(void)st;
+	memcpy((void *)(size_t)d, s, n);
+	say("htod %zu", n);
+	return 0;
+}
 CUresult cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n) {
+	if (legacy("cuMemsetD8")) return 906;
 	memset((void *)(size_t)p, v, n);
 	return 0;
 }
 CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
+	if (legacy("cuMemcpyDtoD")) return 906;
 	memcpy((void *)(size_t)d, (void *)(size_t)s, n);
 	say("dtod %zu", n);
 	return 0;
 }
 CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+	if (legacy("cuMemcpyHtoD")) return 906;
 	memcpy((void *)(size_t)d, s, n);
 	say("htod %zu", n);
 	return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
+	if (legacy("cuMemcpyDtoH")) return 906;
 	memcpy(d, (void *)(size_t)s, n);
 	return 0;
 }
@@ -381,7 +435,11 @@ CUresult cuCtxSetCurrent(void *c) {
 	current_ctx = (size_t)c;
 	return 0;
 }
-CUresult cuCtxSynchronize(void) { say("synchronize"); return 0; }
+CUresult cuCtxSynchronize(void) {
+	if (legacy("cuCtxSynchronize")) return 906;
+	say("synchronize");
+	return 0;
+}
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
 	*p = malloc(n);
 	say("host alloc %zu flags=%u", n, flags);
@@ -393,7 +451,10 @@ CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned f
 	return 0;
 }
 CUresult cuStreamQuery(void *s) { (void)s; return 0; }
-CUresult cuStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
+CUresult cuStreamIsCapturing(void *s, int *status) {
+	*status = capturing() && s != (void *)0x5;
+	return 0;
+}
 
 /* An explicit graph kernel node (CUDA_KERNEL_NODE_PARAMS_v2): logged as a launch. */
 struct node_params {
@@ -422,6 +483,9 @@ static const struct { const char *name; void *fn; } table[] = {
 	{ "cuMemAlloc", (void *)cuMemAlloc_v2 }, { "cuMemFree", (void *)cuMemFree_v2 },
 	{ "cuMemsetD8", (void *)cuMemsetD8_v2 }, { "cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2 },
 	{ "cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2 }, { "cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2 },
+	ENTRY(cuMemsetD8Async), { "cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2 },
+	{ "cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2 },
+	ENTRY(cuThreadExchangeStreamCaptureMode),
 	{ "cuLinkCreate", (void *)cuLinkCreate_v2 }, { "cuLinkAddData", (void *)cuLinkAddData_v2 },
 	ENTRY(cuLinkComplete), ENTRY(cuLinkDestroy), ENTRY(cuCtxGetDevice),
 	ENTRY(cuDeviceGetAttribute), ENTRY(cuDriverGetVersion),
