@@ -551,8 +551,13 @@ def part_xla(p):
     if plain.rc != 0:
         print(plain.tail(30), file=sys.stderr)
         return
-    p.modules = sorted(glob.glob(os.path.join(d1, "*.ptx")))
+    p.modules = sorted(glob.glob(os.path.join(d1, "**", "*.ptx"), recursive=True))
     p.t.check("dump", f"PTX modules XLA dumped ({len(p.modules)})", len(p.modules) > 0, True)
+    if not p.modules:
+        listing = sorted(os.path.relpath(os.path.join(r, f), d1)
+                         for r, _, fs in os.walk(d1) for f in fs)
+        print(f"xla: no .ptx in {d1}; {len(listing)} files: {listing[:40]}\n"
+              f"{plain.tail(15)}", file=sys.stderr)
     p.check_modules()
     replay = os.path.join(p.dir, "replay-ptx")
     os.makedirs(replay, exist_ok=True)

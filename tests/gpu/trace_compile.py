@@ -25,9 +25,10 @@ names the right kernel only when launches do not overlap (the probe's comment). 
 gets fresh Triton and TorchInductor caches and TRITON_ALWAYS_COMPILE=1, so both compile
 every kernel.
 
-The untraced run is under torch.profiler (CUDA activity, the whole run, compilation
-included): per kernel name its launches and warps (grid x ceil(block / 32)). That is the
-model. Rows:
+Both runs are under torch.profiler (CUDA activity, the whole run, compilation included):
+per kernel name its launches and warps (grid x ceil(block / 32)). The traced run's is the
+model of its maps (TorchInductor's benchmarking of a reduction's configs need not launch
+alike in both runs); the two must launch the same Triton kernels. Rows:
 
 - run: exit codes 0; the outputs (the last call of each model) equal, torch.equal;
 - kernels: the untraced run launched Triton kernels (names `triton_...`); every one of
@@ -287,9 +288,14 @@ def main():
         snaps = os.path.join(tmp, "snaps.jsonl")
         # Trace alone gives the traced run caches of its own (under XDG_CACHE_HOME);
         # --no-triton keeps the ones set here.
+        # The traced run is profiled too: its own launches are the model of its maps (the
+        # runs need not launch alike: TorchInductor benchmarks a reduction's configs, and
+        # how many it keeps depends on what each compiles to).
+        prof_traced = os.path.join(tmp, "profile-traced.json")
         traced, s2 = run([BPF2PTX, "trace", "--format", "json", "--interval", "2s", "-o", snaps]
                          + (["--no-triton"] if override else [])
-                         + [PROBE, "--", sys.executable, APP, traced_out],
+                         + [PROBE, "--", sys.executable, APP, traced_out,
+                            "--profile", prof_traced],
                          env("traced", **overriding))
         print(traced.stdout, traced.stderr[-6000:], sep="\n", file=sys.stderr)
         cache = os.path.join(tmp, "traced", "triton") if override else \
@@ -307,6 +313,15 @@ def main():
             with open(prof) as f:
                 p = json.load(f)
             kernels, versions = p["kernels"], f"torch {p['torch']}, Triton {p['triton']}"
+        t.check("run", "the traced run's profile (the model of its launches) was written",
+                os.path.exists(prof_traced), True)
+        if os.path.exists(prof_traced):
+            with open(prof_traced) as f:
+                traced_kernels = json.load(f)["kernels"]
+            launched = lambda ks: sorted(n for n in ks if n.startswith("triton_"))  # noqa: E731
+            t.check("run", "Triton kernels launched, untraced = traced", launched(traced_kernels),
+                    launched(kernels))
+            kernels = traced_kernels
         lines = []
         if os.path.exists(snaps):
             with open(snaps) as f:

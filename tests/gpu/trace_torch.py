@@ -138,6 +138,9 @@ def build_extension(t, tmp, env):
     the CPU that its .so carries both kernels' PTX: two `build` rows of `t`. The folder,
     or None when the build failed (tests/gpu/trace_ddp.py builds it the same way)."""
     ext = os.path.join(tmp, "ext")
+    # Set here, not defaulted: a machine's own TORCH_CUDA_ARCH_LIST (the GPU machine's
+    # says 9.0a: SASS only) would leave no PTX to probe.
+    env = dict(env, TORCH_CUDA_ARCH_LIST="9.0+PTX")
     b, secs = run([sys.executable, APP, "build", ext], env)
     print(b.stdout[-4000:], b.stderr[-4000:], sep="\n", file=sys.stderr)
     t.check("build", f"extension built with +PTX ({secs:.0f} s)", b.returncode, 0)
