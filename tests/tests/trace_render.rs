@@ -452,3 +452,49 @@ fn processes_are_named_by_pid() {
         assert_eq!(named(200).as_deref(), Some("pid 200"));
     }
 }
+
+/// `--rows N`: text prints at most N rows of each map and says how many more there are;
+/// the rows it prints are the first of the full listing, and 0 prints them all.
+#[test]
+fn text_prints_at_most_the_rows_asked_and_counts_the_rest() {
+    let dir = repo_root().join("tests/trace/snapshots");
+    let mut cut = 0;
+    for path in files_with_ext(&dir, "json") {
+        let fixture: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let (snapshots, _) = load(&fixture);
+        for s in &snapshots {
+            let info = trace::ProcessInfo { pid: 1, last: true };
+            let all = trace::render(s, Format::Text);
+            assert_eq!(trace::render_limited(s, Format::Text, info, 0), all);
+            let two = trace::render_limited(s, Format::Text, info, 2);
+            // Per map section: the rows under its `key value` header.
+            for (full, short) in all.split("\n@").zip(two.split("\n@")) {
+                let rows = |t: &str| {
+                    t.lines()
+                        .skip_while(|l| !l.trim_start().starts_with("key"))
+                        .skip(1)
+                        .take_while(|l| l.starts_with("  ") && !l.trim_start().starts_with('('))
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                };
+                let (f, sh) = (rows(full), rows(short));
+                assert_eq!(sh, f[..f.len().min(2)], "{path:?}");
+                if f.len() > 2 {
+                    cut += 1;
+                    let more = f.len() - 2;
+                    let s = if more == 1 { "" } else { "s" };
+                    assert!(
+                        short.contains(&format!(
+                            "({more} more row{s} not shown: --rows 0 prints all"
+                        )),
+                        "{short}"
+                    );
+                } else {
+                    assert!(!short.contains("not shown"), "{short}");
+                }
+            }
+        }
+    }
+    assert!(cut > 0, "no fixture has a map of more than 2 rows");
+}

@@ -33,6 +33,10 @@ pub struct TraceArgs {
     /// stays where it was).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Text: print at most N rows of each map (as sorted: arrays by key, hash maps
+    /// largest value first), saying how many more there are; 0 prints every row.
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    pub rows: usize,
     /// Leave Triton's kernels as Triton makes them: no Python start-up hook, and
     /// Triton's and TorchInductor's own caches (by default a traced Python process has
     /// Triton hand each kernel's PTX to the probes before assembling it, with caches of

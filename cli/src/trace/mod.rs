@@ -129,8 +129,19 @@ pub struct ProcessInfo {
 /// text's sections carry a header of their own, printed once per process by the
 /// session when there are several).
 pub fn render_process(snapshot: &Snapshot, format: Format, p: ProcessInfo) -> String {
+    render_limited(snapshot, format, p, 0)
+}
+
+/// [`render_process`], text printing at most `max_rows` rows of each map (0: all; the
+/// rest counted in a line), as `bpf2ptx trace --rows` asks.
+pub fn render_limited(
+    snapshot: &Snapshot,
+    format: Format,
+    p: ProcessInfo,
+    max_rows: usize,
+) -> String {
     match format {
-        Format::Text => text::render(snapshot),
+        Format::Text => text::render(snapshot, max_rows),
         Format::Json => {
             let mut v = json::render(snapshot);
             v["pid"] = serde_json::json!(p.pid);
@@ -146,7 +157,7 @@ pub fn render_process(snapshot: &Snapshot, format: Format, p: ProcessInfo) -> St
 /// line with its newline.
 pub fn render(snapshot: &Snapshot, format: Format) -> String {
     match format {
-        Format::Text => text::render(snapshot),
+        Format::Text => text::render(snapshot, 0),
         Format::Json => {
             let mut line = json::render(snapshot).to_string();
             line.push('\n');

@@ -24,7 +24,7 @@
 
 use super::wire::{self, Config, Event as WireEvent, RawSnapshot};
 use super::{
-    map_types, moment, object_btf, render_process, ring_events, AppEnd, MapTypes, Snapshot,
+    map_types, moment, object_btf, render_limited, ring_events, AppEnd, MapTypes, Snapshot,
 };
 use super::{DeviceView, Format, TraceArgs, TracedMap};
 use crate::compile::{self, CompileError};
@@ -100,6 +100,8 @@ struct Session {
     spans: Vec<usize>,
     /// Per process, host programs' printk lines printed so far.
     printed_printk: HashMap<u32, usize>,
+    /// Text: rows printed per map at most (`--rows`; 0: all).
+    rows: usize,
 }
 
 /// How long the front end waits, once the command ended, for processes of its tree that
@@ -222,6 +224,7 @@ impl Session {
             _input: input,
             spans,
             printed_printk: HashMap::new(),
+            rows: args.rows,
             types,
             dir,
             child,
@@ -516,7 +519,7 @@ impl Session {
             if repeat {
                 snap.drop_records();
             }
-            out.write(&render_process(&snap, format, info));
+            out.write(&render_limited(&snap, format, info, self.rows));
         }
     }
 

@@ -8,7 +8,7 @@ use bpf2ptx_loader::image::MapData;
 use std::fmt::Write;
 
 /// Writes `s` as text.
-pub(super) fn render(s: &Snapshot) -> String {
+pub(super) fn render(s: &Snapshot, max_rows: usize) -> String {
     let mut out = String::new();
     let secs = s.elapsed_ns as f64 / 1e9;
     let device = match &s.scope {
@@ -32,7 +32,7 @@ pub(super) fn render(s: &Snapshot) -> String {
         .unwrap_or_default();
     let _ = writeln!(out, "=== bpf2ptx trace {secs:.3} s{device}{end} ===");
     for m in &s.maps {
-        map(&mut out, m);
+        map(&mut out, m, max_rows);
     }
     let failures = s.failures();
     if !failures.is_empty() {
@@ -73,7 +73,7 @@ fn reason_text(reason: &str) -> &'static str {
     }
 }
 
-fn map(out: &mut String, m: &TracedMap) {
+fn map(out: &mut String, m: &TracedMap, max_rows: usize) {
     let name = &m.map.name;
     let kind = m.kind_name();
     if let Some(h) = m.histogram() {
@@ -117,8 +117,13 @@ fn map(out: &mut String, m: &TracedMap) {
     }
     out.push_str(&head);
     out.push('\n');
-    let mut rows: Vec<[String; 3]> = t
-        .rows
+    // The first `max_rows` rows (as sorted: arrays by key, hash maps largest first).
+    let shown = if max_rows == 0 {
+        t.rows.len()
+    } else {
+        t.rows.len().min(max_rows)
+    };
+    let mut rows: Vec<[String; 3]> = t.rows[..shown]
         .iter()
         .map(|r| {
             let n = r.nonzero.map(|n| n.to_string()).unwrap_or_default();
@@ -143,6 +148,14 @@ fn map(out: &mut String, m: &TracedMap) {
             };
             let _ = writeln!(out, "{}", line.trim_end());
         }
+    }
+    if shown < t.rows.len() {
+        let more = t.rows.len() - shown;
+        let _ = writeln!(
+            out,
+            "  ({more} more {} not shown: --rows 0 prints all, --format json has every one)",
+            plural(more as u64, "row")
+        );
     }
     if t.elided > 0 {
         let _ = writeln!(
