@@ -90,7 +90,8 @@ step_corpus() {
 step_readme() {
 	local d=/tmp/bpf2ptx-readme
 	mkdir -p $d && nvcc -arch=sm_90 -o $d/vector_add tests/gpu/trace/vector_add.cu &&
-		(cd $d && timeout 60 "$BPF2PTX" trace "$OLDPWD/examples/probes/warp_time.bpf.o" -- ./vector_add 3) \
+		(cd $d && timeout 60 "$BPF2PTX" trace "$OLDPWD/examples/probes/warp_time.bpf.o" \
+			--hist warp_hist=log2 --rows 4 -- ./vector_add 3) \
 			>"$OUT/readme-trace.txt" 2>&1
 	local rc=$?
 	cat "$OUT/readme-trace.txt"
