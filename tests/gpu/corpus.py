@@ -92,12 +92,12 @@ sys.path.insert(0, HERE)
 from checks import Table, last_snapshots, skip  # noqa: E402
 from ptx_opcodes import CoverageTable, opcodes  # noqa: E402
 from trace_torch import instrumented  # noqa: E402
+from triton_common import MARK, cached_ptx  # noqa: E402
 
 BPF2PTX = os.path.abspath(os.environ.get("BPF2PTX", os.path.join(REPO, "target/release/bpf2ptx")))
 PROBES = {p: os.path.join(REPO, "examples/probes", f"{p}.bpf.o")
           for p in ("mem_traffic", "warp_time", "launch_count")}
 RUN_PROBE = "mem_traffic"
-MARK = "// ---- bpf2ptx probes ----"
 CUB_SRC = os.path.join(HERE, "trace", "corpus_cub.cu")
 TRITON_APP = os.path.join(HERE, "trace", "corpus_triton.py")
 JAX_APP = os.path.join(HERE, "trace", "corpus_jax.py")
@@ -447,21 +447,6 @@ def part_cub(p):
 
 
 # ---------------------------------------------------------------- triton
-
-def cached_ptx(cache):
-    """Per kernel, whether the PTX Triton assembled (its cache: `<key>/<kernel>.ptx`)
-    holds the probes (tests/gpu/trace_compile.py reads the traced run's cache the same
-    way)."""
-    out = {}
-    for root, _, files in os.walk(cache):
-        for f in files:
-            if f.endswith(".ptx"):
-                with open(os.path.join(root, f), errors="replace") as fh:
-                    probed = MARK in fh.read()
-                k = f[:-len(".ptx")]
-                out[k] = out.get(k, True) and probed
-    return out
-
 
 def part_triton(p):
     if not have("torch"):

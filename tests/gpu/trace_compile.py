@@ -68,7 +68,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checks import Table, fnv1a64, last_snapshots  # noqa: E402
-from triton_common import require_triton  # noqa: E402
+from triton_common import cached_ptx, require_triton  # noqa: E402
 from trace_torch import sass_only  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,7 +81,6 @@ BUCKETS = 64
 # host memory, one copy (bpf2ptx::host::HostPrograms::map_options), and so does the
 # override's inject (tests/tests/trace_compile_cpu.rs checks the list against the probe).
 HOST_MAPS = ["current", "host_launches", "host_warps", "kernel_hashes"]
-MARK = "// ---- bpf2ptx probes ----"
 
 
 def inject_args(ptx, out):
@@ -108,20 +107,6 @@ def instrument_dump(dump, override):
                                text=True)
             out[f[:-len(".ptx")]] = None if r.returncode == 0 else \
                 (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-    return out
-
-
-def cached_ptx(cache):
-    """Per kernel, whether the PTX Triton assembled (its cache: `<key>/<kernel>.ptx`)
-    holds the probes; a kernel compiled more than once is True only if every copy does."""
-    out = {}
-    for root, _, files in os.walk(cache):
-        for f in files:
-            if f.endswith(".ptx"):
-                with open(os.path.join(root, f), errors="replace") as fh:
-                    probed = MARK in fh.read()
-                k = f[:-len(".ptx")]
-                out[k] = out.get(k, True) and probed
     return out
 
 

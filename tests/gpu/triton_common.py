@@ -86,6 +86,25 @@ def check(rc, what):
 
 # ---------------------------------------------------------------- in the parent
 
+# What `bpf2ptx inject` writes after the application's own PTX: a text holding it
+# carries the probes (Triton's cache keeps the PTX it assembled beside the cubin).
+MARK = "// ---- bpf2ptx probes ----"
+
+
+def cached_ptx(cache):
+    """Per kernel, whether the PTX Triton assembled (its cache: `<key>/<kernel>.ptx`)
+    holds the probes; a kernel compiled more than once is True only if every copy does."""
+    out = {}
+    for root, _, files in os.walk(cache):
+        for f in files:
+            if f.endswith(".ptx"):
+                with open(os.path.join(root, f), errors="replace") as fh:
+                    probed = MARK in fh.read()
+                k = f[:-len(".ptx")]
+                out[k] = out.get(k, True) and probed
+    return out
+
+
 def median_ms(launch, reps):
     """The median of `reps` launches of `launch()`, CUDA events around each (ms; None for
     no launch)."""
