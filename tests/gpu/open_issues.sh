@@ -31,9 +31,22 @@
 # DL: seconds from the start after which no step starts whose estimate does not fit.
 # A step whose check exits 77 could not run here (a dependency missing: Triton, PyTorch,
 # nvcc, CUB's headers; it says which): recorded as skipped, not as a failure.
+#
+# Every step's files go to $OUT/steps/, packed at the end (also when the call is stopped)
+# into $OUT/results.tgz beside summary.txt: the device tool brings back a few files per
+# call, so one archive carries them all.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 : "${OUT:?set OUT to the folder for the results}"
+TOP=$OUT
+OUT=$TOP/steps
+mkdir -p "$OUT"
+pack() {
+	cp "$OUT/summary.txt" "$TOP/summary.txt" 2>/dev/null
+	tar czf "$TOP/results.tgz" -C "$OUT" . && rm -rf "$OUT"
+}
+trap pack EXIT
+trap 'exit 143' TERM INT
 export BPF2PTX="$(realpath "${BPF2PTX:-target/release/bpf2ptx}")"
 DL=${DL:-570}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
