@@ -583,8 +583,15 @@ mod tests {
         assert!(host.contains("st.release.sys."), "{host}");
         assert!(host.contains("ld.acquire.gpu.") && !host.contains("ld.acquire.sys."));
         assert!(!host.contains("atom.acq_rel.sys.") && !host.contains("red.release.sys."));
-        // The program's own atomics (`fails` counters) follow the module: `red.sys.global`.
-        assert!(host.contains("red.sys.global.add.u64"), "{host}");
+        // The program's own atomics on a map the verifier names follow that map's
+        // placement: the `fails` counters, in device memory, stay `.gpu`
+        // (`red.global.add`, no `.sys`); placed in host memory too, they are `.sys`.
+        assert!(
+            host.contains("red.global.add.u64") && !host.contains("red.sys.global.add.u64"),
+            "{host}"
+        );
+        let both = compile(&["rb".to_string(), "fails".to_string()]);
+        assert!(both.contains("red.sys.global.add.u64"), "{both}");
     }
 
     fn bpftime_probe(name: &str) -> Object {

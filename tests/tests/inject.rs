@@ -586,3 +586,51 @@ fn loop_probes_inject_into_the_vector_add() {
         );
     }
 }
+
+/// Atomic scope per map where the verifier proves the map: a probe whose host program
+/// shares maps in host memory (examples/probes/trace_latency.bpf.o, as `bpf2ptx trace`
+/// places `launch` and `launches`) keeps `.gpu` atomics on its device-memory maps (the
+/// `lat_us` and `lat_log2` adds, the `spans` compare-and-swap); a map placed in host memory
+/// gets `.sys` ones. Only the program's own `atom`/`red` are counted here (the runtime's
+/// map functions follow the module's scope).
+#[test]
+fn atomics_on_device_maps_keep_gpu_scope_beside_a_host_placed_map() {
+    let app = repo_root().join("examples/apps/vecadd.ptx");
+    let text = std::fs::read_to_string(&app).unwrap();
+    let probe = repo_root().join("examples/probes/trace_latency.bpf.o");
+    let woven = |maps: &[&str]| {
+        let opts = Options {
+            maps: maps.iter().map(|m| m.to_string()).collect(),
+            rebind_maps: true,
+            ..Default::default()
+        };
+        inject::inject(&probe, &text, "vecadd.ptx", &opts)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .0
+            .text
+    };
+    let sys = |t: &str| {
+        t.lines()
+            .filter(|l| {
+                let l = l.trim_start();
+                (l.starts_with("atom.sys") || l.starts_with("red.sys")) && !l.contains("[%rd")
+            })
+            .count()
+    };
+    let gpu = |t: &str| {
+        t.lines()
+            .filter(|l| {
+                let l = l.trim_start();
+                l.starts_with("atom.global.cas") || l.starts_with("red.global.add")
+            })
+            .count()
+    };
+    let shared = woven(&["launch=host", "launches=host"]);
+    assert_eq!(sys(&shared), 0, "device maps' atomics at .sys");
+    assert!(gpu(&shared) > 0, "no .gpu atomics left");
+    let lat_on_host = woven(&["launch=host", "launches=host", "lat_us=host"]);
+    assert!(
+        sys(&lat_on_host) > 0,
+        "an add into a host-placed map must be .sys"
+    );
+}

@@ -443,7 +443,8 @@ pub struct Facts {
     /// Per instruction: a load from the context at this constant byte offset on every
     /// path, so an inlined probe can take the field from the site's registers.
     pub ctx_offset: Vec<Option<i64>>,
-    /// Per instruction: an atomic on the values of this map on every path.
+    /// Per instruction: an atomic (any operation) on the values of this map on every
+    /// path.
     pub atomic_map: Vec<Option<u32>>,
     /// Per instruction (ALU, load): the value it leaves in its destination when that is
     /// the same constant on every path and matters later (relevant registers only, so

@@ -364,20 +364,23 @@ impl<'a> Explorer<'a> {
                         return Err(self.read_only(i, &st, d, map, Some(at), "atomic update into"));
                     }
                 }
+                // The map whose values every path's atomic updates (any operation): the
+                // backend takes `.gpu` scope for it when that map is in device memory; a
+                // non-fetching add's constant operand, for warp aggregation. Both facts
+                // of this instruction hold on every path or not at all.
+                let map = match base {
+                    Reg::Ptr(Region::MapValue { map }, _) => Some(map),
+                    _ => None,
+                };
                 if op == AtomicOp::Add && !fetch {
                     let c = match st.cur().regs[s as usize] {
                         Reg::Scalar(x) => x.as_const(),
                         _ => None,
                     };
-                    let map = match base {
-                        Reg::Ptr(Region::MapValue { map }, _) => Some(map),
-                        _ => None,
-                    };
-                    // Both facts of this instruction hold on every path or not at all.
                     let mut seen = self.seen[i];
                     same_on_every_path(&mut seen, &mut self.facts.atomic_add_const[i], c);
-                    same_on_every_path(&mut self.seen[i], &mut self.facts.atomic_map[i], map);
                 }
+                same_on_every_path(&mut self.seen[i], &mut self.facts.atomic_map[i], map);
                 // Read then write: both must be in bounds and (stack) initialised. A 64-bit
                 // add that does not fetch keeps a map shardable.
                 self.adding = op == AtomicOp::Add && !fetch && size == Size::DW;

@@ -137,7 +137,10 @@ impl FuncWriter<'_> {
 
     /// Puts the address of an atomic on `%r{base} + off` outside the frame in `%t1`;
     /// returns the state space and scope the atomic takes (global where the verifier
-    /// proved it, `.sys` when a map of the module is in host memory).
+    /// proved it; `.sys` when a map of the module is in host memory, unless the verifier
+    /// proved the atomic is on the values of one map on every path and that map is in
+    /// device memory: no host reads it while the kernel runs, so `.gpu` orders it for
+    /// everyone who does).
     fn atomic_address(&mut self, base: u8, off: i16) -> &'static str {
         let global = self.proven_global();
         if global {
@@ -146,7 +149,14 @@ impl FuncWriter<'_> {
         } else {
             self.l(format!("add.u64 %t1, %r{base}, {off};"));
         }
-        match (self.sys, global) {
+        let on_device_map = self
+            .facts
+            .atomic_map
+            .get(self.cur)
+            .copied()
+            .flatten()
+            .is_some_and(|m| !self.host.get(m as usize).copied().unwrap_or(false));
+        match (self.sys && !on_device_map, global) {
             (true, true) => ".sys.global",
             (true, false) => ".sys",
             (false, true) => ".global",
