@@ -287,3 +287,16 @@ pub mod fuse_check;
 pub mod fuse_random;
 pub mod ptx_model;
 pub mod random;
+
+/// python3 with `args` at the repository root, `BPF2PTX` naming this build's binary (the
+/// GPU machine's scripts read it), no bytecode written into the tree. tests/run.sh and
+/// CI need python3 anyway (ptxas comes from pip).
+pub fn python3(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("python3")
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("BPF2PTX", bpf2ptx_bin())
+        .current_dir(repo_root())
+        .output()
+        .unwrap_or_else(|e| panic!("python3: {e} (tests/run.sh needs python3 too)"))
+}

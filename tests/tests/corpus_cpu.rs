@@ -26,7 +26,7 @@
 
 use bpf2ptx_backend::inject::opcodes;
 use bpf2ptx_backend::inject::ptx as model;
-use bpf2ptx_tests::{bpf2ptx_bin, files_with_ext, repo_root, require_ptxas};
+use bpf2ptx_tests::{files_with_ext, python3, repo_root, require_ptxas};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -280,16 +280,6 @@ fn the_python_table_has_no_row_for_what_ptx_does_not_have() {
     );
 }
 
-fn python(args: &[&str]) -> std::process::Output {
-    Command::new("python3")
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("BPF2PTX", bpf2ptx_bin())
-        .current_dir(repo_root())
-        .output()
-        .expect("python3 (tests/run.sh needs it too)")
-}
-
 /// A module no ptxas knows the `.version` of, with an opcode PTX does not have.
 const UNKNOWN: &str = ".version 99.9
 .target sm_90
@@ -351,7 +341,7 @@ fn the_corpus_rows_inject_assemble_and_cover() {
         ptxas.to_str().unwrap(),
     ];
     args.extend(modules.iter().map(|m| m.to_str().unwrap()));
-    let out = python(&args);
+    let out = python3(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // The rows are printed as they come; the JSON is the last line.
@@ -410,7 +400,7 @@ fn a_skipped_row_is_neither_a_pass_nor_a_failure() {
         t.check('cub', 'runs', 0, 0)\n\
         t.skip('xla', 'results', 'no --xla_gpu_ptx_file')\n\
         t.finish(head=['# head'], tail=['## tail'])";
-    let out = python(&["-c", script, md.to_str().unwrap()]);
+    let out = python3(&["-c", script, md.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(

@@ -27,7 +27,7 @@ use bpf2ptx::host::HostPrograms;
 use bpf2ptx::trace::{self, AppEnd, Format, Hist, Scope, Snapshot, TracedMap};
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_loader::image::{MapCounts, MapData, MapImage};
-use bpf2ptx_tests::{bpf2ptx_bin, repo_root, require_ptxas};
+use bpf2ptx_tests::{bpf2ptx_bin, python3, repo_root, require_ptxas};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -311,15 +311,6 @@ fn sharing_maps(obj: &Object, r: &Run) -> Vec<TracedMap> {
     ]
 }
 
-fn python(args: &[&str]) -> Output {
-    Command::new("python3")
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(repo_root())
-        .output()
-        .unwrap_or_else(|e| panic!("python3: {e} (tests/run.sh needs python3 too)"))
-}
-
 /// python3 ARGS with `input` on its standard input.
 fn python_with_input(args: &[&str], input: &str) -> Output {
     use std::io::Write as _;
@@ -434,7 +425,7 @@ fn the_sharing_summary_reads_what_trace_prints() {
     });
     write_run(dir.path(), "shared-2", &[nested], 101, (2000, 3000));
 
-    let out = python(&[
+    let out = python3(&[
         "examples/gpu_sharing/summary.py",
         dir.path().to_str().unwrap(),
     ]);
@@ -484,7 +475,7 @@ fn the_sharing_summary_reads_what_trace_prints() {
 
     // A run that counted other than the blocks it launched fails the summary.
     write_run(dir.path(), "alone-2", &[last], 102, (1000, 2000));
-    let out = python(&[
+    let out = python3(&[
         "examples/gpu_sharing/summary.py",
         dir.path().to_str().unwrap(),
     ]);
@@ -522,7 +513,7 @@ fn the_torch_check_reads_counts_in_either_shape_and_the_kernels_from_stderr() {
             lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
         )
         .unwrap();
-        let out = python(&[
+        let out = python3(&[
             "-c",
             "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_torch as t; \
              print(json.dumps(t.counted([json.loads(l) for l in open(sys.argv[1])])))",
@@ -631,7 +622,7 @@ fn the_ddp_check_reads_each_process_its_devices_and_its_session_folder() {
         lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
     )
     .unwrap();
-    let out = python(&[
+    let out = python3(&[
         "-c",
         "import json, sys; sys.path.insert(0, 'tests/gpu'); import trace_ddp as t; \
          c = t.counted([json.loads(l) for l in open(sys.argv[1])]); \
@@ -747,7 +738,7 @@ bpf2ptx trace: module 1: probes in vecadd (inject 1.0 ms, JIT 2.0 ms)
         .map(|e| format!("{}\n", serde_json::to_string(e).unwrap()))
         .collect();
     std::fs::write(proc_dir.join("events.jsonl"), jsonl).unwrap();
-    let out = python(&[
+    let out = python3(&[
         "-c",
         "import json, sys; sys.path.insert(0, 'tests/gpu/trace'); import ddp_app as a; \
          print(json.dumps([a.session_report(sys.argv[1], 4242), \
@@ -808,7 +799,7 @@ fn the_gpu_scripts_parse() {
         "import ast, sys\nfor f in sys.argv[1:]: ast.parse(open(f).read(), f)",
     ];
     args.extend(py);
-    let out = python(&args);
+    let out = python3(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));
     for sh in ["examples/gpu_sharing/run.sh", "tests/gpu/open_issues.sh"] {
         let out = Command::new("bash")

@@ -29,7 +29,7 @@ use bpf2ptx::inject::{self, Options};
 use bpf2ptx::trace::{self, AppEnd, DeviceView, Format, Snapshot, TracedMap};
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_loader::image::{MapCounts, MapData, MapImage};
-use bpf2ptx_tests::{bpf2ptx_bin, repo_root, require_ptxas};
+use bpf2ptx_tests::{bpf2ptx_bin, python3, repo_root, require_ptxas};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -44,24 +44,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// python3 with `args`, at the repository root, BPF2PTX naming this build's binary.
-fn python(args: &[&str]) -> Output {
-    Command::new("python3")
-        .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("BPF2PTX", bpf2ptx_bin())
-        .current_dir(repo_root())
-        .output()
-        .unwrap_or_else(|e| panic!("python3: {e} (tests/run.sh needs python3 too)"))
-}
-
 /// python3 `script` (which prints one JSON value) with `input` written to a file, its path
 /// the script's argv[1]; the value.
 fn python_json(script: &str, input: &Value) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("input.json");
     std::fs::write(&f, input.to_string()).unwrap();
-    let out = python(&["-c", script, f.to_str().unwrap()]);
+    let out = python3(&["-c", script, f.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)))
