@@ -594,6 +594,40 @@ mod tests {
         assert!(both.contains("red.sys.global.add.u64"), "{both}");
     }
 
+    #[test]
+    fn hash_code_on_a_device_map_keeps_gpu_scope_beside_a_host_map() {
+        // trace_latency under `bpf2ptx trace`: its host program shares `launch` and
+        // `launches`, which are host-placed; `spans` (LRU hash) stays in device memory.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let obj = crate::load_path(&root.join("examples/probes/trace_latency.bpf.o")).unwrap();
+        let obj = super::gpu_programs(&obj).0;
+        let compile = |host: &[&str]| {
+            let host: Vec<String> = host.iter().map(|s| s.to_string()).collect();
+            let opts = ptx::Options {
+                target: "sm_90".into(),
+                host: host_flags(&obj, &host).unwrap(),
+                rebind_maps: true,
+                ..Default::default()
+            };
+            compile(&obj, &opts).unwrap()
+        };
+        let copy = bpf2ptx_runtime::maps::GPU_COPY_PREFIX;
+        let device = compile(&[]);
+        assert!(!device.contains(".sys.") && !device.contains(copy));
+        // The hash code calls the `.gpu` copy; nothing at `.sys` is left (the module's
+        // `.sys` map functions, which nothing calls, are left out).
+        let mixed = compile(&["launch", "launches"]);
+        assert!(mixed.contains(&format!("{copy}hash_stamp")), "{mixed}");
+        assert!(!mixed.contains(".sys."), "{mixed}");
+        assert!(!mixed.contains(".func (.param .b64 ret) bpf2ptx_map_hash_update("));
+        // `spans` host-placed too: its code is `.sys`, no copy.
+        let host = compile(&["launch", "launches", "spans"]);
+        assert!(
+            host.contains("ld.acquire.sys.") && !host.contains(copy),
+            "{host}"
+        );
+    }
+
     fn bpftime_probe(name: &str) -> Object {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let obj = crate::load_path(&root.join("tests/probes/bpftime").join(name)).unwrap();

@@ -495,6 +495,73 @@ fn build_functions(scope: crate::Scope) -> String {
     scope.apply(&text).into_owned()
 }
 
+/// Prefix of the runtime's map functions in a module's second copy of them at `.gpu`
+/// scope ([`gpu_copy`]), which replaces `bpf2ptx_map_` in each name.
+pub const GPU_COPY_PREFIX: &str = "bpf2ptx_mapgpu_";
+
+/// Every function [`MAP_DECLARATIONS`] and [`MAP_FUNCTIONS`] declare or define (all named
+/// `bpf2ptx_map_*`; `bpf2ptx_copy` is [`crate::COPY_FUNCTION`]'s, which has no atomics).
+fn map_function_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<String> = MAP_DECLARATIONS
+            .lines()
+            .chain(MAP_FUNCTIONS.lines())
+            .filter_map(|l| l.strip_prefix(".func "))
+            .filter_map(|l| l.split('(').find_map(|p| p.split_whitespace().last()))
+            .filter(|n| n.starts_with("bpf2ptx_map_"))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    })
+}
+
+/// `text` with every call of (and declaration, definition or reference to) a runtime map
+/// function redirected to its `.gpu` copy ([`GPU_COPY_PREFIX`]). Whole identifiers only:
+/// a specialised function (`bpf2ptx_map_hash_update__bpf2ptx_map_spans`) keeps its name.
+pub fn to_gpu_copy(text: &str) -> String {
+    let names = map_function_names();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut rest = text;
+    while let Some(at) = rest.find("bpf2ptx_map_") {
+        let starts_word = !rest[..at].chars().next_back().is_some_and(ident);
+        let len = rest[at..]
+            .find(|c: char| !ident(c))
+            .unwrap_or(rest.len() - at);
+        let word = &rest[at..at + len];
+        out.push_str(&rest[..at]);
+        if starts_word && names.binary_search_by(|n| n.as_str().cmp(word)).is_ok() {
+            out.push_str(GPU_COPY_PREFIX);
+            out.push_str(&word["bpf2ptx_map_".len()..]);
+        } else {
+            out.push_str(word);
+        }
+        rest = &rest[at + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The runtime's map functions at `.gpu` scope under the names [`to_gpu_copy`] gives
+/// them, as (declarations, definitions), for a module whose own map functions are at
+/// `.sys` (it has a host-placed map) and whose calls pinned to a map in device memory
+/// need no more than `.gpu`: no host reads that map while the kernel runs, and `.sys`
+/// orderings cost far more (each `ld.acquire.sys` waits for the system; under `bpf2ptx
+/// trace` a host program's shared map made every probe's hash lookup pay it).
+pub fn gpu_copy() -> (String, String) {
+    static TEXT: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        (
+            to_gpu_copy(MAP_DECLARATIONS),
+            to_gpu_copy(&functions_at(crate::Scope::Gpu)),
+        )
+    })
+    .clone()
+}
+
 /// A map's geometry as its object fixes it: descriptor words 0-2 (type and flags, key and
 /// value size, max entries and value stride), which the backend writes into the module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,6 +16,7 @@
 #   gpuoverhead issue 16: benches/gpu-trace/probe_overhead.py (kernel time: trace vs inject)
 #   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
 #   latency   issue 16: tests/gpu/trace_latency.py (host program + GPU probe)
+#   latparts  issue 16: benches/gpu-trace/latency_parts.py (the app's latency per probe part)
 #   apps      issue 16: tests/gpu/trace_apps.py (unmodified apps, counts vs a model)
 #   torch     issue 16: tests/gpu/trace_torch.py (a PyTorch +PTX extension under trace)
 #   triton    issue 18: tests/gpu/triton_attach.py (Triton matmul, bytes and wgmma)
@@ -82,6 +83,7 @@ step_fuse() {
 }
 step_overhead() { timeout 90 python3 benches/gpu-trace/launch_overhead.py "$OUT/launch-overhead.md" 5 2>&1 | tail -12; }
 step_gpuoverhead() { timeout 110 python3 benches/gpu-trace/probe_overhead.py "$OUT/trace-probe-overhead.md" 5 2>&1 | tail -14; }
+step_latparts() { timeout 100 python3 benches/gpu-trace/latency_parts.py "$OUT/latency-parts.md" 2>&1 | tail -12; }
 step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
 step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
 step_torch() { timeout 150 python3 tests/gpu/trace_torch.py "$OUT/trace-torch.md" >"$OUT/trace-torch.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-torch.log"; return $rc; }
@@ -112,7 +114,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=150 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=150 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do

@@ -57,6 +57,34 @@ fn lower_budget(f: &Path, loop_budget: Option<u64>) -> String {
     bpf2ptx::compile::compile(&obj, &opts).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
 }
 
+/// [`lower`] with every map that is not a hash map placed in host memory (`--map
+/// NAME=host`, as `bpf2ptx trace` places the maps a host program shares), under
+/// `rebind_maps`: hash code on a device map in a `.sys` module calls the runtime's `.gpu`
+/// copy of the map functions (`maps::gpu_copy`), which must assemble beside (or instead
+/// of) the `.sys` ones. `None` when the object has no hash map and no other map.
+fn lower_mixed(f: &Path) -> Option<String> {
+    use bpf2ptx_compiler::program::MapOrigin;
+    use bpf2ptx_runtime::MapKind;
+    let (obj, _) = bpf2ptx::compile::gpu_programs(&bpf2ptx::load_path(f).unwrap());
+    let host: Vec<bool> = obj
+        .maps
+        .iter()
+        .map(|m| m.origin != MapOrigin::GlobalData && !m.is(MapKind::is_hash))
+        .collect();
+    let hash = obj.maps.iter().any(|m| m.is(MapKind::is_hash));
+    if !hash || !host.iter().any(|h| *h) {
+        return None;
+    }
+    let opts = ptx::Options {
+        target: "sm_70".into(),
+        entry: true,
+        host,
+        rebind_maps: true,
+        ..Default::default()
+    };
+    Some(bpf2ptx::compile::compile(&obj, &opts).unwrap_or_else(|e| panic!("{}: {e}", f.display())))
+}
+
 #[test]
 fn ptxas_accepts_all_emitted_ptx() {
     let Some(ptxas) = require_ptxas() else {
@@ -73,6 +101,8 @@ fn ptxas_accepts_all_emitted_ptx() {
     // probes) and the benchmark probes: each must lower. The one injection probe that
     // the verifier must reject (it reads past its context) is the exception.
     let mut lowered = 0;
+    let mut mixed = 0;
+    let mut copies = 0;
     for dir in [
         "tests/corpus/obj",
         "tests/gpu/probes",
@@ -88,6 +118,11 @@ fn ptxas_accepts_all_emitted_ptx() {
             let text = lower(&f);
             jobs.push((format!("{}_{name}", dir.replace('/', "_")), text));
             lowered += 1;
+            if let Some(text) = lower_mixed(&f) {
+                copies += usize::from(text.contains(bpf2ptx_runtime::maps::GPU_COPY_PREFIX));
+                jobs.push((format!("{}_{name}_mixed", dir.replace('/', "_")), text));
+                mixed += 1;
+            }
         }
     }
     // The bpftime-style probes that lower today (tests/probes/bpftime/README.md):
@@ -141,5 +176,12 @@ fn ptxas_accepts_all_emitted_ptx() {
         failures.len(),
         failures.join("\n")
     );
-    eprintln!("ptxas accepted 313 conformance modules and {lowered} probe modules for {TARGETS:?}");
+    assert!(
+        mixed >= 6 && copies >= 4,
+        "{mixed} objects with a hash map and another map, {copies} calling the .gpu copy"
+    );
+    eprintln!(
+        "ptxas accepted 313 conformance modules, {lowered} probe modules and {mixed} of them \
+         with their other maps host-placed, for {TARGETS:?}"
+    );
 }

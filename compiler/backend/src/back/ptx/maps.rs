@@ -5,7 +5,7 @@
 use super::calls::{lowering, LOOKUP, UPDATE};
 use super::frame::{folded, Fp};
 use super::func::FuncWriter;
-use super::module::SPEC_NEED;
+use super::module::{GPU_COPY_NEED, MODULE_SCOPE_NEED, SPEC_NEED};
 use super::symbols::{map_data_symbol, map_desc_symbol};
 use super::SHARDS;
 use crate::isa::insn::Insn;
@@ -44,10 +44,16 @@ impl FuncWriter<'_> {
         let name = match self.pinned_hash_helper(i) {
             Some((m, base)) => {
                 self.need.insert(format!("{SPEC_NEED}{base}:{m}"));
+                if !self.gpu_copy(m) {
+                    self.need.insert(MODULE_SCOPE_NEED.into());
+                }
                 let desc = map_desc_symbol(&self.obj.maps[m as usize].name);
                 bpf2ptx_runtime::maps::specialized_name(base, &desc)
             }
-            None => generic.to_string(),
+            None => {
+                self.need.insert(MODULE_SCOPE_NEED.into());
+                generic.to_string()
+            }
         };
         self.need.insert("maps".into());
         self.l("{");
@@ -123,13 +129,26 @@ impl FuncWriter<'_> {
         Some((m, folded(fp, 2, 0, size, frame)?, size))
     }
 
-    /// The scope of the module's atomics, which inlined map code shares with the runtime.
-    fn scope(&self) -> bpf2ptx_runtime::Scope {
-        if self.sys {
+    /// The scope of the map code for map `m` (inlined, or its specialised runtime
+    /// functions): `.sys` when `m` itself is host-placed, `.gpu` otherwise, also in a module
+    /// whose other maps are host-placed ([`FuncWriter::gpu_copy`]).
+    fn map_scope(&self, m: u32) -> bpf2ptx_runtime::Scope {
+        if self.host.get(m as usize).copied().unwrap_or(false) {
             bpf2ptx_runtime::Scope::Sys
         } else {
             bpf2ptx_runtime::Scope::Gpu
         }
+    }
+
+    /// Whether code pinned to map `m` calls the runtime's `.gpu` copy of the map
+    /// functions (`maps::gpu_copy`): `m` is in device memory in a module whose own map
+    /// functions are at `.sys` (it has a host-placed map). Records the need.
+    fn gpu_copy(&mut self, m: u32) -> bool {
+        let copy = self.sys && self.map_scope(m) == bpf2ptx_runtime::Scope::Gpu;
+        if copy {
+            self.need.insert(GPU_COPY_NEED.into());
+        }
+        copy
     }
 
     /// `map_lookup_elem` on a hash map, inlined ([`FuncWriter::hash_inline`],
@@ -156,8 +175,17 @@ impl FuncWriter<'_> {
             "%hkw",
             "%r0",
             &tag,
-            self.scope(),
+            self.map_scope(m),
         );
+        let text = if self.gpu_copy(m) {
+            bpf2ptx_runtime::maps::to_gpu_copy(&text)
+        } else {
+            if lru {
+                // It calls the runtime's stamp.
+                self.need.insert(MODULE_SCOPE_NEED.into());
+            }
+            text
+        };
         for line in text.lines() {
             self.l(line);
         }
@@ -170,7 +198,7 @@ impl FuncWriter<'_> {
     /// says this thread's last lookup of the key, with no call since, missed.
     pub(super) fn inline_hash_update(&mut self, fp: &[Fp; 11], frame: u32) -> bool {
         let i = self.cur;
-        let Some((_, slot, size)) = self.hash_inline(i, fp, frame) else {
+        let Some((m, slot, size)) = self.hash_inline(i, fp, frame) else {
             return false;
         };
         self.need.insert("maps".into());
@@ -184,7 +212,7 @@ impl FuncWriter<'_> {
             "%r4",
             "%r0",
             &tag,
-            self.scope(),
+            self.map_scope(m),
         );
         for line in head.lines() {
             self.l(line);

@@ -15,6 +15,7 @@ use super::symbols::{
 use super::{atomic_scope, has_map_ref, is_sharded, Error, Options, SHARDS, TARGETS};
 use crate::cfg::Cfg;
 use crate::program::{MapOrigin, Object, Program};
+use bpf2ptx_runtime::maps::specialized_function;
 use bpf2ptx_runtime::{desc, MapKind};
 use bpf2ptx_verifier::{Regions, Verified};
 use std::collections::BTreeSet;
@@ -74,9 +75,22 @@ fn ring_bytes(m: &crate::program::Map) -> u64 {
 /// specialised for one map (`maps::specialized_function`).
 pub(super) const SPEC_NEED: &str = "spec:";
 
-/// Prototype and definition of each specialised hash function the module's calls need.
+/// The `need` entry of a module whose code calls the runtime's `.gpu` copy of the map
+/// functions (`maps::gpu_copy`): code pinned to a device-memory map in a module with a
+/// host-placed map.
+pub(super) const GPU_COPY_NEED: &str = "maps:gpu-copy";
+
+/// The `need` entry of a module whose code calls the runtime's map functions at the
+/// module's own scope. A module whose map code all calls the `.gpu` copy
+/// ([`GPU_COPY_NEED`]) leaves them out.
+pub(super) const MODULE_SCOPE_NEED: &str = "maps:module-scope";
+
+/// Prototype and definition of each specialised hash function the module's calls need:
+/// at `.sys` scope for a host-placed map, else at `.gpu` (calling the `.gpu` copy of the
+/// map functions in a `.sys` module, `scope`).
 fn specialised_functions(
     obj: &Object,
+    opts: &Options,
     need: &BTreeSet<String>,
     scope: bpf2ptx_runtime::Scope,
 ) -> Vec<(String, String)> {
@@ -84,7 +98,9 @@ fn specialised_functions(
         .filter_map(|n| n.strip_prefix(SPEC_NEED))
         .filter_map(|n| {
             let (base, m) = n.rsplit_once(':')?;
-            let map = obj.maps.get(m.parse::<usize>().ok()?)?;
+            let k = m.parse::<usize>().ok()?;
+            let map = obj.maps.get(k)?;
+            let host = opts.host.get(k).copied().unwrap_or(false);
             let name = bpf2ptx_runtime::maps::specialized_name(base, &map_desc_symbol(&map.name));
             let geometry = bpf2ptx_runtime::maps::Geometry {
                 map_type: map.map_type,
@@ -93,7 +109,14 @@ fn specialised_functions(
                 value_size: map.value_size,
                 max_entries: map.max_entries,
             };
-            let body = bpf2ptx_runtime::maps::specialized_function(base, &name, geometry, scope)?;
+            let body = if host {
+                specialized_function(base, &name, geometry, bpf2ptx_runtime::Scope::Sys)?
+            } else if scope == bpf2ptx_runtime::Scope::Sys {
+                let gpu = specialized_function(base, &name, geometry, bpf2ptx_runtime::Scope::Gpu)?;
+                bpf2ptx_runtime::maps::to_gpu_copy(&gpu)
+            } else {
+                specialized_function(base, &name, geometry, scope)?
+            };
             let proto = body.lines().next()?.to_string() + ";\n";
             Some((proto, body))
         })
@@ -303,10 +326,20 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
     for n in need.iter().filter(|n| n.starts_with("bpf2ptx_")) {
         let _ = writeln!(out, "{}", runtime_decl(n));
     }
-    if need.contains("maps") {
+    let gpu_copy = need
+        .contains(GPU_COPY_NEED)
+        .then(bpf2ptx_runtime::maps::gpu_copy);
+    // The map functions at the module's scope, unless every call goes to the `.gpu` copy
+    // (a prototype with no definition is an unresolved extern to ptxas).
+    let module_maps =
+        need.contains("maps") && (gpu_copy.is_none() || need.contains(MODULE_SCOPE_NEED));
+    if module_maps {
         out.push_str(bpf2ptx_runtime::maps::declarations());
     }
-    let specialised = specialised_functions(obj, &need, scope);
+    if let Some((decls, _)) = &gpu_copy {
+        out.push_str(decls);
+    }
+    let specialised = specialised_functions(obj, opts, &need, scope);
     for (proto, _) in &specialised {
         out.push_str(proto);
     }
@@ -324,8 +357,11 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
     if need.contains("maps") || need.contains("ringbuf") {
         out.push_str(bpf2ptx_runtime::COPY_FUNCTION);
     }
-    if need.contains("maps") {
+    if module_maps {
         out.push_str(&bpf2ptx_runtime::maps::functions_at(scope));
+    }
+    if let Some((_, functions)) = &gpu_copy {
+        out.push_str(functions);
     }
     for (_, body) in &specialised {
         out.push_str(body);

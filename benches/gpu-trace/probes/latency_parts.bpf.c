@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+/*
+ * The parts of examples/probes/trace_latency.bpf.c, one more per variant, to find
+ * which one delays the application's first instruction in a block
+ * (benches/gpu-trace/latency_parts.py). PART (clang -DPART=N):
+ *   0  an empty block-entry probe, with the host program (the interposer's own cost);
+ *   1  the entry probe reads the host-placed `launch` map and counts the block;
+ *   2  1, and the launch span (bpf2ptx_launch_span_start on an LRU hash map).
+ */
+#include "../../../examples/probes/common.h"
+
+#ifndef PART
+#define PART 0
+#endif
+
+struct launch_info {
+	__u64 host_ns;
+	__u64 seq;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct launch_info);
+} launch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} blocks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct bpf2ptx_launch_span);
+} spans SEC(".maps");
+
+SEC("host/launch/*")
+int on_launch(struct bpf2ptx_launch_ctx *ctx)
+{
+	__u32 zero = 0;
+	struct launch_info *l = bpf_map_lookup_elem(&launch, &zero);
+
+	if (l) {
+		l->host_ns = ctx->host_ns;
+		l->seq = ctx->seq;
+	}
+	return 0;
+}
+
+SEC("gpu/entry.block/*")
+int block_start(struct bpf2ptx_kernel_ctx *ctx)
+{
+#if PART >= 1
+	__u64 now = bpf_get_globaltimer(), *c;
+	__u32 zero = 0;
+	struct launch_info *l = bpf_map_lookup_elem(&launch, &zero);
+
+	if (!l)
+		return 0;
+	c = bpf_map_lookup_elem(&blocks, &zero);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+#if PART >= 2
+	bpf2ptx_launch_span_start(&spans, l->host_ns, now);
+#endif
+#endif
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
