@@ -17,9 +17,16 @@ an untraced run is the model of a traced one:
 - inductor's runtime autotuning off (`triton.autotune_pointwise = False`: one config per
   pointwise and reduction kernel, so no kernel is launched to benchmark configs), and no
   dynamic scaling of reduction blocks (which would add configs to benchmark);
-- kernels compiled in this process (`compile_threads = 1`), caches off
-  (`force_disable_caches`; the checker also gives each run fresh TRITON_CACHE_DIR and
-  TORCHINDUCTOR_CACHE_DIR), so every run compiles every kernel;
+- inductor's deterministic mode (`deterministic`, torch.use_deterministic_algorithms's
+  inductor side): no config is chosen by timing it. Why: an instrumented kernel times
+  differently, so a config chosen by benchmarking may differ under trace, and a reduction
+  of another config rounds differently (on an H100 the attention's softmax did: outputs
+  not bit-equal, 3 configs benchmarked untraced and 1 traced);
+- kernels compiled in this process (`compile_threads = 1`) into caches that start empty
+  (the checker gives the untraced run fresh TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR;
+  `bpf2ptx trace` gives the traced run caches of its own under a fresh XDG_CACHE_HOME), so
+  every run compiles every kernel and the checker can read the PTX Triton cached. Not
+  `force_disable_caches`: with it Triton's PTX went to no cache the checker could read;
 - fp32 without TF32, so cuBLAS's results do not depend on a TF32 choice.
 A config this torch lacks is skipped and said on stderr.
 
@@ -38,7 +45,7 @@ def configure(torch):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     for path, value in (("triton.autotune_pointwise", False), ("dynamic_scale_rblock", False),
-                        ("compile_threads", 1), ("force_disable_caches", True),
+                        ("compile_threads", 1), ("deterministic", True),
                         ("triton.cudagraphs", False)):
         obj, *rest = path.split(".")
         target = ic
