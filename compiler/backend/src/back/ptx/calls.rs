@@ -4,6 +4,7 @@
 
 use super::frame::Fp;
 use super::func::FuncWriter;
+use super::fuse;
 use super::symbols::func_symbol;
 use crate::isa::table::Size;
 use bpf2ptx_runtime::Lowering;
@@ -168,14 +169,30 @@ impl FuncWriter<'_> {
     /// which ptxas keeps in uniform registers, and skips the `tid.y`/`tid.z`/`ctaid.y`/
     /// `ctaid.z` reads whose latency otherwise sits at the start of every probe that
     /// numbers threads (a per-warp counter costs 1.2x its 1-D CUDA twin without it).
+    ///
+    /// In a fused body whose forwarded loads need the launch's shape
+    /// ([`FuncWriter::fuse_shape`]), each path also answers it in `fuse::SHAPE_PRED`: the
+    /// 1-D path in five instructions from the launch constants it already read.
     fn global_thread_id(&mut self, dst: &str) {
-        self.global_id(dst, false);
+        self.global_id_then(dst, false, |w, one_d| {
+            if let Some(test) = w.fuse_shape() {
+                for line in fuse::shape_test_lines(test, one_d) {
+                    w.l(line);
+                }
+            }
+        });
     }
 
     /// [`FuncWriter::global_thread_id`], or with `warp` the global warp id: linear block
     /// index x warps per block (threads per block rounded up to 32, as the hardware forms
     /// warps from the linear thread index) + linear thread index / 32.
     pub(super) fn global_id(&mut self, dst: &str, warp: bool) {
+        self.global_id_then(dst, warp, |_, _| {});
+    }
+
+    /// [`FuncWriter::global_id`], with `tail(self, one_d)` written at the end of each of
+    /// its two paths (`one_d`: the 1-D one), after `dst`.
+    fn global_id_then(&mut self, dst: &str, warp: bool, tail: impl Fn(&mut Self, bool)) {
         let (general, done) = (self.fresh_label(), self.fresh_label());
         self.l("mov.u32 %w0, %ntid.y;");
         for r in ["%ntid.z", "%nctaid.y", "%nctaid.z"] {
@@ -194,6 +211,7 @@ impl FuncWriter<'_> {
         self.l("mul.wide.u32 %t3, %w0, %w1;");
         self.l("cvt.u64.u32 %t2, %w2;");
         self.l(format!("add.u64 {dst}, %t3, %t2;"));
+        tail(self, true);
         self.l(format!("bra.uni {done};"));
         let _ = writeln!(self.out, "{general}:");
         self.linear_block("%t1");
@@ -209,6 +227,7 @@ impl FuncWriter<'_> {
         }
         self.l("cvt.u64.u32 %t3, %w0;");
         self.l(format!("mad.lo.u64 {dst}, %t1, %t3, %t2;"));
+        tail(self, false);
         let _ = writeln!(self.out, "{done}:");
     }
 

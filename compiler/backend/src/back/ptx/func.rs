@@ -205,7 +205,13 @@ impl<'a> FuncWriter<'a> {
         self.l(".reg .b64 %r<11>;");
         self.l(".reg .b64 %t<4>;");
         self.l(".reg .b32 %w<4>;");
-        self.l(".reg .pred %p<4>;");
+        if self.fuse_shape().is_some() {
+            // %p4: fuse::SHAPE_PRED, false until a get_global_thread_id answers it.
+            self.l(".reg .pred %p<5>;");
+            self.l(format!("setp.ne.u32 {}, 0, 0;", fuse::SHAPE_PRED));
+        } else {
+            self.l(".reg .pred %p<4>;");
+        }
         for r in 1..=5 {
             if self.inline {
                 self.l(format!("mov.u64 %r{r}, %bpf2ptx_a{r};"));
@@ -269,13 +275,19 @@ impl<'a> FuncWriter<'a> {
         self.l(format!("add.u64 {acc}, {acc}, {addend};"));
     }
 
+    /// The launch-shape test this body's forwarded loads need (`fuse::shape_test`), which
+    /// its `get_global_thread_id` calls answer in `fuse::SHAPE_PRED`.
+    pub(super) fn fuse_shape(&self) -> Option<fuse::ShapeTest> {
+        fuse::shape_test(self.obj, &self.fuse)
+    }
+
     /// After store `i`: when fusion forwards it, the stored value (`value`) into the
     /// slot's kernel register and the flag that says this thread's store is there.
     fn forward_store(&mut self, i: usize, value: &str) {
         let Some(slot) = self.fuse.fw_store.get(&i).copied() else {
             return;
         };
-        for line in fuse::forwarded_store(self.obj, &slot, value) {
+        for line in fuse::forwarded_store(&slot, value) {
             self.l(line);
         }
     }
@@ -615,7 +627,7 @@ impl<'a> FuncWriter<'a> {
                 let val = format!("%r{d}");
                 let forwarded = self.fuse.fw_load.get(&i).copied().map(|slot| {
                     let done = self.fresh_label();
-                    for line in fuse::forwarded_load_head(&slot, &val, &done) {
+                    for line in fuse::forwarded_load_head(self.obj, &slot, &val, &done) {
                         self.l(line);
                     }
                     done

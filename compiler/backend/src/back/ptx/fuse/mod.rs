@@ -35,7 +35,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod text;
 
-pub(super) use text::{addend_operand, forwarded_load_head, forwarded_store};
+pub(super) use text::{
+    addend_operand, forwarded_load_head, forwarded_store, shape_test, shape_test_lines, ShapeTest,
+    SHAPE_PRED,
+};
 pub use text::{flush_text, kernel_registers};
 
 /// The most accumulators one kernel gets: each is a 64-bit register live from the

@@ -7,14 +7,14 @@
 //! written for a plan already made: the warp-level reduction of the flush and the
 //! launch-shape check of a forwarded store are about the GPU, not about the program.
 
-use super::{AccSlot, FwSlot, KeyForm};
+use super::{AccSlot, FwSlot, KeyForm, SitePlan};
 use crate::back::ptx::{self, is_sharded, Options};
 use crate::program::{MapOrigin, Object};
 use bpf2ptx_verifier::{Addend, PlainAdd};
 use std::fmt::Write as _;
 
-/// Whether a forwarded store of `slot` needs the launch-shape check before the slot counts
-/// as this thread's own (plain arrays keyed by the thread's id; per-unit arrays need none).
+/// Whether a forwarded slot is the thread's own only for some launch shapes (plain arrays
+/// keyed by the thread's id; per-unit arrays' slots are the unit's own for any launch).
 fn needs_shape_check(obj: &Object, slot: &FwSlot) -> bool {
     obj.maps
         .get(slot.map as usize)
@@ -22,27 +22,59 @@ fn needs_shape_check(obj: &Object, slot: &FwSlot) -> bool {
         .is_some_and(|k| !k.is_per_unit())
 }
 
-/// The lines after a forwarded store of `value` (a register or an immediate): the value
-/// copied into the slot's register, and the flag set when the launch's shape makes the
-/// key this thread's own: for a key of the global thread id, at most 2^32 threads (the
-/// key is its low 32 bits); for `gtid >> 5`, whole warps per block and at most 2^37
-/// threads. Uses `%w0`-`%w2`, `%t2`, `%t3`, `%p1`, `%p2` of the function writer.
-pub(in crate::back::ptx) fn forwarded_store(
-    obj: &Object,
-    slot: &FwSlot,
-    value: &str,
-) -> Vec<String> {
-    let mut l = vec![format!("mov.u64 {}, {value};", slot.register())];
-    let flag = slot.stored_register();
-    if !needs_shape_check(obj, slot) {
-        l.push(format!("mov.u32 {flag}, 1;"));
-        return l;
+/// The launch shape under which every thread-keyed slot a body forwards is its thread's
+/// own: at most `limit` threads (a key of the global thread id is its low 32 bits, so at
+/// most 2^32; `gtid >> 5`, 2^37) and, with `whole_warps`, threads per block a multiple of
+/// 32 (so `gtid >> 5` names one warp). One test for the whole body, the strictest of its
+/// slots': a slot with a looser rule is then forwarded for fewer launches, never wrongly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::back::ptx) struct ShapeTest {
+    limit: u64,
+    whole_warps: bool,
+}
+
+/// The predicate register of an inlined body that holds [`ShapeTest`]'s answer for the
+/// launch, set by every `get_global_thread_id` of the body (`shape_test_lines`).
+pub(in crate::back::ptx) const SHAPE_PRED: &str = "%p4";
+
+/// The shape test the forwarded loads of `plan` need, if any: loads, not stores, because
+/// the test is only needed where a register replaces memory, and a load's key comes from
+/// a `get_global_thread_id` of its own body, whose launch-shape reads the test shares.
+pub(in crate::back::ptx) fn shape_test(obj: &Object, plan: &SitePlan) -> Option<ShapeTest> {
+    let slots: Vec<&FwSlot> = plan
+        .fw_load
+        .values()
+        .filter(|s| needs_shape_check(obj, s))
+        .collect();
+    if slots.is_empty() {
+        return None;
     }
-    let limit: u64 = match slot.key {
-        KeyForm::WarpOfThread => 1 << 37,
-        _ => 1 << 32,
-    };
-    l.extend(
+    let warps = |s: &&FwSlot| s.key == KeyForm::WarpOfThread;
+    Some(ShapeTest {
+        limit: if slots.iter().all(warps) {
+            1 << 37
+        } else {
+            1 << 32
+        },
+        whole_warps: slots.iter().any(warps),
+    })
+}
+
+/// The lines that set [`SHAPE_PRED`] to `test`'s answer, inside `get_global_thread_id`'s
+/// lowering after its result is written: `one_d` on its 1-D path (`ntid.y`, `ntid.z`,
+/// `nctaid.y`, `nctaid.z` all 1, so threads = `nctaid.x * ntid.x`, below 2^41: five
+/// instructions), else for any launch. Uses `%w0`-`%w2`, `%t2`, `%t3`.
+pub(in crate::back::ptx) fn shape_test_lines(test: ShapeTest, one_d: bool) -> Vec<String> {
+    let p = SHAPE_PRED;
+    let mut l: Vec<String> = if one_d {
+        [
+            "mov.u32 %w0, %ntid.x;",
+            "mov.u32 %w1, %nctaid.x;",
+            "mul.wide.u32 %t3, %w0, %w1;",
+        ]
+        .map(String::from)
+        .to_vec()
+    } else {
         [
             "mov.u32 %w0, %ntid.x;",
             "mov.u32 %w1, %ntid.y;",
@@ -55,20 +87,38 @@ pub(in crate::back::ptx) fn forwarded_store(
             "mov.u32 %w1, %nctaid.z;",
             "cvt.u64.u32 %t3, %w1;",
             "mul.lo.u64 %t2, %t2, %t3;",
-            // Blocks below 2^32, so blocks x threads per block (at most 1024) fits 64 bits.
-            "setp.lt.u64 %p1, %t2, 4294967296;",
-            "cvt.u64.u32 %t3, %w0;",
-            "mul.lo.u64 %t2, %t2, %t3;",
         ]
-        .map(String::from),
-    );
-    l.push(format!("setp.le.and.u64 %p1, %t2, {limit}, %p1;"));
-    if slot.key == KeyForm::WarpOfThread {
-        l.push("and.b32 %w1, %w0, 31;".into());
-        l.push("setp.eq.and.u32 %p1, %w1, 0, %p1;".into());
+        .map(String::from)
+        .to_vec()
+    };
+    if one_d {
+        l.push(format!("setp.le.u64 {p}, %t3, {};", test.limit));
+    } else {
+        // Blocks below 2^32, so blocks x threads per block (at most 1024) fits 64 bits.
+        l.push(format!("setp.lt.u64 {p}, %t2, 4294967296;"));
+        l.push("cvt.u64.u32 %t3, %w0;".into());
+        l.push("mul.lo.u64 %t2, %t2, %t3;".into());
+        l.push(format!("setp.le.and.u64 {p}, %t2, {}, {p};", test.limit));
     }
-    l.push(format!("selp.u32 {flag}, 1, 0, %p1;"));
+    if test.whole_warps {
+        l.push("and.b32 %w1, %w0, 31;".into());
+        l.push(format!("setp.eq.and.u32 {p}, %w1, 0, {p};"));
+    }
     l
+}
+
+/// The lines after a forwarded store of `value` (a register or an immediate): the value
+/// copied into the slot's register and the flag set. Whether the launch's shape makes the
+/// slot the thread's own is asked where the register would replace a load
+/// ([`forwarded_load_head`]), not here: on the entry probe's path (which the whole warp
+/// waits for before the kernel's own code) the test cost 22 instructions per warp, more
+/// than the load it saves in a kernel that issues few of its own (issue 19: warp_time on
+/// vecadd ran slower fused than unfused).
+pub(in crate::back::ptx) fn forwarded_store(slot: &FwSlot, value: &str) -> Vec<String> {
+    vec![
+        format!("mov.u64 {}, {value};", slot.register()),
+        format!("mov.u32 {}, 1;", slot.stored_register()),
+    ]
 }
 
 /// The kernel-scope declarations and zeroing the woven kernel needs for these
@@ -235,17 +285,22 @@ pub fn flush_text(
 }
 
 /// What a forwarded load of `slot` into `dst` emits before the ordinary load, and the label
-/// the caller defines after it: the register when this thread stored to the slot.
+/// the caller defines after it: the register when this thread stored to the slot and, for
+/// a thread-keyed slot, the launch's shape makes the slot the thread's own
+/// ([`SHAPE_PRED`], which the body's `get_global_thread_id` set).
 pub(in crate::back::ptx) fn forwarded_load_head(
+    obj: &Object,
     slot: &FwSlot,
     dst: &str,
     done: &str,
 ) -> Vec<String> {
-    vec![
-        format!("setp.ne.u32 %p1, {}, 0;", slot.stored_register()),
-        format!("@%p1 mov.u64 {dst}, {};", slot.register()),
-        format!("@%p1 bra {done};"),
-    ]
+    let mut l = vec![format!("setp.ne.u32 %p1, {}, 0;", slot.stored_register())];
+    if needs_shape_check(obj, slot) {
+        l.push(format!("and.pred %p1, %p1, {SHAPE_PRED};"));
+    }
+    l.push(format!("@%p1 mov.u64 {dst}, {};", slot.register()));
+    l.push(format!("@%p1 bra {done};"));
+    l
 }
 
 /// The addend of an accumulated add: a fused plain update's addend, else the atomic's
