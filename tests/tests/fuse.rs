@@ -199,7 +199,7 @@ fn random_probes_fused_and_unfused_give_the_same_maps() {
     use bpf2ptx_tests::fuse_random;
     let ptxas = bpf2ptx_tests::require_ptxas();
     let tmp = tempfile::tempdir().unwrap();
-    let (mut accumulated, mut forwarded, mut flushed_early) = (0, 0, 0);
+    let (mut accumulated, mut forwarded, mut flushed_early, mut skipped) = (0, 0, 0, 0);
     for seed in 0..100u64 {
         let (ptx, block) = fuse_random::kernel(seed);
         let (obj, kinds) = fuse_random::probes(seed);
@@ -244,6 +244,7 @@ fn random_probes_fused_and_unfused_give_the_same_maps() {
         }
         accumulated += usize::from(fused_text.contains("add.u64 %bpf2ptx_acc_"));
         forwarded += usize::from(fused_text.contains("setp.ne.u32 %p1, %bpf2ptx_fws_"));
+        skipped += usize::from(skips(&fused_text) > 0);
         flushed_early += usize::from(
             fused_text.contains("%bpf2ptx_flushed") && fused_text.contains("call 507")
                 || fused_text.contains("call (pr), helper"),
@@ -276,6 +277,7 @@ fn random_probes_fused_and_unfused_give_the_same_maps() {
     // The seeds exercise what they are for.
     assert!(accumulated >= 40, "{accumulated} seeds accumulated");
     assert!(forwarded >= 10, "{forwarded} seeds forwarded a load");
+    assert!(skipped >= 5, "{skipped} seeds skipped a forwarded lookup");
     assert!(
         flushed_early >= 10,
         "{flushed_early} seeds flushed before a call"
@@ -393,9 +395,12 @@ fn a_forwarded_value_is_the_stored_one() {
     let app = vecadd(1024, 128);
     let fused = weave(&path, &app, &Options::default());
     assert!(
-        fused.contains("@%p1 mov.u64 %r1, %bpf2ptx_fw_0_w_0;"),
+        fused.contains("mov.u64 %r1, %bpf2ptx_fw_0_w_0;"),
         "the exit's load is forwarded"
     );
+    // The exit reads the key (`w`) again after the lookup's test: its computation is not
+    // skipped (tests below).
+    assert_eq!(skips(&fused), 0, "fw_exit keeps its key computation");
     let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
     let b = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
     assert!(a == b, "fused and unfused differ");
@@ -436,5 +441,129 @@ fn too_many_accumulators_keep_the_kernel_unfused() {
             .text;
         let b = fuse_check::run_text(&unfused, &obj, &app).unwrap();
         assert!(a == b, "slots & {mask}: fused and unfused differ");
+    }
+}
+
+/// How many bodies of `woven` start with a forwarded lookup's shortcut (`fuse::FwSkip`):
+/// a test of a forwarded slot's flag followed by a branch, where a forwarded load's test
+/// is followed by the copy of the register.
+fn skips(woven: &str) -> usize {
+    let lines: Vec<&str> = woven.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| {
+            w[0].starts_with("setp.ne.u32 %p1, %bpf2ptx_fws_") && w[1].starts_with("@%p1 bra ")
+        })
+        .count()
+}
+
+/// The woven text's exit body of warp_time: from the exit site's start (the last site
+/// block of the kernel) on.
+fn last_site(woven: &str) -> usize {
+    woven.rfind(".reg .b64 %bpf2ptx_d<3>;").expect("a site")
+}
+
+/// warp_time's exit reads back the start time its entry stored and needs nothing else of
+/// the lookup: with the flag set the body skips the key computation, the lookup and its
+/// test. Shown on the model: a lookup made to miss in the skipped code changes nothing
+/// when every warp's flag is set (blocks of 256), and empties the histogram when none is
+/// (blocks of 48: the launch's shape leaves the flag clear, so the full body runs); with
+/// the flag forced clear the full body runs and gives the unfused maps.
+#[test]
+fn a_forwarded_lookup_skips_the_key_computation() {
+    let (path, obj) = example_probe("warp_time");
+    let flag = "selp.u32 %bpf2ptx_fws_0_w_0, 1, 0, %p4;";
+    let bound = "setp.ge.u32 %lkp0, %lk0, 1048576;";
+    for (block, skipped) in [(256, true), (48, false)] {
+        let app = vecadd(600, block);
+        let woven = weave(&path, &app, &Options::default());
+        assert_eq!(skips(&woven), 1, "the exit body skips");
+        assert!(woven.contains(flag), "the entry's store sets the flag");
+        let unfused = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
+        let fused = fuse_check::run_text(&woven, &obj, &app).unwrap();
+        assert!(
+            fused == unfused,
+            "blocks of {block}: fused and unfused differ"
+        );
+        // The exit's lookup of warp_start misses.
+        let at = last_site(&woven);
+        let k = at + woven[at..].find(bound).expect("the exit's lookup");
+        let missing = format!(
+            "{}setp.ge.u32 %lkp0, %lk0, 0;{}",
+            &woven[..k],
+            &woven[k + bound.len()..]
+        );
+        let miss = fuse_check::run_text(&missing, &obj, &app).unwrap();
+        assert_eq!(
+            miss == unfused,
+            skipped,
+            "blocks of {block}: the exit's lookup skipped"
+        );
+        // The flag never set: every exit runs the full body.
+        let cleared = woven.replace(flag, "mov.u32 %bpf2ptx_fws_0_w_0, 0;");
+        let full = fuse_check::run_text(&cleared, &obj, &app).unwrap();
+        assert!(full == unfused, "blocks of {block}: the full body differs");
+    }
+}
+
+/// Whether the skip is taken is decided on what the body does after the lookup's test:
+/// an exit that reads the key again, from its register or from the frame, keeps the key
+/// computation (the skipped code would leave them stale); one that only reads the value
+/// skips it. Fused and unfused give the same maps every way.
+#[test]
+fn a_forwarded_lookup_is_skipped_only_when_nothing_else_reads_it() {
+    const MAPS: &str = ".map start array 4 8 1048576\n.map hist array 4 8 64\n";
+    let key = "call 600\nr0 >>= 5\nr7 = r0\n*(u32 *)(r10 - 4) = r0\nr2 = r10\nr2 += -4\n\
+               r1 = map_idx(0) ll\ncall 1\nif r0 == 0 goto out\n";
+    let enter = format!("{key}r6 = r0\ncall 600\nr0 *= 3\nr0 += 1\n*(u64 *)(r6 + 0) = r0\n");
+    let count = "r1 &= 63\n*(u32 *)(r10 - 8) = r1\nr2 = r10\nr2 += -8\nr1 = map_idx(1) ll\n\
+                 call 1\nif r0 == 0 goto out\nr1 = 1\nlock *(u64 *)(r0 + 0) += r1\n";
+    for (tail, skip) in [
+        ("", true),
+        ("r1 ^= r7\n", false),
+        ("r2 = *(u32 *)(r10 - 4)\nr1 ^= r2\n", false),
+        // The key's frame bytes written again before they are read: nothing stale is read.
+        (
+            "*(u32 *)(r10 - 4) = r1\nr2 = *(u32 *)(r10 - 4)\nr1 ^= r2\n",
+            true,
+        ),
+    ] {
+        let exit = format!("{key}r1 = *(u64 *)(r0 + 0)\n{tail}{count}");
+        let mut obj: Option<bpf2ptx_compiler::program::Object> = None;
+        for (k, (text, section)) in [(&enter, "gpu/entry.warp/*"), (&exit, "gpu/exit.warp/*")]
+            .into_iter()
+            .enumerate()
+        {
+            let src = format!("{MAPS}{text}out:\nr0 = 0\nexit\n");
+            let mut one = bpf2ptx::load_bytes("probe.s", src.as_bytes()).unwrap();
+            let mut p = one.programs.remove(0);
+            p.name = format!("p{k}");
+            p.section = section.into();
+            match &mut obj {
+                None => {
+                    one.programs.push(p);
+                    obj = Some(one);
+                }
+                Some(o) => o.programs.push(p),
+            }
+        }
+        let obj = obj.unwrap();
+        for block in [256, 48] {
+            let app = vecadd(600, block);
+            let text = |opts: &Options| {
+                bpf2ptx::inject::inject_loaded(&obj, &app.ptx, "app.ptx", opts)
+                    .unwrap()
+                    .woven
+                    .text
+            };
+            let fused = text(&Options::default());
+            assert_eq!(skips(&fused), usize::from(skip), "tail {tail:?}");
+            let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
+            let b = fuse_check::run_text(&text(&no_fuse()), &obj, &app).unwrap();
+            assert!(
+                a == b,
+                "tail {tail:?}, blocks of {block}: fused and unfused differ"
+            );
+        }
     }
 }

@@ -170,7 +170,7 @@ impl FuncWriter<'_> {
     /// `ctaid.z` reads whose latency otherwise sits at the start of every probe that
     /// numbers threads (a per-warp counter costs 1.2x its 1-D CUDA twin without it).
     ///
-    /// In a fused body whose forwarded loads need the launch's shape
+    /// In a fused body whose forwarded stores need the launch's shape
     /// ([`FuncWriter::fuse_shape`]), each path also answers it in `fuse::SHAPE_PRED`: the
     /// 1-D path in five instructions from the launch constants it already read.
     fn global_thread_id(&mut self, dst: &str) {

@@ -245,10 +245,27 @@ impl<'a> FuncWriter<'a> {
         } else {
             self.l("mov.u64 %r10, 0;");
         }
+        // The forwarded lookup's shortcut (`fuse::FwSkip`): after everything above, which
+        // every path needs, and before the body's first instruction.
+        let skip = self
+            .fuse
+            .fw_skip
+            .filter(|s| self.k == 0 && a < s.resume && s.resume < b)
+            .map(|s| {
+                let label = self.fresh_label();
+                for line in fuse::fw_skip_head(&s.slot, &label) {
+                    self.l(line);
+                }
+                (s.resume, label)
+            });
         for i in a..b {
             if labelled[i - a] {
                 let _ = writeln!(self.out, "$L{}:", cfg.pc(i));
                 // Another path joins here: nothing is known about r0.
+                self.nonnull_r0 = false;
+            }
+            if let Some((_, label)) = skip.as_ref().filter(|s| s.0 == i) {
+                let _ = writeln!(self.out, "{label}:");
                 self.nonnull_r0 = false;
             }
             if self.facts.budget_heads.binary_search(&i).is_ok()
@@ -275,7 +292,7 @@ impl<'a> FuncWriter<'a> {
         self.l(format!("add.u64 {acc}, {acc}, {addend};"));
     }
 
-    /// The launch-shape test this body's forwarded loads need (`fuse::shape_test`), which
+    /// The launch-shape test this body's forwarded stores need (`fuse::shape_test`), which
     /// its `get_global_thread_id` calls answer in `fuse::SHAPE_PRED`.
     pub(super) fn fuse_shape(&self) -> Option<fuse::ShapeTest> {
         fuse::shape_test(self.obj, &self.fuse)
@@ -287,7 +304,7 @@ impl<'a> FuncWriter<'a> {
         let Some(slot) = self.fuse.fw_store.get(&i).copied() else {
             return;
         };
-        for line in fuse::forwarded_store(&slot, value) {
+        for line in fuse::forwarded_store(self.obj, &slot, value) {
             self.l(line);
         }
     }
@@ -627,7 +644,7 @@ impl<'a> FuncWriter<'a> {
                 let val = format!("%r{d}");
                 let forwarded = self.fuse.fw_load.get(&i).copied().map(|slot| {
                     let done = self.fresh_label();
-                    for line in fuse::forwarded_load_head(self.obj, &slot, &val, &done) {
+                    for line in fuse::forwarded_load_head(&slot, &val, d == s, &done) {
                         self.l(line);
                     }
                     done

@@ -12,7 +12,9 @@
 //!   only its own thread writes ([`FwSlot`]: keyed by the thread, or per thread or per
 //!   warp by the map's layout) is copied into a kernel register as it is stored; a later
 //!   load of that slot in the same thread takes the register instead of memory. The store
-//!   itself stays.
+//!   itself stays. A body whose forwarded load is all it looks the slot up for starts
+//!   past the lookup's null test when the register holds the value ([`FwSkip`], in
+//!   `fuse/skip.rs`).
 //!
 //! [`plan`] finds both in one site body: a forward data-flow pass over the program's entry
 //! function with the facts the verifier proved for the site (constants, branches that
@@ -33,11 +35,12 @@ use bpf2ptx_runtime::MapKind;
 use bpf2ptx_verifier::{Facts, PlainAdd, Regions, Verified};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod skip;
 mod text;
 
 pub(super) use text::{
-    addend_operand, forwarded_load_head, forwarded_store, shape_test, shape_test_lines, ShapeTest,
-    SHAPE_PRED,
+    addend_operand, forwarded_load_head, forwarded_store, fw_skip_head, shape_test,
+    shape_test_lines, ShapeTest, SHAPE_PRED,
 };
 pub use text::{flush_text, kernel_registers};
 
@@ -120,12 +123,34 @@ pub struct SitePlan {
     pub fw_store: BTreeMap<usize, FwSlot>,
     /// Loads that take the slot's register once this thread has stored to it.
     pub fw_load: BTreeMap<usize, FwSlot>,
+    /// Where the body starts instead when a forwarded load's slot has been stored to: the
+    /// key computation, lookup and null test that only serve the forwarded load skipped.
+    pub fw_skip: Option<FwSkip>,
+}
+
+/// A jump over the start of a body that a forward makes moot (`fuse/skip.rs`):
+/// when `slot`'s flag is set, the body starts at instruction `resume` (just past the null
+/// test of the lookup whose value the forwarded load reads), else at its start as usual.
+///
+/// Why: at an exit probe that reads back what its entry probe stored (warp_time's start
+/// time), the forwarded load needs only the register, yet the body still computed the key
+/// (the global thread id, its shift, the frame store), looked it up and tested the result,
+/// about 21 instructions a warp on vecadd's path (issue 19), more than the load saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FwSkip {
+    /// The forwarded slot whose flag decides.
+    pub slot: FwSlot,
+    /// The instruction the body resumes at (index in the program).
+    pub resume: usize,
 }
 
 impl SitePlan {
     /// Whether fusion changes nothing in the body.
     pub fn is_empty(&self) -> bool {
-        self.accumulate.is_empty() && self.fw_store.is_empty() && self.fw_load.is_empty()
+        self.accumulate.is_empty()
+            && self.fw_store.is_empty()
+            && self.fw_load.is_empty()
+            && self.fw_skip.is_none()
     }
 
     /// The accumulators the body adds to, sorted.
@@ -360,6 +385,10 @@ struct Found {
     other_effects: bool,
     /// Some map value may be written where the pass cannot say which.
     unknown_map_write: bool,
+    /// The state before each instruction of the body (`None`: no path reaches it).
+    states: Vec<Option<State>>,
+    /// The entry function's instructions.
+    body: std::ops::Range<usize>,
 }
 
 /// Helpers that only read the thread's state and return it in r0 (no memory, no output):
@@ -402,7 +431,9 @@ fn analyse(obj: &Object, pi: usize, facts: &Facts) -> Option<Found> {
     // dropped by the lowering.
     let plain = |i: usize| facts.plain_add.get(i).copied().flatten();
     for i in body.clone() {
-        let Some(st) = before[i].take() else {
+        // Cloned, not taken: the states stay for `skip::fw_skip`, which reads the frame
+        // and the value pointers after the forwarded lookup's null test.
+        let Some(st) = before[i].clone() else {
             continue;
         };
         if !facts.reached.get(i).copied().unwrap_or(false) {
@@ -635,6 +666,8 @@ fn analyse(obj: &Object, pi: usize, facts: &Facts) -> Option<Found> {
             });
         }
     }
+    found.states = before;
+    found.body = body;
     Some(found)
 }
 
@@ -763,6 +796,7 @@ pub fn plan(v: &Verified<'_>, opts: &Options, pi: usize, eligible: &Eligible) ->
             }
         }
     }
+    plan.fw_skip = skip::fw_skip(obj, pi, facts, &found, &plan.fw_load);
     plan
 }
 

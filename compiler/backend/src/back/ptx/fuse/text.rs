@@ -37,12 +37,14 @@ pub(in crate::back::ptx) struct ShapeTest {
 /// launch, set by every `get_global_thread_id` of the body (`shape_test_lines`).
 pub(in crate::back::ptx) const SHAPE_PRED: &str = "%p4";
 
-/// The shape test the forwarded loads of `plan` need, if any: loads, not stores, because
-/// the test is only needed where a register replaces memory, and a load's key comes from
-/// a `get_global_thread_id` of its own body, whose launch-shape reads the test shares.
+/// The shape test the forwarded stores of `plan` need, if any: a store's flag says the
+/// slot is the thread's own for this launch ([`forwarded_store`]), so a later load, or a
+/// body that skips its lookup ([`super::FwSkip`]), needs to test the flag alone. A store's
+/// key comes from a `get_global_thread_id` of its own body (the plan's keys are derived
+/// from one on every path), whose launch-shape reads the test shares.
 pub(in crate::back::ptx) fn shape_test(obj: &Object, plan: &SitePlan) -> Option<ShapeTest> {
     let slots: Vec<&FwSlot> = plan
-        .fw_load
+        .fw_store
         .values()
         .filter(|s| needs_shape_check(obj, s))
         .collect();
@@ -108,17 +110,27 @@ pub(in crate::back::ptx) fn shape_test_lines(test: ShapeTest, one_d: bool) -> Ve
 }
 
 /// The lines after a forwarded store of `value` (a register or an immediate): the value
-/// copied into the slot's register and the flag set. Whether the launch's shape makes the
-/// slot the thread's own is asked where the register would replace a load
-/// ([`forwarded_load_head`]), not here: on the entry probe's path (which the whole warp
-/// waits for before the kernel's own code) the test cost 22 instructions per warp, more
-/// than the load it saves in a kernel that issues few of its own (issue 19: warp_time on
-/// vecadd ran slower fused than unfused).
-pub(in crate::back::ptx) fn forwarded_store(slot: &FwSlot, value: &str) -> Vec<String> {
-    vec![
-        format!("mov.u64 {}, {value};", slot.register()),
-        format!("mov.u32 {}, 1;", slot.stored_register()),
-    ]
+/// copied into the slot's register, and the flag set when the slot is the thread's own:
+/// for a thread-keyed slot, when the launch's shape makes it so ([`SHAPE_PRED`], which
+/// the body's `get_global_thread_id` set), else always.
+///
+/// The test is here, on the entry probe's path, rather than at each load, so that a load
+/// (and a body that skips the lookup it reads through, [`super::FwSkip`]) tests one flag:
+/// a skipping body has no `get_global_thread_id` left to answer the shape. On the 1-D
+/// path the test is five instructions sharing the reads of the store's own thread id
+/// ([`shape_test_lines`]); the general form, 22 instructions per warp on the path the
+/// whole warp waits for, cost vecadd more than the load it saved (issue 19).
+pub(in crate::back::ptx) fn forwarded_store(
+    obj: &Object,
+    slot: &FwSlot,
+    value: &str,
+) -> Vec<String> {
+    let flag = if needs_shape_check(obj, slot) {
+        format!("selp.u32 {}, 1, 0, {SHAPE_PRED};", slot.stored_register())
+    } else {
+        format!("mov.u32 {}, 1;", slot.stored_register())
+    };
+    vec![format!("mov.u64 {}, {value};", slot.register()), flag]
 }
 
 /// The kernel-scope declarations and zeroing the woven kernel needs for these
@@ -285,22 +297,35 @@ pub fn flush_text(
 }
 
 /// What a forwarded load of `slot` into `dst` emits before the ordinary load, and the label
-/// the caller defines after it: the register when this thread stored to the slot and, for
-/// a thread-keyed slot, the launch's shape makes the slot the thread's own
-/// ([`SHAPE_PRED`], which the body's `get_global_thread_id` set).
+/// the caller defines after it: the register when this thread stored to the slot as its
+/// own (the flag, [`forwarded_store`]). `dst_is_base`: the load's address register is
+/// `dst`.
+///
+/// Where the address is another register, the copy is unconditional (the load, when it
+/// runs, overwrites it): a predicated copy keeps `dst`'s old value alive into the join,
+/// and ptxas then computes that value on the forwarded path too (on warp_time's exit, the
+/// context pointer `dst` held before: four instructions, and two selects at the join).
 pub(in crate::back::ptx) fn forwarded_load_head(
-    obj: &Object,
     slot: &FwSlot,
     dst: &str,
+    dst_is_base: bool,
     done: &str,
 ) -> Vec<String> {
-    let mut l = vec![format!("setp.ne.u32 %p1, {}, 0;", slot.stored_register())];
-    if needs_shape_check(obj, slot) {
-        l.push(format!("and.pred %p1, %p1, {SHAPE_PRED};"));
-    }
-    l.push(format!("@%p1 mov.u64 {dst}, {};", slot.register()));
-    l.push(format!("@%p1 bra {done};"));
-    l
+    let guard = if dst_is_base { "@%p1 " } else { "" };
+    vec![
+        format!("setp.ne.u32 %p1, {}, 0;", slot.stored_register()),
+        format!("{guard}mov.u64 {dst}, {};", slot.register()),
+        format!("@%p1 bra {done};"),
+    ]
+}
+
+/// The lines at the start of a body with a [`super::FwSkip`]: to `resume` (a label before
+/// the instruction the body resumes at) when the slot's flag is set.
+pub(in crate::back::ptx) fn fw_skip_head(slot: &FwSlot, resume: &str) -> Vec<String> {
+    vec![
+        format!("setp.ne.u32 %p1, {}, 0;", slot.stored_register()),
+        format!("@%p1 bra {resume};"),
+    ]
 }
 
 /// The addend of an accumulated add: a fused plain update's addend, else the atomic's
