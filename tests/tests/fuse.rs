@@ -567,3 +567,37 @@ fn a_forwarded_lookup_is_skipped_only_when_nothing_else_reads_it() {
         }
     }
 }
+
+/// warp_time's `log2_u64` after its first step (`if (v >> 32) v >>= 32`) works on a value
+/// the verifier proved below 2^32 (`Facts::upper_zero`): in the woven exit body its
+/// compares and shifts are 32-bit (one SASS instruction each instead of two), and the
+/// first step's compares, on the full 64-bit difference, stay 64-bit. The model gives the
+/// unfused maps (and `warp_time_forwarded_gives_the_unfused_histogram` one sample per
+/// warp).
+#[test]
+fn warp_time_log2_is_computed_in_32_bits() {
+    let (path, obj) = example_probe("warp_time");
+    let app = vecadd(600, 256);
+    let woven = weave(&path, &app, &Options::default());
+    let exit = &woven[last_site(&woven)..];
+    for step in [65536, 256, 16, 4] {
+        assert!(
+            exit.contains(&format!("setp.lt.u32 %p0, %w0, {step};")),
+            "v < {step} in 32 bits"
+        );
+        assert!(!exit.contains(&format!("setp.lt.u64 %p0, %r3, {step};")));
+    }
+    for shift in [16, 8, 4, 2] {
+        assert!(
+            exit.contains(&format!("shr.u32 %w0, %w0, {shift};")),
+            "v >>= {shift} in 32 bits"
+        );
+    }
+    assert!(exit.contains("setp.gt.u32 %p0, %w0, 1;"));
+    assert!(!exit.contains("shr.u64 %r3, %r3, 16;"));
+    // The difference of two 64-bit times: the first step's tests stay 64-bit.
+    assert!(exit.contains("setp.lt.u64 %p0, %r0, %r1;"), "{exit}");
+    let fused = fuse_check::run_text(&woven, &obj, &app).unwrap();
+    let unfused = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
+    assert!(fused == unfused, "fused and unfused differ");
+}

@@ -450,6 +450,14 @@ pub struct Facts {
     /// the same constant on every path and matters later (relevant registers only, so
     /// pruning never merged paths that disagree on it).
     pub const_value: Vec<Option<u64>>,
+    /// Per instruction: a mask of registers (bit `r` for `r`) that hold, on entry to it
+    /// on every path, a number whose upper 32 bits are zero (unsigned maximum below
+    /// 2^32). Only registers relevant there (pruning compares those, so no path pruned
+    /// before the instruction can disagree), which every operand of a conditional jump
+    /// is. The backend computes 64-bit operations on such values in 32 bits where the
+    /// result is the same (specs/verifier.md, "Facts for the backend"): a 64-bit compare
+    /// or shift is two or more GPU instructions, a 32-bit one is one.
+    pub upper_zero: Vec<u16>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
     /// that do not fetch, or 64-bit plain counter updates that become such adds
     /// (`plain_add`), and makes no other load, store, helper access or update of the map,
@@ -572,6 +580,7 @@ impl Facts {
             ctx_offset: vec![None; n],
             atomic_map: vec![None; n],
             const_value: vec![None; n],
+            upper_zero: vec![0; n],
             lookup_in_range: vec![None; n],
             call_size: vec![None; n],
             plain_add: vec![None; n],

@@ -271,6 +271,16 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
                             ));
                         }
                     }
+                    // `upper_zero` speaks of the registers on entry to the next one.
+                    let uz = facts.upper_zero.get(next).copied().unwrap_or(0);
+                    for r in (0..11).filter(|r| uz & (1 << r) != 0) {
+                        if regs[r] >> 32 != 0 {
+                            wrong.push(format!(
+                                "insn {next}: upper_zero r{r}, ran with {:#x}",
+                                regs[r]
+                            ));
+                        }
+                    }
                     if let (Some(t), Kind::Jmp(..)) = (facts.branch_always[i], ins.kind()) {
                         if ins.off != 0 && (next != i + 1) != t {
                             wrong.push(format!("insn {i}: branch_always {t}, went the other way"));
@@ -408,6 +418,120 @@ fn atomic_add_const_needs_the_same_constant_on_every_path() {
             .position(|i| matches!(i.kind(), bpf2ptx_compiler::isa::table::Kind::Atomic(..)))
             .unwrap();
         assert_eq!(facts.atomic_add_const[atomic], want, "{text}");
+    }
+}
+
+/// The index of the instruction at label `at:` of an assembled program (instructions, not
+/// slots: an `ld_imm64` is one).
+fn at_label(text: &str) -> usize {
+    let mut n = 0;
+    for line in text.lines() {
+        let line = line.trim();
+        if line == "at:" {
+            return n;
+        }
+        if line.is_empty() || line.ends_with(':') {
+            continue;
+        }
+        n += 1;
+    }
+    panic!("no `at:` label in\n{text}")
+}
+
+/// `Facts::upper_zero` holds only when every path reaching the instruction has the upper
+/// 32 bits of the register zero: one path with a wide value clears it, a path whose value
+/// a branch proved narrow keeps it, a loop's counter keeps it only while the loop's bound
+/// keeps it narrow, and a register pruning did not compare (irrelevant: its value only
+/// reaches a store to memory) never gets it, since a pruned path may disagree.
+#[test]
+fn upper_zero_holds_on_every_path_only() {
+    // r3 is 5 or 2^32 (or, on the narrow branch, below 2^32); r4 a pointer.
+    let cases: [(&str, u8, bool); 9] = [
+        // Both paths narrow: r3 is compared at `at`, so relevant there.
+        ("r3 = 5\nif r6 == 0 goto +1\nr3 = 7\nat:\nif r3 > 6 goto +0\n", 3, true),
+        // One path wide.
+        (
+            "r3 = 5\nif r6 == 0 goto +2\nr3 = 0x100000000 ll\nat:\nif r3 > 6 goto +0\n",
+            3,
+            false,
+        ),
+        // An unknown 64-bit value; narrowed by a branch on one path only; narrowed on
+        // the only path that reaches `at` (the wide one jumps past it).
+        ("r3 = *(u64 *)(r1 + 0)\nat:\nif r3 > 6 goto +0\n", 3, false),
+        (
+            "r3 = *(u64 *)(r1 + 0)\nr5 = 0x100000000 ll\nif r3 < r5 goto +1\nr6 += 1\nat:\nif r3 > 6 goto +0\n",
+            3,
+            false,
+        ),
+        (
+            "r3 = *(u64 *)(r1 + 0)\nr5 = 0x100000000 ll\nif r3 >= r5 goto +1\nat:\nr3 >>= 1\nif r3 > 6 goto +0\n",
+            3,
+            true,
+        ),
+        // A 32-bit load and a 32-bit ALU result are narrow; a shift right by 32 too.
+        ("r3 = *(u32 *)(r1 + 0)\nw3 += 7\nat:\nif r3 > 6 goto +0\n", 3, true),
+        ("r3 = *(u64 *)(r1 + 0)\nr3 >>= 32\nat:\nif r3 > 6 goto +0\n", 3, true),
+        // A pointer is not a number.
+        ("r3 = r10\nat:\nif r3 == 0 goto +0\n", 3, false),
+        // Narrow on both paths, but only returned afterwards: not relevant, so pruning at
+        // the join may have merged the paths without comparing it; no fact.
+        ("r3 = 5\nif r6 == 0 goto +1\nr3 = 7\nat:\nr3 >>= 1\nr0 = r3\nexit\n", 3, false),
+    ];
+    for (body, r, want) in cases {
+        let text = format!("r6 = *(u8 *)(r1 + 8)\n{body}r0 = 0\nexit\n");
+        let obj = bpf2ptx_compiler::front::load_bytes("c.s", text.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let facts = crate::verify(&obj, 0, &Entry::conformance(16))
+            .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        let at = at_label(&text);
+        assert_eq!(
+            facts.upper_zero[at] & (1 << r) != 0,
+            want,
+            "insn {at}\n{text}"
+        );
+    }
+}
+
+/// A pruned path with a wide value in a register pruning ignored leaves no
+/// `upper_zero` fact: when the narrow path (r3 = 5) is explored first and remembered at the
+/// join, the wide one (r3 = 2^32) is pruned there, because r3 is irrelevant (it only
+/// reaches r0 of the entry function, which no safety decision reads), so it never reaches
+/// the shift; without the relevance filter the shift would
+/// claim r3 narrow. When r3 is compared after the join it is relevant: the wide path is
+/// not pruned and clears the fact itself. Either way no fact.
+#[test]
+fn upper_zero_is_not_claimed_for_a_register_pruning_ignored() {
+    for use_ in ["r0 = r3\nexit\n", "if r3 > 9 goto +0\n"] {
+        for cond in ["!=", "=="] {
+            let text = format!(
+                "r6 = *(u8 *)(r1 + 8)\nr3 = 5\nif r6 {cond} 0 goto +2\nr3 = 0x100000000 ll\n\
+                 r2 = 0\nat:\nr3 >>= 1\n{use_}r0 = 0\nexit\n"
+            );
+            let obj = bpf2ptx_compiler::front::load_bytes("c.s", text.as_bytes()).unwrap();
+            let facts = crate::verify(&obj, 0, &Entry::conformance(16)).unwrap();
+            let at = at_label(&text);
+            assert!(facts.reached[at]);
+            assert_eq!(facts.upper_zero[at] & (1 << 3), 0, "{text}");
+        }
+    }
+}
+
+/// A loop counter: narrow at the loop's test only when it stays below 2^32 on every
+/// iteration (steps of 2^30 up to a bound of 3 * 2^30, or of 2^33).
+#[test]
+fn upper_zero_holds_around_loops() {
+    for (bound, want) in [("0xc0000000", true), ("0x200000000", false)] {
+        let text = format!(
+            "r6 = *(u8 *)(r1 + 8)\nr7 = 0\nr5 = {bound} ll\nhead:\nr6 += 1\nr7 += 0x40000000\n\
+             at:\nif r7 < r5 goto head\nr0 = 0\nexit\n"
+        );
+        let obj = bpf2ptx_compiler::front::load_bytes("c.s", text.as_bytes()).unwrap();
+        let facts =
+            crate::verify(&obj, 0, &Entry::conformance(16)).unwrap_or_else(|e| panic!("{e:?}"));
+        let at = at_label(&text);
+        assert_eq!(facts.upper_zero[at] & (1 << 7) != 0, want, "{text}");
+        // The bound itself: narrow exactly when the counter stays narrow here.
+        assert_eq!(facts.upper_zero[at] & (1 << 5) != 0, want, "{text}");
     }
 }
 

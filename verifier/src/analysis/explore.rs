@@ -74,6 +74,7 @@ impl<'a> Explorer<'a> {
             adding: false,
             seen: vec![false; n],
             seen_const: vec![false; n],
+            seen_upper: vec![false; n],
             triple_map: vec![(false, None); triples.len()],
             triples,
             triple_of,

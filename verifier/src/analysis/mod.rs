@@ -194,6 +194,8 @@ pub(crate) struct Explorer<'a> {
     seen: Vec<bool>,
     /// Per instruction: whether a path reached it and set its `Facts::const_value`.
     seen_const: Vec<bool>,
+    /// Per instruction: whether a path reached it and set its `Facts::upper_zero`.
+    seen_upper: Vec<bool>,
     /// Loads, adds and stores with the shape of a plain counter update (`*v += x`), found
     /// in the code; the paths decide which become `Facts::plain_add`.
     triples: Vec<Triple>,

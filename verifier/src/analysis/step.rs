@@ -65,6 +65,7 @@ impl<'a> Explorer<'a> {
 
     /// Executes instruction `i` on `st`: the successor states, or why it is unsafe.
     pub(super) fn step(&mut self, st: State, i: usize) -> R<Step> {
+        self.note_upper_zero(&st, i);
         let step = self.step_inner(st, i)?;
         let ins = self.prog.insns[i];
         if let (
@@ -146,6 +147,28 @@ impl<'a> Explorer<'a> {
             }
             Step::End => Step::End,
         })
+    }
+
+    /// Narrows `Facts::upper_zero[i]` to the registers relevant on entry to `i` that hold,
+    /// in `st`, numbers below 2^32. The fact is the intersection over every visit; a path
+    /// pruned before `i` agrees with it because pruning compared exactly the relevant
+    /// registers (their values on the pruned path are among those of the paths explored).
+    fn note_upper_zero(&mut self, st: &State, i: usize) {
+        let relevant = self.relevant.get(i).copied().unwrap_or(0);
+        let mut mask = 0u16;
+        for (r, reg) in st.cur().regs.iter().enumerate() {
+            if relevant & (1 << r) != 0
+                && matches!(reg, Reg::Scalar(x) if x.umax <= u64::from(u32::MAX))
+            {
+                mask |= 1 << r;
+            }
+        }
+        if self.seen_upper[i] {
+            self.facts.upper_zero[i] &= mask;
+        } else {
+            self.seen_upper[i] = true;
+            self.facts.upper_zero[i] = mask;
+        }
     }
 
     fn step_inner(&mut self, mut st: State, i: usize) -> R<Step> {

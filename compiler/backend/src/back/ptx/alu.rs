@@ -1,5 +1,7 @@
 //! Arithmetic: the 64- and 32-bit ALU operations, with BPF's masking of shift counts and
 //! its answers for division and modulo by zero and by -1, where PTX has none.
+//! 64-bit operations on numbers the verifier proved below 2^32 (`Facts::upper_zero`) are
+//! computed in 32 bits where the result is the same (`alu64_narrow`).
 
 use super::func::FuncWriter;
 use crate::isa::table::{AluOp, Src};
@@ -15,6 +17,74 @@ fn unsigned_divisor(k: i64, bits: &str) -> u64 {
 }
 
 impl FuncWriter<'_> {
+    /// Whether register `r` holds a number below 2^32 on entry to the current instruction
+    /// on every path (`Facts::upper_zero`).
+    pub(super) fn upper_zero(&self, r: u8) -> bool {
+        (self.facts.upper_zero.get(self.cur)).is_some_and(|m| m & (1 << r) != 0)
+    }
+
+    /// Whether the second operand of a 64-bit operation is below 2^32: an immediate is
+    /// sign-extended, so a non-negative one is; a register by `Facts::upper_zero`.
+    pub(super) fn rhs_upper_zero(&self, src: Src, s: u8, imm: i64) -> bool {
+        match src {
+            Src::K => imm >= 0,
+            Src::X => self.upper_zero(s),
+        }
+    }
+
+    /// A 64-bit ALU operation on `%r{d}` computed in 32 bits, when `Facts::upper_zero`
+    /// proves the 64-bit result is the 32-bit one zero-extended; false (nothing written)
+    /// otherwise. A 64-bit shift or compare is two or more GPU instructions (a pair of
+    /// 32-bit halves), a 32-bit one is one, and a 64-bit division is a subroutine call;
+    /// ptxas cannot narrow them itself because it does not know that a value branched on
+    /// earlier (`if (v >> 32)` in a log2) is below 2^32. The zero-extension keeps `%r{d}`
+    /// right for every later use. With `x` and `y` below 2^32: `x & y`, `x | y`,
+    /// `x ^ y`, `x / y`, `x % y` (the signed forms too: both are non-negative) and `x >> k`
+    /// (`s>>` too: the sign bit is clear) are below 2^32 and equal to their 32-bit forms on
+    /// the low halves; `x & y` needs only one of them narrow. A shift by 32 to 63 gives 0:
+    /// a constant one is written as 0, a register one by `shr.u32`, which clamps counts
+    /// above 32 to 32.
+    pub(super) fn alu64_narrow(&mut self, op: AluOp, d: u8, s: u8, src: Src, imm: i64) -> bool {
+        let (dn, rn) = (self.upper_zero(d), self.rhs_upper_zero(src, s, imm));
+        let applies = match op {
+            AluOp::And => dn || (src == Src::X && rn),
+            AluOp::Or | AluOp::Xor => dn && rn,
+            AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod => dn && rn,
+            AluOp::Rsh | AluOp::Arsh => dn,
+            AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Mov | AluOp::Lsh => false,
+        };
+        if !applies {
+            return false;
+        }
+        let r = format!("%r{d}");
+        if matches!(op, AluOp::Rsh | AluOp::Arsh) && src == Src::K && imm & 63 >= 32 {
+            self.l(format!("mov.u64 {r}, 0;"));
+            return true;
+        }
+        let rhs = match src {
+            Src::K => format!("{}", imm as i32),
+            Src::X => {
+                self.l(format!("cvt.u32.u64 %w1, %r{s};"));
+                "%w1".to_string()
+            }
+        };
+        self.l(format!("cvt.u32.u64 %w0, {r};"));
+        match op {
+            AluOp::Rsh | AluOp::Arsh if src == Src::K => {
+                self.l(format!("shr.u32 %w0, %w0, {};", imm & 63))
+            }
+            AluOp::Rsh | AluOp::Arsh => {
+                self.l("and.b32 %w2, %w1, 63;");
+                self.l("shr.u32 %w0, %w0, %w2;");
+            }
+            AluOp::Div | AluOp::SDiv => self.alu32(AluOp::Div, &rhs, src, imm as i32),
+            AluOp::Mod | AluOp::SMod => self.alu32(AluOp::Mod, &rhs, src, imm as i32),
+            _ => self.alu32(op, &rhs, src, imm as i32),
+        }
+        self.l(format!("cvt.u64.u32 {r}, %w0;"));
+        true
+    }
+
     pub(super) fn alu64(&mut self, op: AluOp, d: u8, rhs: &str, src: Src, imm: i64) {
         let r = format!("%r{d}");
         let simple = |o: &str| format!("{o} {r}, {r}, {rhs};");

@@ -389,6 +389,7 @@ impl<'a> FuncWriter<'a> {
                 self.l(format!("bra {};", target()));
             }
             Kind::Jmp(..) if always == Some(false) => {}
+            Kind::Alu(op, Width::W64, src) if self.alu64_narrow(op, d, s, src, ins.imm) => {}
             Kind::Alu(op, Width::W64, src) => {
                 let rhs = if src == Src::X {
                     format!("%r{s}")
@@ -442,6 +443,20 @@ impl<'a> FuncWriter<'a> {
             Kind::Jmp(c, w, src) => {
                 let (cmp, signed) = cmp_name(c);
                 let t = target();
+                // A 64-bit compare of numbers below 2^32 (`Facts::upper_zero`) is the
+                // unsigned 32-bit compare of their low halves: for JSET when either is
+                // (the `and` has no upper bits), for the others when both are (as
+                // non-negative numbers, signed and unsigned order agree).
+                let narrow = w == Width::W64 && {
+                    let (dn, rn) = (self.upper_zero(d), self.rhs_upper_zero(src, s, ins.imm));
+                    if c == Cond::Set {
+                        dn || (src == Src::X && rn)
+                    } else {
+                        dn && rn
+                    }
+                };
+                let signed = signed && !narrow;
+                let w = if narrow { Width::W32 } else { w };
                 // The operands at the jump's width (32-bit ones as the low halves), and
                 // where JSET's `and` goes.
                 let (bits, lhs, rhs, tmp) = match w {
