@@ -31,6 +31,29 @@ pub fn conformance_dir() -> Option<PathBuf> {
         .find(|p| p.join("tests").is_dir())
 }
 
+/// Every program of the conformance suite ([`conformance_dir`]), sorted by file name:
+/// its file name, the loaded object and the object's test case (`-- mem`, `-- result`,
+/// `-- error`). Panics when the suite is missing or a file does not load.
+pub fn conformance_cases() -> Vec<(
+    String,
+    bpf2ptx_compiler::program::Object,
+    bpf2ptx_compiler::program::TestCase,
+)> {
+    let dir = conformance_dir().expect("the vendored bpf_conformance suite (tests/conformance)");
+    files_with_ext(&dir.join("tests"), "data")
+        .iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let obj = bpf2ptx::load_path(f).unwrap_or_else(|e| panic!("{e}"));
+            let test = obj
+                .test
+                .clone()
+                .expect("a conformance file has a test case");
+            (name, obj, test)
+        })
+        .collect()
+}
+
 /// The files with extension `ext` in `dir`, sorted by name.
 pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)

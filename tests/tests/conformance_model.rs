@@ -12,7 +12,7 @@ use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::interp;
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_tests::ptx_model::Model;
-use bpf2ptx_tests::{conformance_dir, files_with_ext, random};
+use bpf2ptx_tests::{conformance_cases, random};
 
 /// What running one program's PTX in the model gave.
 enum Ran {
@@ -63,16 +63,8 @@ fn run_in_model(obj: &Object, mem: &[u8]) -> Ran {
 
 #[test]
 fn conformance_suite_runs_in_the_ptx_model() {
-    let dir = conformance_dir().expect("the vendored bpf_conformance suite (tests/conformance)");
-    let files = files_with_ext(&dir.join("tests"), "data");
     let (mut ran, mut unmodelled, mut wrong) = (0, Vec::new(), Vec::new());
-    for f in &files {
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let obj = bpf2ptx::load_path(f).unwrap_or_else(|e| panic!("{e}"));
-        let test = obj
-            .test
-            .clone()
-            .expect("a conformance file has a test case");
+    for (name, obj, test) in conformance_cases() {
         let Some(want) = test.result else { continue };
         match run_in_model(&obj, &test.mem) {
             Ran::Rejected => {}

@@ -3,7 +3,7 @@
 //! backend is compared with, so it has to be right on all of them.
 
 use bpf2ptx_compiler::interp::{self, Options};
-use bpf2ptx_tests::{conformance_dir, files_with_ext};
+use bpf2ptx_tests::conformance_cases;
 
 /// Tests the interpreter cannot pass, with the reason. Each must actually fail, so the table
 /// cannot go stale.
@@ -11,20 +11,13 @@ const ALLOWED_FAILURES: &[(&str, &str)] = &[];
 
 #[test]
 fn conformance_suite_runs_on_the_interpreter() {
-    let dir = conformance_dir().expect("the vendored bpf_conformance suite (tests/conformance)");
-    let files = files_with_ext(&dir.join("tests"), "data");
-    assert_eq!(files.len(), 313);
+    let cases = conformance_cases();
+    assert_eq!(cases.len(), 313);
     let mut failures = Vec::new();
     let mut passed = 0;
-    for f in &files {
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let obj = bpf2ptx::load_path(f).unwrap_or_else(|e| panic!("{e}"));
-        let test = obj
-            .test
-            .clone()
-            .expect("a conformance file has a test case");
+    for (name, obj, test) in &cases {
         let mut mem = test.mem.clone();
-        let got = interp::run(&obj, 0, &mut mem, &Options::default());
+        let got = interp::run(obj, 0, &mut mem, &Options::default());
         let outcome = match (&got, test.result, &test.error) {
             (Ok(r0), Some(want), _) if *r0 == want => Ok(()),
             (Ok(r0), Some(want), _) => Err(format!("r0 = {r0:#x}, expected {want:#x}")),
@@ -45,8 +38,8 @@ fn conformance_suite_runs_on_the_interpreter() {
     }
     eprintln!(
         "{passed} of {} conformance tests pass on the interpreter",
-        files.len()
+        cases.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(passed + ALLOWED_FAILURES.len(), files.len());
+    assert_eq!(passed + ALLOWED_FAILURES.len(), cases.len());
 }
