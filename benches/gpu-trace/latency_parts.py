@@ -4,7 +4,7 @@
 application examples/trace_latency/latency_app.cu stamps its kernel's first instruction
 and its host time before each launch; run untraced and under `bpf2ptx trace` with the
 parts of the trace_latency probe added one at a time (benches/gpu-trace/probes/
-latency_parts.bpf.c, PART 0-2, then the example probe itself), the growth of the app's
+latency_parts.bpf.c, PART 0-7, then the example probe itself), the growth of the app's
 own first-block latency says which part costs it.
 
     BPF2PTX=gpu-carry/bpf2ptx python3 benches/gpu-trace/latency_parts.py [OUT.md]
@@ -32,6 +32,11 @@ VARIANTS = [
     ("empty entry probe + host program", "benches/gpu-trace/probes/latency_part0.bpf.o"),
     ("+ host map read, device count", "benches/gpu-trace/probes/latency_part1.bpf.o"),
     ("+ launch span (LRU hash)", "benches/gpu-trace/probes/latency_part2.bpf.o"),
+    ("+ launch span (plain hash)", "benches/gpu-trace/probes/latency_part3.bpf.o"),
+    ("+ the span's update only (NOEXIST, one key)", "benches/gpu-trace/probes/latency_part4.bpf.o"),
+    ("+ a span lookup that misses", "benches/gpu-trace/probes/latency_part5.bpf.o"),
+    ("+ launch span, a key per block", "benches/gpu-trace/probes/latency_part6.bpf.o"),
+    ("+ a span lookup that never runs", "benches/gpu-trace/probes/latency_part7.bpf.o"),
     ("examples/probes/trace_latency.bpf.o", "examples/probes/trace_latency.bpf.o"),
 ]
 

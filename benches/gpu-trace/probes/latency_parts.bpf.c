@@ -5,7 +5,14 @@
  * (benches/gpu-trace/latency_parts.py). PART (clang -DPART=N):
  *   0  an empty block-entry probe, with the host program (the interposer's own cost);
  *   1  the entry probe reads the host-placed `launch` map and counts the block;
- *   2  1, and the launch span (bpf2ptx_launch_span_start on an LRU hash map).
+ *   2  1, and the launch span (bpf2ptx_launch_span_start on an LRU hash map);
+ *   3  2 with `spans` a plain hash map;
+ *   4  1, and only the span's update (BPF_NOEXIST, every block the same key);
+ *   5  1, and only a lookup of the span (it is never inserted: every lookup misses);
+ *   6  2 with a key of each block's own (the launch time plus the global thread id
+ *      / 256): no crowd on one key;
+ *   7  1, and a lookup of the span that never runs (behind a test of the time that
+ *      is never true): the hash map is in the module and bound, not used.
  */
 #include "../../../examples/probes/common.h"
 
@@ -33,7 +40,11 @@ struct {
 } blocks SEC(".maps");
 
 struct {
+#if PART == 3
+	__uint(type, BPF_MAP_TYPE_HASH);
+#else
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+#endif
 	__uint(max_entries, 4096);
 	__type(key, __u64);
 	__type(value, struct bpf2ptx_launch_span);
@@ -65,8 +76,22 @@ int block_start(struct bpf2ptx_kernel_ctx *ctx)
 	c = bpf_map_lookup_elem(&blocks, &zero);
 	if (c)
 		__sync_fetch_and_add(c, 1);
-#if PART >= 2
+#if PART == 2 || PART == 3
 	bpf2ptx_launch_span_start(&spans, l->host_ns, now);
+#elif PART == 6
+	bpf2ptx_launch_span_start(&spans, l->host_ns + (bpf2ptx_get_global_thread_id() >> 8), now);
+#elif PART == 4
+	struct bpf2ptx_launch_span init = { now, now };
+	__u64 key = l->host_ns;
+	bpf_map_update_elem(&spans, &key, &init, BPF_NOEXIST);
+#elif PART == 7
+	__u64 key = l->host_ns;
+	if (c && now == 1 && bpf_map_lookup_elem(&spans, &key))
+		__sync_fetch_and_add(c, 1);
+#elif PART == 5
+	__u64 key = l->host_ns + 1;
+	if (c && bpf_map_lookup_elem(&spans, &key))
+		__sync_fetch_and_add(c, 1);
 #endif
 #endif
 	return 0;

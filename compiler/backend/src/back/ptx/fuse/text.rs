@@ -173,8 +173,17 @@ pub fn flush_text(
     acc: &[AccSlot],
     guard: Option<(bool, &str)>,
 ) -> String {
-    let sys = ptx::atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
-    let space = if sys { ".sys.global" } else { ".global" };
+    // Each map's own placement decides its adds' scope: `.sys` for a host-placed map, which
+    // the host reads while the kernel runs, `.gpu` for one in device memory, also in a
+    // module with a host-placed map (as the program's own atomics on a proven map,
+    // specs/abi.md "Placement").
+    let space = |m: u32| {
+        if opts.host.get(m as usize).copied().unwrap_or(false) {
+            ".sys.global"
+        } else {
+            ".global"
+        }
+    };
     let redux = crate::inject::weave::sm_number(&opts.target).is_some_and(|n| n >= 80);
     let sharded = |m: u32| {
         is_sharded(obj, opts, m as usize) && obj.maps[m as usize].origin != MapOrigin::GlobalData
@@ -254,7 +263,8 @@ pub fn flush_text(
             address(&mut s, a);
             let _ = writeln!(
                 s,
-                "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+                "@%bpf2ptx_fp2 red{}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+                space(a.map),
                 a.offset
             );
         }
@@ -277,7 +287,8 @@ pub fn flush_text(
         address(&mut s, a);
         let _ = writeln!(
             s,
-            "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+            "@%bpf2ptx_fp2 red{}.add.u64 [%bpf2ptx_fd2+{}], %bpf2ptx_fd0;\nmov.u64 {r}, 0;",
+            space(a.map),
             a.offset
         );
     }
@@ -288,7 +299,8 @@ pub fn flush_text(
         address(&mut s, a);
         let _ = writeln!(
             s,
-            "@%bpf2ptx_fp2 red{space}.add.u64 [%bpf2ptx_fd2+{}], {r};\nmov.u64 {r}, 0;",
+            "@%bpf2ptx_fp2 red{}.add.u64 [%bpf2ptx_fd2+{}], {r};\nmov.u64 {r}, 0;",
+            space(a.map),
             a.offset
         );
     }
