@@ -51,7 +51,13 @@ trap 'exit 143' TERM INT
 export BPF2PTX="$(realpath "${BPF2PTX:-target/release/bpf2ptx}")"
 DL=${DL:-570}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-git log --oneline -1 2>/dev/null | tee "$OUT/commit.txt"
+# The device's copy of .git can lag the working tree it runs; the carried binaries name
+# the commit they were built at (gpu-carry/COMMIT, tests/gpu/README.md).
+{
+	git log --oneline -1 2>/dev/null
+	commit="$(dirname "$BPF2PTX")/COMMIT"
+	[ -f "$commit" ] && echo "binaries built at: $(cat "$commit")"
+} | tee "$OUT/commit.txt"
 
 step_sanitize() {
 	timeout 120 bash tests/gpu/sanitize_all.sh >"$OUT/sanitize.log" 2>&1
