@@ -54,6 +54,22 @@ pub fn conformance_cases() -> Vec<(
         .collect()
 }
 
+/// The PTX of every program of `verified` with its `.entry` kernel (what `bpf2ptx run`
+/// launches), for sm_70, the lowest target: the form the conformance and random-program
+/// checks run, in the PTX model, under ptxas and on the GPU.
+pub fn entry_kernels_ptx(verified: &bpf2ptx_verifier::Verified<'_>) -> String {
+    use bpf2ptx_backend::back::ptx;
+    ptx::write_string(
+        verified,
+        &ptx::Options {
+            target: "sm_70".into(),
+            entry: true,
+            ..Default::default()
+        },
+    )
+    .expect("an accepted program lowers")
+}
+
 /// The files with extension `ext` in `dir`, sorted by name.
 pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)

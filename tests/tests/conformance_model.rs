@@ -31,15 +31,7 @@ fn run_in_model(obj: &Object, mem: &[u8]) -> Ran {
     let Ok(verified) = bpf2ptx_verifier::Verified::new(obj, |_| entry) else {
         return Ran::Rejected;
     };
-    let code = ptx::write_string(
-        &verified,
-        &ptx::Options {
-            target: "sm_70".into(),
-            entry: true,
-            ..Default::default()
-        },
-    )
-    .expect("an accepted program lowers");
+    let code = bpf2ptx_tests::entry_kernels_ptx(&verified);
     let mut m = match Model::new(&code) {
         Ok(m) => m,
         Err(e) => return Ran::Unmodelled(e),

@@ -4,7 +4,6 @@
 //! (`cargo run -p bpf2ptx-tests --example gen_random`, then `bpf2ptx run DIR`; results in
 //! benches/results/conformance.md).
 
-use bpf2ptx_backend::back::ptx;
 use bpf2ptx_tests::{random, require_ptxas};
 use std::process::Command;
 
@@ -24,15 +23,7 @@ fn random_programs_verify_run_and_assemble() {
         let mut m = mem.clone();
         bpf2ptx_compiler::interp::run(&obj, 0, &mut m, &Default::default())
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-        let code = ptx::write_string(
-            &verified,
-            &ptx::Options {
-                target: "sm_70".into(),
-                entry: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let code = bpf2ptx_tests::entry_kernels_ptx(&verified);
         // Every 8th program through ptxas keeps the test fast; the GPU run takes them all.
         if let (Some(p), 0) = (&ptxas, seed % 8) {
             let f = tmp.path().join(format!("r{seed}.ptx"));
