@@ -105,3 +105,59 @@ fn random_programs_run_in_the_ptx_model() {
     assert!(wrong.is_empty(), "wrong r0:\n{}", wrong.join("\n"));
     assert_eq!(ran, SEEDS);
 }
+
+/// 64-bit unsigned compares against a constant register whose low half is all zeros
+/// (`<`, `>=`) or all ones (`>`, `<=`) are lowered as compares of the high halves
+/// (`Facts::jump_rhs_const`): the PTX says so, and the model gives the interpreter's
+/// result for numbers on and around each bound.
+#[test]
+fn high_half_compares_agree_with_the_interpreter() {
+    let text = "\
+r2 = *(u64 *)(r1 + 0)
+r0 = 0
+r3 = 0x100000000 ll
+if r2 < r3 goto +1
+r0 |= 1
+r3 = 0x1ffffffff ll
+if r2 > r3 goto +1
+r0 |= 2
+r3 = 0x200000000 ll
+if r2 >= r3 goto +1
+r0 |= 4
+r3 = 0xffffffff ll
+if r2 <= r3 goto +1
+r0 |= 8
+exit
+";
+    let obj = bpf2ptx::load_bytes("high.s", text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let entry = bpf2ptx_verifier::Entry::conformance(8);
+    let verified = bpf2ptx_verifier::Verified::new(&obj, |_| entry).expect("accepted");
+    let code = bpf2ptx_tests::entry_kernels_ptx(&verified);
+    for bound in [
+        "setp.lt.u32 %p0, %w1, 1;",
+        "setp.gt.u32 %p0, %w1, 1;",
+        "setp.ge.u32 %p0, %w1, 2;",
+        "setp.le.u32 %p0, %w1, 0;",
+    ] {
+        assert!(code.contains(bound), "no `{bound}` in\n{code}");
+    }
+    let edges = [
+        0u64,
+        1,
+        0xffff_ffff,
+        1 << 32,
+        (1 << 32) + 1,
+        0x1_ffff_ffff,
+        2 << 32,
+    ];
+    for x in edges.iter().flat_map(|e| [e.wrapping_sub(1), *e, e + 1]) {
+        let mem = x.to_le_bytes();
+        let mut m = mem.to_vec();
+        let want = interp::run(&obj, 0, &mut m, &Default::default()).unwrap();
+        match run_in_model(&obj, &mem) {
+            Ran::R0(r0) => assert_eq!(r0, want, "x = {x:#x}"),
+            Ran::Rejected => panic!("rejected"),
+            Ran::Unmodelled(e) => panic!("the model: {e}"),
+        }
+    }
+}

@@ -458,6 +458,14 @@ pub struct Facts {
     /// result is the same (specs/verifier.md, "Facts for the backend"): a 64-bit compare
     /// or shift is two or more GPU instructions, a 32-bit one is one.
     pub upper_zero: Vec<u16>,
+    /// Per conditional jump on two registers (`if rD op rS goto`): the value of rS on
+    /// entry when it is the same constant on every path (rS is relevant there, as every
+    /// jump operand is, so pruning never merged paths that disagree). clang loads a 64-bit
+    /// bound into a register (`r1 = 0x100000000 ll; if r0 < r1`); the backend compares a
+    /// number against such a bound whose low half is all zeros (`<`, `>=`) or all ones
+    /// (`>`, `<=`) by the number's high half alone (specs/verifier.md, "Facts for the
+    /// backend").
+    pub jump_rhs_const: Vec<Option<u64>>,
     /// Per map: the program only ever adds to the map's values with 64-bit atomic adds
     /// that do not fetch, or 64-bit plain counter updates that become such adds
     /// (`plain_add`), and makes no other load, store, helper access or update of the map,
@@ -581,6 +589,7 @@ impl Facts {
             atomic_map: vec![None; n],
             const_value: vec![None; n],
             upper_zero: vec![0; n],
+            jump_rhs_const: vec![None; n],
             lookup_in_range: vec![None; n],
             call_size: vec![None; n],
             plain_add: vec![None; n],

@@ -8,7 +8,7 @@
 
 use crate::{verify_with, Entry, Options as VerifyOptions};
 use bpf2ptx_compiler::interp::{self, InterpError, Options};
-use bpf2ptx_compiler::isa::table::{CallKind, Kind, Size};
+use bpf2ptx_compiler::isa::table::{CallKind, Kind, Size, Src};
 use std::fmt::Write as _;
 
 const MEM: usize = 64;
@@ -278,6 +278,17 @@ fn accepted_programs_stay_in_bounds_and_within_their_cost() {
                             wrong.push(format!(
                                 "insn {next}: upper_zero r{r}, ran with {:#x}",
                                 regs[r]
+                            ));
+                        }
+                    }
+                    // A jump changes no register: after it, rS still holds its entry value.
+                    if let (Some(k), Kind::Jmp(_, _, Src::X)) =
+                        (facts.jump_rhs_const[i], ins.kind())
+                    {
+                        if regs[ins.src as usize] != k {
+                            wrong.push(format!(
+                                "insn {i}: jump_rhs_const {k:#x}, ran with {:#x}",
+                                regs[ins.src as usize]
                             ));
                         }
                     }

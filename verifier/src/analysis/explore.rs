@@ -75,6 +75,7 @@ impl<'a> Explorer<'a> {
             seen: vec![false; n],
             seen_const: vec![false; n],
             seen_upper: vec![false; n],
+            seen_jump_rhs: vec![false; n],
             triple_map: vec![(false, None); triples.len()],
             triples,
             triple_of,

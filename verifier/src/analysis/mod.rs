@@ -196,6 +196,8 @@ pub(crate) struct Explorer<'a> {
     seen_const: Vec<bool>,
     /// Per instruction: whether a path reached it and set its `Facts::upper_zero`.
     seen_upper: Vec<bool>,
+    /// Per instruction: whether a path reached it and set its `Facts::jump_rhs_const`.
+    seen_jump_rhs: Vec<bool>,
     /// Loads, adds and stores with the shape of a plain counter update (`*v += x`), found
     /// in the code; the paths decide which become `Facts::plain_add`.
     triples: Vec<Triple>,

@@ -66,6 +66,7 @@ impl<'a> Explorer<'a> {
     /// Executes instruction `i` on `st`: the successor states, or why it is unsafe.
     pub(super) fn step(&mut self, st: State, i: usize) -> R<Step> {
         self.note_upper_zero(&st, i);
+        self.note_jump_rhs(&st, i);
         let step = self.step_inner(st, i)?;
         let ins = self.prog.insns[i];
         if let (
@@ -153,6 +154,27 @@ impl<'a> Explorer<'a> {
     /// in `st`, numbers below 2^32. The fact is the intersection over every visit; a path
     /// pruned before `i` agrees with it because pruning compared exactly the relevant
     /// registers (their values on the pruned path are among those of the paths explored).
+    /// `Facts::jump_rhs_const` at `i`, a conditional jump on two registers: rS's value on
+    /// this path when it is a constant and rS is relevant at `i`, kept only while every
+    /// path agrees.
+    fn note_jump_rhs(&mut self, st: &State, i: usize) {
+        let ins = self.prog.insns[i];
+        if !matches!(ins.kind(), Kind::Jmp(_, _, Src::X)) {
+            return;
+        }
+        let s = ins.src;
+        let c = match st.cur().regs.get(s as usize) {
+            Some(Reg::Scalar(x)) => x.as_const(),
+            _ => None,
+        };
+        let relevant = self.relevant.get(i).is_some_and(|r| r & (1 << s) != 0);
+        same_on_every_path(
+            &mut self.seen_jump_rhs[i],
+            &mut self.facts.jump_rhs_const[i],
+            c.filter(|_| relevant),
+        );
+    }
+
     fn note_upper_zero(&mut self, st: &State, i: usize) {
         let relevant = self.relevant.get(i).copied().unwrap_or(0);
         let mut mask = 0u16;

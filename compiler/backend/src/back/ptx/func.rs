@@ -82,6 +82,19 @@ fn cmp_name(c: Cond) -> (&'static str, bool) {
     }
 }
 
+/// For an unsigned 64-bit jump `x c k`, the bound `h` such that `x c k` is `hi(x) c h` on
+/// the high 32 bits of `x` alone, when there is one: `k = h * 2^32` for `<` and `>=` (x is
+/// below `h * 2^32` exactly when its high half is below `h`), `k = h * 2^32 + (2^32 - 1)`
+/// for `>` and `<=` (x is above it exactly when its high half is above `h`).
+fn high_half_bound(c: Cond, k: u64) -> Option<u32> {
+    let (h, low) = ((k >> 32) as u32, k as u32);
+    match c {
+        Cond::Lt | Cond::Ge if low == 0 => Some(h),
+        Cond::Gt | Cond::Le if low == u32::MAX => Some(h),
+        _ => None,
+    }
+}
+
 impl<'a> FuncWriter<'a> {
     /// A writer for function `k` of program `pi` with the module-wide settings.
     pub(super) fn configured(v: &'a Verified<'_>, opts: &'a Options, pi: usize, k: usize) -> Self {
@@ -455,6 +468,20 @@ impl<'a> FuncWriter<'a> {
                         dn && rn
                     }
                 };
+                // A 64-bit unsigned compare against a constant whose low half is all zeros
+                // (`<`, `>=`) or all ones (`>`, `<=`) is the same compare of the high
+                // halves (`Facts::jump_rhs_const`; the first step of a log2 by halving,
+                // `if v < 2^32`, is one).
+                let high = (!narrow && w == Width::W64 && src == Src::X)
+                    .then(|| self.facts.jump_rhs_const.get(self.cur).copied().flatten())
+                    .flatten()
+                    .and_then(|k| high_half_bound(c, k));
+                if let Some(h) = high {
+                    self.l(format!("mov.b64 {{%w0, %w1}}, %r{d};"));
+                    self.l(format!("setp.{cmp}.u32 %p0, %w1, {h};"));
+                    self.l(format!("@%p0 bra {t};"));
+                    return Ok(());
+                }
                 let signed = signed && !narrow;
                 let w = if narrow { Width::W32 } else { w };
                 // The operands at the jump's width (32-bit ones as the low halves), and
