@@ -571,7 +571,8 @@ fn a_forwarded_lookup_is_skipped_only_when_nothing_else_reads_it() {
 /// warp_time's `log2_u64` after its first step (`if (v >> 32) v >>= 32`) works on a value
 /// the verifier proved below 2^32 (`Facts::upper_zero`): in the woven exit body its
 /// compares and shifts are 32-bit (one SASS instruction each instead of two), and the
-/// first step's compares, on the full 64-bit difference, stay 64-bit. The model gives the
+/// first step's compares, on the full 64-bit difference against 2^32 and 2^32 - 1, are
+/// 32-bit compares of its high half (`Facts::jump_rhs_const`). The model gives the
 /// unfused maps (and `warp_time_forwarded_gives_the_unfused_histogram` one sample per
 /// warp).
 #[test]
@@ -595,8 +596,10 @@ fn warp_time_log2_is_computed_in_32_bits() {
     }
     assert!(exit.contains("setp.gt.u32 %p0, %w0, 1;"));
     assert!(!exit.contains("shr.u64 %r3, %r3, 16;"));
-    // The difference of two 64-bit times: the first step's tests stay 64-bit.
-    assert!(exit.contains("setp.lt.u64 %p0, %r0, %r1;"), "{exit}");
+    // The difference of two 64-bit times: the first step tests its high half.
+    assert!(exit.contains("setp.lt.u32 %p0, %w1, 1;"), "{exit}");
+    assert!(exit.contains("setp.gt.u32 %p0, %w1, 0;"), "{exit}");
+    assert!(!exit.contains("setp.lt.u64 %p0, %r0, %r1;"), "{exit}");
     let fused = fuse_check::run_text(&woven, &obj, &app).unwrap();
     let unfused = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
     assert!(fused == unfused, "fused and unfused differ");
