@@ -364,6 +364,18 @@ class Part:
                      {"missing": sorted(want - got), "else": sorted(got - want)},
                      {"missing": [], "else": []})
 
+    def check_checksums(self, plain, traced, what, agrees):
+        """The app's output under trace is its untraced output, and that has checksum lines
+        ("... checksum ...") that each end with `agrees` (the app's own comparison with a
+        reference); `what` says what they check."""
+        lines = [x for x in plain.out.splitlines() if " checksum " in x]
+        self.t.check("run", f"outputs unchanged ({len(lines)} checksums {what})",
+                     traced.out == plain.out and len(lines) > 0
+                     and all(x.endswith(agrees) for x in lines), True)
+        if traced.out != plain.out:
+            print(f"{self.name} untraced:\n{plain.out}\n{self.name} traced:\n{traced.out}",
+                  file=sys.stderr)
+
     def check_probe_ran(self, snaps):
         lines = []
         if os.path.exists(snaps):
@@ -438,12 +450,8 @@ def part_cub(p):
         p.check_modules()
         plain, (traced, snaps) = plain.result(), traced.result()
     p.check_runs(plain, traced, p.kernels_with_sites())
-    lines = [x for x in plain.out.splitlines() if " checksum " in x]
-    p.t.check("run", f"outputs unchanged ({len(lines)} checksums of CUB's and Thrust's "
-              "results, each agreeing with the CPU)", traced.out == plain.out and len(lines) > 0
-              and all(x.endswith("agrees 1") for x in lines), True)
-    if traced.out != plain.out:
-        print(f"cub untraced:\n{plain.out}\ncub traced:\n{traced.out}", file=sys.stderr)
+    p.check_checksums(plain, traced, "of CUB's and Thrust's results, each agreeing with the CPU",
+                      "agrees 1")
     p.check_probe_ran(snaps)
 
 
@@ -621,12 +629,7 @@ def part_torch(p):
         p.check_modules()
         plain, (traced, snaps) = plain.result(), traced.result()
     p.check_runs(plain, traced, trace_torch.EXT_KERNELS)
-    lines = [x for x in plain.out.splitlines() if " checksum " in x]
-    p.t.check("run", f"outputs unchanged ({len(lines)} checksums, each agreeing with torch "
-              "and the CPU)", traced.out == plain.out and len(lines) > 0
-              and all(x.endswith("agrees True") for x in lines), True)
-    if traced.out != plain.out:
-        print(f"torch untraced:\n{plain.out}\ntorch traced:\n{traced.out}", file=sys.stderr)
+    p.check_checksums(plain, traced, "each agreeing with torch and the CPU", "agrees True")
     p.check_probe_ran(snaps)
 
 

@@ -30,7 +30,6 @@ use bpf2ptx_tests::{files_with_ext, python3, repo_root, require_ptxas};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// A module with what trips a reader that does not follow PTX's statements and scopes.
 const TRICKY: &str = r#"//
@@ -201,13 +200,9 @@ fn the_python_reader_counts_what_the_rust_reader_counts() {
     std::fs::write(&tricky, TRICKY).unwrap();
     let mut files = corpus();
     files.push(tricky);
-    let out = Command::new("python3")
-        .arg("tests/gpu/ptx_opcodes.py")
-        .args(&files)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(repo_root())
-        .output()
-        .expect("python3 (tests/run.sh needs it too)");
+    let mut args = vec!["tests/gpu/ptx_opcodes.py"];
+    args.extend(files.iter().map(|f| f.to_str().expect("a UTF-8 path")));
+    let out = python3(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -253,12 +248,7 @@ fn the_python_table_has_no_row_for_what_ptx_does_not_have() {
                          'bar.warp.sync', 'cp.async.bulk.tensor.2d.global.shared::cta',\n\
                          'ldx.global.u32', 'mmax.sync', 'cpx.async', 'frobnicate']\n\
                   print(json.dumps({o: (t.row(o) or {}).get('opcode') for o in ops}))";
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(repo_root())
-        .output()
-        .expect("python3");
+    let out = python3(&["-c", script]);
     assert!(
         out.status.success(),
         "{}",

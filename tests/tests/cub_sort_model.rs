@@ -35,7 +35,7 @@ use bpf2ptx_backend::back::ptx;
 use bpf2ptx_compiler::program::Object;
 use bpf2ptx_loader::image::{MapCounts, MapData, MapImage};
 use bpf2ptx_tests::ptx_model::Model;
-use bpf2ptx_tests::{repo_root, require_ptxas};
+use bpf2ptx_tests::{python3, repo_root, require_ptxas};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -266,15 +266,13 @@ polls = c.look_back(maps, names, want)
 print(json.dumps({'rows': [[w, repr(g), repr(x)] for _, w, g, x in rows],
                   'info': info, 'polls': polls}))
 ";
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(&input)
-        .arg(keys_file)
-        .arg(&snaps)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .current_dir(repo_root())
-        .output()
-        .expect("python3 (tests/run.sh needs it too)");
+    let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
+    let (input, keys, snaps) = (
+        path(input.as_ref()),
+        path(keys_file.as_ref()),
+        path(snaps.as_ref()),
+    );
+    let out = python3(&["-c", script, &input, &keys, &snaps]);
     assert!(
         out.status.success(),
         "{}",
