@@ -267,11 +267,7 @@ print(json.dumps({'rows': [[w, repr(g), repr(x)] for _, w, g, x in rows],
                   'info': info, 'polls': polls}))
 ";
     let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
-    let (input, keys, snaps) = (
-        path(input.as_ref()),
-        path(keys_file.as_ref()),
-        path(snaps.as_ref()),
-    );
+    let (input, keys, snaps) = (path(&input), path(keys_file), path(&snaps));
     let out = python3(&["-c", script, &input, &keys, &snaps]);
     assert!(
         out.status.success(),
