@@ -4,7 +4,7 @@
 application examples/trace_latency/latency_app.cu stamps its kernel's first instruction
 and its host time before each launch; run untraced and under `bpf2ptx trace` with the
 parts of the trace_latency probe added one at a time (benches/gpu-trace/probes/
-latency_parts.bpf.c, PART 0-7, then the example probe itself), the growth of the app's
+latency_parts.bpf.c, PART 0-8, then the example probe itself), the growth of the app's
 own first-block latency says which part costs it.
 
     BPF2PTX=gpu-carry/bpf2ptx python3 benches/gpu-trace/latency_parts.py [OUT.md]
@@ -37,6 +37,7 @@ VARIANTS = [
     ("+ a span lookup that misses", "benches/gpu-trace/probes/latency_part5.bpf.o"),
     ("+ launch span, a key per block", "benches/gpu-trace/probes/latency_part6.bpf.o"),
     ("+ a span lookup that never runs", "benches/gpu-trace/probes/latency_part7.bpf.o"),
+    ("+ a read of the host time only (no hash map)", "benches/gpu-trace/probes/latency_part8.bpf.o"),
     ("examples/probes/trace_latency.bpf.o", "examples/probes/trace_latency.bpf.o"),
 ]
 
