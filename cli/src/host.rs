@@ -229,6 +229,31 @@ pub enum HostError {
     },
 }
 
+/// Per map of `obj`, whether a GPU program may write it (a store or an atomic into a
+/// value, a helper writing into one, an update or a delete), from the verifier's facts
+/// under each program's attach-point context; every map when a GPU program has no attach
+/// point or does not verify (the front end reports that; here the answer only has to be
+/// safe).
+fn gpu_written(obj: &Object) -> Vec<bool> {
+    let mut written = vec![false; obj.maps.len()];
+    for (k, p) in obj.programs.iter().enumerate() {
+        if !is_gpu_section(obj, &p.section) {
+            continue;
+        }
+        let facts = Attach::from_section(&p.section).and_then(|a| {
+            let entry = Entry::probe_ctx(a.point.ctx_size());
+            bpf2ptx_verifier::verify_with(obj, k, &entry, &Default::default()).ok()
+        });
+        let Some(f) = facts else {
+            return vec![true; obj.maps.len()];
+        };
+        for (w, &f) in written.iter_mut().zip(&f.map_written) {
+            *w |= f;
+        }
+    }
+    written
+}
+
 /// One host-side program.
 #[derive(Debug, Clone)]
 pub struct HostProgram {
@@ -245,9 +270,18 @@ pub struct HostProgram {
 pub struct HostPrograms {
     /// The programs, in object order.
     pub programs: Vec<HostProgram>,
-    /// Indices of the (non-global-data) maps they use, ascending: these live in pinned
-    /// host memory, one instance per process, bound into every instrumented module.
+    /// Indices of the (non-global-data) maps they use, ascending: the host programs'
+    /// copy lives in pinned host memory, one instance per process.
     pub shared_maps: Vec<usize>,
+    /// Those of [`HostPrograms::shared_maps`] that no GPU program writes (the verifier's
+    /// `map_written` of every GPU program): the GPU reads them from a copy in device
+    /// memory that the interposer updates, in stream order, before each launch, instead
+    /// of over the bus from the pinned copy. Why: a GPU read of mapped host memory costs
+    /// a kernel tens of microseconds at the start of every block (benches/results/
+    /// gpu-2026-12-07.md, "hostread"), where the host's value is the same for the whole
+    /// launch. The rest (maps a GPU program writes, which the host programs may read
+    /// back) stay in pinned host memory for both.
+    pub pushed: Vec<usize>,
 }
 
 impl HostPrograms {
@@ -340,17 +374,25 @@ impl HostPrograms {
             });
         }
         out.shared_maps.sort_unstable();
+        let written = gpu_written(obj);
+        out.pushed = (out.shared_maps.iter().copied())
+            .filter(|&k| !written.get(k).copied().unwrap_or(true))
+            .collect();
         Ok(out)
     }
 
-    /// The `--map` options that place the shared maps as the host needs them: pinned
-    /// host memory (`.sys` scope for the module), never sharded (a host write goes to
-    /// one copy), after the session's own `options`.
-    pub fn map_options(&self, obj: &Object, options: &[String]) -> Vec<String> {
+    /// The `--map` options that place the shared maps as the host needs them, after the
+    /// session's own `options`: never sharded (a host write goes to one copy); in pinned
+    /// host memory (`.sys` scope for the module), except the maps in `pushed`, which the
+    /// GPU reads from device memory ([`HostPrograms::pushed`]; empty when the driver
+    /// cannot write device memory in stream order).
+    pub fn map_options(&self, obj: &Object, options: &[String], pushed: &[usize]) -> Vec<String> {
         let mut out = options.to_vec();
         for &k in &self.shared_maps {
             let name = &obj.maps[k].name;
-            out.push(format!("{name}=host"));
+            if !pushed.contains(&k) {
+                out.push(format!("{name}=host"));
+            }
             out.push(format!("{name}=unsharded"));
         }
         out

@@ -316,6 +316,10 @@ struct Instance {
     /// (growth rewrites them all), and the units the storage holds.
     bound: Vec<(Handle, u64)>,
     units: u64,
+    /// A map host programs share and the GPU only reads: the words last written into
+    /// the storage by [`DeviceSet::push`] (empty before the first push; the storage
+    /// starts zeroed).
+    pushed: Vec<u64>,
 }
 
 /// What a module's binding left for its launches.
@@ -510,6 +514,7 @@ impl DeviceSet {
                 ring_desc: None,
                 bound: Vec::new(),
                 units: 0,
+                pushed: Vec::new(),
             });
         }
         let data = slot.as_ref().map_or(0, |i| i.data);
@@ -533,6 +538,7 @@ impl DeviceSet {
             ring_desc: None,
             bound: Vec::new(),
             units: 0,
+            pushed: Vec::new(),
         };
         if m.is(MapKind::is_per_unit) {
             // Storage comes with the first launch.
@@ -577,6 +583,51 @@ impl DeviceSet {
         }
         inst.desc = words.to_vec();
         Ok(inst)
+    }
+
+    /// Writes the words of a shared map's host copy (`words` of them, `word(i)` each)
+    /// that differ from what this set last wrote into map `k`'s instance, each with
+    /// `cuStreamWriteValue64` on `stream`: ordered before the launch that follows on that
+    /// stream, with the value taken now, so a later host write cannot reach an earlier
+    /// launch. Why not one copy: a copy from pinned memory reads its source when the
+    /// stream gets to it, and a stream write costs the launch less than a copy engine's
+    /// start. Nothing when no module of this set uses the map yet (its instance, made
+    /// zeroed at the first, gets the words at the next push).
+    pub fn push(
+        &self,
+        k: usize,
+        map: &str,
+        words: usize,
+        word: &dyn Fn(usize) -> u64,
+        stream: Ptr,
+        write: StreamWriteValue64,
+    ) -> Result<(), BindError> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(inst) = st.maps.get_mut(k).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        let words = words.min((inst.bytes / 8) as usize);
+        if inst.pushed.len() < words {
+            inst.pushed.resize(words, 0);
+        }
+        for i in 0..words {
+            let v = word(i);
+            if v == inst.pushed[i] {
+                continue;
+            }
+            // SAFETY: the driver's function; word `i` of the instance's storage, a live
+            // allocation of this set's context; the application's stream handle.
+            let rc = unsafe { write(stream, inst.data + 8 * i as u64, v, 0) };
+            if rc != SUCCESS {
+                return Err(BindError::Driver {
+                    map: map.to_string(),
+                    what: "writing a host program's value for the GPU",
+                    rc,
+                });
+            }
+            inst.pushed[i] = v;
+        }
+        Ok(())
     }
 
     /// Makes the per-unit arrays `maps` hold at least the units of `dims` before a
@@ -673,11 +724,12 @@ impl DeviceSet {
 
     /// The set's maps as the snapshot holds them: per instance the descriptor words (a
     /// ring's read back from its descriptor: drops and bound change), the storage, and a
-    /// hash map's counts block or a ring's counters, in the object's map order. `copy`
-    /// reads device memory.
+    /// hash map's counts block or a ring's counters, in the object's map order, except
+    /// the maps of indices `skip`. `copy` reads device memory.
     pub fn raw_maps(
         &self,
         obj: &Object,
+        skip: &[usize],
         copy: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
     ) -> (Vec<String>, Vec<bpf2ptx::trace::wire::RawMap>) {
         use bpf2ptx::trace::wire::{hex, RawMap};
@@ -687,6 +739,9 @@ impl DeviceSet {
             let (Some(inst), Some(m)) = (inst, obj.maps.get(k)) else {
                 continue;
             };
+            if skip.contains(&k) {
+                continue;
+            }
             let desc = match inst.ring_desc {
                 Some(at) => copy(at, desc::BYTES as usize)
                     .map(|b| {

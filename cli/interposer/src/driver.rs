@@ -174,6 +174,9 @@ pub type MemsetD8Async = unsafe extern "C" fn(u64, u8, usize, Ptr) -> CuResult;
 pub type MemcpyDtoDAsync = unsafe extern "C" fn(u64, u64, usize, Ptr) -> CuResult;
 /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t, CUstream)`.
 pub type MemcpyHtoDAsync = unsafe extern "C" fn(u64, *const c_void, usize, Ptr) -> CuResult;
+/// `cuStreamWriteValue64_v2(CUstream, CUdeviceptr, cuuint64_t value, unsigned flags)`: a
+/// 64-bit write in stream order, the value taken at the call.
+pub type StreamWriteValue64 = unsafe extern "C" fn(Ptr, u64, u64, u32) -> CuResult;
 /// `cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *)`: sets the calling thread's
 /// mode, returning the old one in place.
 pub type ThreadExchangeStreamCaptureMode = unsafe extern "C" fn(*mut c_int) -> CuResult;

@@ -31,6 +31,7 @@
 //! **Failures.** A program whose run fails (the interpreter's error) is said once and
 //! not run again; the launch goes on.
 
+use crate::bind::DeviceSet;
 use crate::clock::Clock;
 use crate::driver::*;
 use crate::resolve::driver_fn;
@@ -58,6 +59,10 @@ pub struct SharedMap {
     pub bytes: usize,
     /// The descriptor words a host loader would write for it: what the snapshot shows.
     pub desc: [u64; 8],
+    /// No GPU program writes it ([`HostPrograms::pushed`]): the modules read a copy in
+    /// each map set's device memory, which [`HostRuntime::push`] updates at launches,
+    /// and are not bound to this storage.
+    pub pushed: bool,
 }
 
 // SAFETY: pinned memory the interposer owns for the whole process; every access is a
@@ -84,7 +89,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    fn alloc(obj: &Object, shared: &[usize]) -> Result<Shared, String> {
+    fn alloc(obj: &Object, shared: &[usize], pushed: &[usize]) -> Result<Shared, String> {
         let f = |n| driver_fn(n).ok_or("the driver lacks cuMemHostAlloc");
         // SAFETY: the driver's functions of these names (CUDA 12 ABI).
         let (alloc, devptr) = unsafe {
@@ -149,13 +154,14 @@ impl Shared {
                 dev,
                 bytes,
                 desc: d,
+                pushed: pushed.contains(&k),
             });
         }
         Ok(Shared { maps, by_index })
     }
 
     /// Points descriptor word 3 of every shared map that instrumented module `h` uses
-    /// at the shared storage; `global` finds a module global's device address, `write`
+    /// at the shared storage (not the pushed ones: the module's map set holds those); `global` finds a module global's device address, `write`
     /// writes words at a device address (the map set's, which is safe inside a stream
     /// capture: [`crate::bind::DeviceSet::write_words`]).
     pub fn bind(
@@ -163,7 +169,7 @@ impl Shared {
         mut global: impl FnMut(&str) -> Option<u64>,
         mut write: impl FnMut(&str, u64, &[u64]) -> Result<(), String>,
     ) -> Result<(), String> {
-        for m in &self.maps {
+        for m in self.maps.iter().filter(|m| !m.pushed) {
             // A map no GPU program uses has no descriptor in the module.
             let Some(d) = global(&bpf2ptx_backend::back::ptx::map_desc_symbol(&m.name)) else {
                 continue;
@@ -204,6 +210,9 @@ pub struct HostRuntime {
     obj: &'static Object,
     interp: Mutex<Interp<'static>>,
     shared: OnceLock<Result<Shared, String>>,
+    /// The driver's `cuStreamWriteValue64`, looked up at the first need: without it no
+    /// map is pushed (they all stay in pinned memory for the GPU too).
+    writer: OnceLock<Option<StreamWriteValue64>>,
     /// Programs that failed once (bit per program), not run again.
     failed: AtomicU64,
 }
@@ -216,7 +225,50 @@ impl HostRuntime {
             obj,
             interp: Mutex::new(Interp::new(obj, interp::Options::default())),
             shared: OnceLock::new(),
+            writer: OnceLock::new(),
             failed: AtomicU64::new(0),
+        }
+    }
+
+    fn writer(&self) -> Option<StreamWriteValue64> {
+        *self.writer.get_or_init(|| {
+            // SAFETY: the driver's function of that name (CUDA 12 ABI, `_v2`).
+            driver_fn(c"cuStreamWriteValue64")
+                .map(|p| unsafe { std::mem::transmute::<Ptr, StreamWriteValue64>(p) })
+        })
+    }
+
+    /// The shared maps the GPU reads from device memory ([`HostPrograms::pushed`]), or
+    /// none when the driver has no `cuStreamWriteValue64`. Decided at the first call
+    /// (the first instrumentation, with the driver loaded), the same for the session.
+    pub fn pushed(&self) -> &[usize] {
+        if self.writer().is_some() {
+            &self.progs.pushed
+        } else {
+            &[]
+        }
+    }
+
+    /// Brings the device copies of the pushed maps in `set` up to the host programs'
+    /// values, ordered before the launch that follows on `stream`: after the host
+    /// programs of a launch ran. A failure is said once; that launch's kernels read the
+    /// values of the last push that worked.
+    pub fn push(&self, set: &DeviceSet, stream: Ptr, log: &Log) {
+        let (Some(shared), Some(write)) = (self.shared_now(), self.writer()) else {
+            return;
+        };
+        for m in shared.maps.iter().filter(|m| m.pushed) {
+            let base = m.host.cast::<AtomicU64>();
+            // SAFETY: word `i < bytes / 8` of the map's live pinned storage (page-aligned,
+            // a multiple of 8 bytes), read atomically: a host program on another thread
+            // may be storing to it.
+            let word = |i: usize| unsafe { (*base.add(i)).load(Relaxed) };
+            if let Err(e) = set.push(m.index, &m.name, m.bytes / 8, &word, stream, write) {
+                static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+                if !SAID.swap(true, Relaxed) {
+                    log.say(&format!("{e}; kernels read its values of an earlier launch"));
+                }
+            }
         }
     }
 
@@ -225,7 +277,7 @@ impl HostRuntime {
     pub fn shared(&self, log: &Log) -> Option<&Shared> {
         self.shared
             .get_or_init(|| {
-                let r = Shared::alloc(self.obj, &self.progs.shared_maps);
+                let r = Shared::alloc(self.obj, &self.progs.shared_maps, self.pushed());
                 if let Err(e) = &r {
                     log.say(&format!(
                         "{e}; host programs' map lookups return NULL and the GPU keeps \

@@ -502,10 +502,14 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
         "{log:?}"
     );
     assert!(log.iter().any(|l| l == "host alloc 8 flags=3"), "{log:?}");
-    assert!(
-        log.iter().any(|l| l == "htod 8"),
-        "descriptor word 3: {log:?}"
-    );
+    // No GPU program writes `launch` or `launches`: the GPU reads device copies, which
+    // each launch brings up to the host program's values with stream writes (3 words,
+    // all new at every launch: host_ns, seq and the count), not the pinned storage.
+    let writes: Vec<u64> = log
+        .iter()
+        .filter_map(|l| l.strip_prefix("write value ")?.parse().ok())
+        .collect();
+    assert_eq!(writes.len(), 12, "{log:?}");
     let snap = read(&f.proc()).expect("snapshot.json");
     let shared = |name: &str| {
         let m = snap
@@ -520,6 +524,9 @@ fn a_host_program_runs_at_each_launch_and_shares_its_map_with_the_gpu() {
     let launch = shared("launch");
     let (host_ns, seq) = (u64_at(&launch, 0), u64_at(&launch, 1));
     assert_eq!(seq, 4);
+    assert_eq!(writes[9..], [host_ns, seq, 4], "the last launch's values reach the GPU");
+    let seqs: Vec<u64> = writes.iter().skip(1).step_by(3).copied().collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
     assert!(
         host_ns >= before + GPU_OFFSET - 1_000_000 && host_ns <= after + GPU_OFFSET + 1_000_000,
         "host_ns {host_ns} on the GPU's timeline ({before}..{after} + offset)"

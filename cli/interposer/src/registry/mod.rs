@@ -532,13 +532,16 @@ impl Session {
         // The first launch of a module may come inside the application's stream capture.
         let _relaxed = crate::bind::relaxed_capture();
         let set = self.sets.current().map_err(|e| e.to_string())?;
-        // The maps host programs share, when their pinned storage exists (else they are
-        // the set's, as any map).
+        // The maps host programs share in pinned storage, when it exists (else they are
+        // the set's, as any map). The pushed ones are the set's: the GPU reads them from
+        // device memory.
         let skip: Vec<usize> = self
             .host
             .as_ref()
             .and_then(|r| r.shared(&self.log))
-            .map_or_else(Vec::new, |s| s.maps.iter().map(|m| m.index).collect());
+            .map_or_else(Vec::new, |s| {
+                s.maps.iter().filter(|m| !m.pushed).map(|m| m.index).collect()
+            });
         let bound = set
             .bind(
                 self.obj,
@@ -591,7 +594,7 @@ impl Session {
     fn inject_options(&self) -> bpf2ptx::inject::Options {
         bpf2ptx::inject::Options {
             maps: match &self.host {
-                Some(h) => h.progs.map_options(self.obj, &self.config.maps),
+                Some(h) => h.progs.map_options(self.obj, &self.config.maps, h.pushed()),
                 None => self.config.maps.clone(),
             },
             loop_budget: self.config.loop_budget,
@@ -733,6 +736,11 @@ impl Session {
         };
         if let Some(h) = self.host.as_ref().filter(|_| d.host != 0) {
             h.run(d.host, &facts, &self.clock, &self.log);
+            if !h.pushed().is_empty() {
+                if let Ok(set) = self.sets.current() {
+                    h.push(&set, args.stream, &self.log);
+                }
+            }
         }
         if record {
             let mut pending = self.launches.lock().unwrap_or_else(|e| e.into_inner());

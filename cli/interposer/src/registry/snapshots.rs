@@ -118,7 +118,10 @@ impl Session {
             let Some(reader) = copier.readers[at].1 else {
                 continue;
             };
-            let (modules, maps) = set.raw_maps(self.obj, &|a, n| reader.copy(a, n));
+            // A pushed shared map's device copy holds what its host copy held at the last
+            // launch: the snapshot shows the host copy, once, in `shared`.
+            let pushed = self.host.as_ref().map_or(&[][..], |h| h.pushed());
+            let (modules, maps) = set.raw_maps(self.obj, pushed, &|a, n| reader.copy(a, n));
             let own = set.module_output(&|a, n| reader.copy(a, n));
             devices.push(DeviceMaps {
                 device: set.device,

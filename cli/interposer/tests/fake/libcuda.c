@@ -451,6 +451,14 @@ CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned f
 	return 0;
 }
 CUresult cuStreamQuery(void *s) { (void)s; return 0; }
+/* A stream-ordered write: done at once (the fake's streams are synchronous). */
+CUresult cuStreamWriteValue64_v2(void *s, unsigned long long at, unsigned long long v,
+				 unsigned flags) {
+	(void)s; (void)flags;
+	*(unsigned long long *)(size_t)at = v;
+	say("write value %llu", v);
+	return 0;
+}
 CUresult cuStreamIsCapturing(void *s, int *status) {
 	*status = capturing() && s != (void *)0x5;
 	return 0;
@@ -492,6 +500,7 @@ static const struct { const char *name; void *fn; } table[] = {
 	{ "cuGraphAddKernelNode", (void *)cuGraphAddKernelNode_v2 },
 	ENTRY(cuMemHostAlloc), { "cuMemHostGetDevicePointer", (void *)cuMemHostGetDevicePointer_v2 },
 	ENTRY(cuStreamQuery), ENTRY(cuStreamIsCapturing),
+	{ "cuStreamWriteValue64", (void *)cuStreamWriteValue64_v2 },
 };
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
