@@ -15,8 +15,9 @@
 //!      claim state, which every module sharing the ring must share)
 //!    - every module: its layout checked against the instance's (descriptor words 0-2
 //!      and 4), then descriptor words 3-5 written (storage, aux, counts or counters),
-//!      and for rings and writable global data the reference word
-//!      (`bpf2ptx_mapref_<name>`) pointed at the instance
+//!      an array's address word (`bpf2ptx_mapaddr_<name>`, `.const`) too, and for rings
+//!      and writable global data the reference word (`bpf2ptx_mapref_<name>`) pointed
+//!      at the instance
 //!    ▼
 //!  before any launch of the module: the code finds every map where the set put it
 //!  (ptx::Options::rebind_maps: no access path takes a module address as a constant)
@@ -45,7 +46,7 @@
 use crate::driver::*;
 use crate::resolve::driver_fn;
 use bpf2ptx_backend::back::ptx::{
-    has_map_ref, loop_budget_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
+    has_map_ref, loop_budget_symbol, map_addr_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
     map_desc_symbol, map_ref_symbol, map_symbol, PRINTK_DESC,
 };
 use bpf2ptx_compiler::program::{Map, MapOrigin, Object};
@@ -460,6 +461,11 @@ impl DeviceSet {
                     d + desc::DATA,
                     &inst.desc[from..=to],
                 )?;
+                // An array's address word (`.const`), which its inlined lookups read.
+                if let Some((at, _)) = global(&map_addr_symbol(&m.name)) {
+                    self.fns
+                        .write(&m.name, "binding the address word", at, &[inst.data])?;
+                }
             }
             if let Some(ring) = inst.ring_desc {
                 let r = map_ref_symbol(&m.name);

@@ -189,7 +189,8 @@ static const char *declaration(const char *text, const char *name) {
 			const char *line = p;
 			while (line > text && line[-1] != '\n') line--;
 			const char *g = strstr(line, ".global");
-			if (g && g < p) return line;
+			const char *c = strstr(line, ".const");
+			if ((g && g < p) || (c && c < p)) return line;
 		}
 	}
 	return NULL;
@@ -295,7 +296,7 @@ static void printk_probe(struct image *m, u64 n) {
 
 /* tests/trace/shared_maps.bpf.c's probes, for one launch of `threads` threads of module
  * `m`, on its maps where its descriptors and reference words say they are (what
- * ptx::Options::rebind_maps lowers to): `hits` +1 at key 0 (word 3); `per_thr` +1 at key
+ * ptx::Options::rebind_maps lowers to): `hits` +1 at key 0 (its address word, `.const`); `per_thr` +1 at key
  * 0 in each thread's slot below the units bound (words 3 and 4); `seen` one new key, the
  * launch's number in the process, unless the shared count (word 5) says the map holds
  * max_entries keys (then `full` in shard 0), in the runtime's slot layout; `records` one
@@ -304,8 +305,8 @@ static void printk_probe(struct image *m, u64 n) {
 static void run_probes(struct image *m, unsigned threads) {
 	static u64 launches;
 	u64 n = ++launches, *d, *r;
-	if ((d = words(m, "bpf2ptx_map_hits")) && d[3])
-		*(u64 *)(size_t)d[3] += 1;
+	if ((r = words(m, "bpf2ptx_mapaddr_hits")) && *r)
+		*(u64 *)(size_t)*r += 1;
 	if ((d = words(m, "bpf2ptx_map_per_thr")) && d[3])
 		for (u64 t = 0; t < threads && t < d[4]; t++)
 			*(u64 *)(size_t)(d[3] + t * (d[2] >> 32)) += 1;

@@ -49,6 +49,9 @@ pub(super) struct FuncWriter<'a> {
     /// The host may bind every map elsewhere ([`Options::rebind_maps`]): storage from
     /// descriptor word 3, rings and writable global data through their reference words.
     pub(super) rebind: bool,
+    /// Per map: it has an address word ([`super::has_map_addr`]), which its inlined
+    /// lookups read instead of descriptor word 3.
+    pub(super) addr_word: Vec<bool>,
     /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
     /// until the next instruction.
     pub(super) nonnull_r0: bool,
@@ -106,6 +109,9 @@ impl<'a> FuncWriter<'a> {
         f.sys = atomic_scope(obj, opts) == bpf2ptx_runtime::Scope::Sys;
         f.host = opts.host.clone();
         f.rebind = opts.rebind_maps;
+        f.addr_word = (0..obj.maps.len())
+            .map(|m| super::has_map_addr(obj, opts, m))
+            .collect();
         let prog = &obj.programs[pi];
         f.lanes = entry_granularity(prog, opts) == Granularity::Warp && reads_active_mask(prog);
         f
@@ -129,6 +135,7 @@ impl<'a> FuncWriter<'a> {
             ctx_regs: false,
             host: Vec::new(),
             rebind: false,
+            addr_word: Vec::new(),
             nonnull_r0: false,
             lanes: false,
             memo: false,

@@ -6,7 +6,7 @@ use super::calls::{lowering, LOOKUP, UPDATE};
 use super::frame::{folded, Fp};
 use super::func::FuncWriter;
 use super::module::{GPU_COPY_NEED, MODULE_SCOPE_NEED, SPEC_NEED};
-use super::symbols::{map_data_symbol, map_desc_symbol};
+use super::symbols::{map_addr_symbol, map_data_symbol, map_desc_symbol};
 use super::SHARDS;
 use crate::isa::insn::Insn;
 use crate::isa::table::{CallKind, Kind, Size};
@@ -269,9 +269,12 @@ impl FuncWriter<'_> {
             self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
             self.l("setp.eq.u64 %lkp1, %lkd0, 0;");
             self.l("or.pred %lkp0, %lkp0, %lkp1;");
-        } else if self.rebind {
+        } else if self.addr_word.get(m as usize).copied().unwrap_or(false) {
             // Device placement, storage bound by the host before the module's first
-            // launch (never unbound: a module the host could not bind does not run).
+            // launch (never unbound: a module the host could not bind does not run),
+            // its address in the constant bank (the address word).
+            self.l(format!("ld.const.u64 %lkd0, [{}];", map_addr_symbol(&map.name)));
+        } else if self.rebind {
             self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
         } else {
             // Device placement: the module's own storage, which word 3 names too (a

@@ -63,8 +63,8 @@ pub use frame::{frame_layouts, FrameLayout};
 pub use module::{inline_body, write_string, InlineBody, INLINE_CTX_WORDS, INLINE_END};
 pub use rings::{PRINTK_DESC, PRINTK_RECORD};
 pub use symbols::{
-    entry_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
-    map_desc_symbol, map_ref_symbol, map_symbol, program_symbol,
+    entry_symbol, loop_budget_symbol, map_addr_symbol, map_counter_symbol, map_counts_symbol,
+    map_data_symbol, map_desc_symbol, map_ref_symbol, map_symbol, program_symbol,
 };
 
 use crate::program::{MapOrigin, Object};
@@ -166,6 +166,21 @@ pub fn has_map_ref(m: &crate::program::Map) -> bool {
     } else {
         m.is(MapKind::is_ring)
     }
+}
+
+/// Whether map `k` of `obj` has an address word ([`map_addr_symbol`]) under `opts`: an
+/// array in device memory (not per-unit: those grow and move, and their lookups read
+/// words 3 and 4 together; not host-placed: the loader binds those after loading) with
+/// storage of the compiler's size, when the maps may be rebound.
+pub fn has_map_addr(obj: &Object, opts: &Options, k: usize) -> bool {
+    let Some(m) = obj.maps.get(k) else {
+        return false;
+    };
+    opts.rebind_maps
+        && m.origin != MapOrigin::GlobalData
+        && m.is(MapKind::is_array_like)
+        && !opts.host.get(k).copied().unwrap_or(false)
+        && matches!(module::map_storage(m), Ok(Some(_)))
 }
 
 /// Replicas of a sharded array: SM `k` updates replica `k % SHARDS`, so any GPU works (SMs

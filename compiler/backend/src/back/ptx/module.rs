@@ -9,10 +9,11 @@ use super::fuse::{AccSlot, FwSlot, SitePlan};
 use super::mem::{runtime_body, runtime_decl};
 use super::rings::{PRINTK_DESC, PRINTK_RING};
 use super::symbols::{
+    map_addr_symbol,
     check_symbols, func_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol,
     map_data_symbol, map_desc_symbol, map_ref_symbol, map_symbol,
 };
-use super::{atomic_scope, has_map_ref, is_sharded, Error, Options, SHARDS, TARGETS};
+use super::{atomic_scope, has_map_addr, has_map_ref, is_sharded, Error, Options, SHARDS, TARGETS};
 use crate::cfg::Cfg;
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::maps::specialized_function;
@@ -292,6 +293,13 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
         // data, aux, aux2, drops, bound.
         const _: () = assert!(desc::WORDS == 8 && desc::word(desc::AUX2) == 5);
         let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[{}] = {{{w0}, {w1}, {w2}, {data}, {aux}, {aux2}, 0, 0}};", desc::WORDS);
+        if has_map_addr(obj, opts, k) {
+            let _ = writeln!(
+                out,
+                ".visible .const .align 8 .u64 {} = {data};",
+                map_addr_symbol(&m.name)
+            );
+        }
         if opts.rebind_maps && has_map_ref(m) {
             let _ = writeln!(
                 out,

@@ -44,6 +44,17 @@ pub fn map_ref_symbol(name: &str) -> String {
     )
 }
 
+/// The address word of an array under [`Options::rebind_maps`]: a `.const .u64` copy of
+/// descriptor word 3 (the storage's generic address), which the host writes beside the
+/// word when it binds the map. The probes' inlined lookups and fusion flushes read it from
+/// the constant bank, as `inject` without rebinding reads the storage's constant address,
+/// not from the descriptor in global memory: a load on the path of every probe that
+/// touches the map costs a kernel a few percent (benches/results/gpu-2026-12-07.md,
+/// "GPU-side cost, trace vs inject"). Which maps have one: [`super::has_map_addr`].
+pub fn map_addr_symbol(name: &str) -> String {
+    format!("bpf2ptx_mapaddr_{}", map_part(name))
+}
+
 /// The descriptor symbol of a runtime map.
 pub fn map_desc_symbol(name: &str) -> String {
     format!("bpf2ptx_map_{}", map_part(name))

@@ -208,7 +208,14 @@ pub fn flush_text(
     let address = |s: &mut String, a: &AccSlot| {
         let m = &obj.maps[a.map as usize];
         let global = m.origin == MapOrigin::GlobalData;
-        if opts.rebind_maps && (!global || ptx::has_map_ref(m)) {
+        if ptx::has_map_addr(obj, opts, a.map as usize) {
+            // The address word, in the constant bank.
+            let _ = writeln!(
+                s,
+                "ld.const.u64 %bpf2ptx_fd2, [{}];\ncvta.to.global.u64 %bpf2ptx_fd2, %bpf2ptx_fd2;",
+                ptx::map_addr_symbol(&m.name)
+            );
+        } else if opts.rebind_maps && (!global || ptx::has_map_ref(m)) {
             let word = if global {
                 ptx::map_ref_symbol(&m.name)
             } else {
