@@ -24,12 +24,25 @@ processes), in a work directory that is kept and printed:
           XLA assembles itself, from `XLA_FLAGS=--xla_dump_to=DIR` (with
           --xla_gpu_autotune_level=0 and --xla_gpu_force_compilation_parallelism=1 where
           this jaxlib knows them, so a module is one PTX file and the GEMM choice does not
-          depend on timing). Results: the instrumented PTX fed back with XLA's debug option
+          depend on timing) where the dump holds .ptx files, else from a ptxas wrapper
+          (tests/gpu/trace/xla_ptxas_wrapper.py) that keeps a copy of every PTX XLA
+          assembles: ROOT/bin/ptxas of a CUDA root whose other entries are links to the
+          real one's, handed to XLA by --xla_gpu_cuda_data_dir=ROOT, CUDA_ROOT=ROOT (from
+          which JAX sets that option itself) and PATH, with
+          --xla_gpu_enable_libnvptxcompiler=false and --xla_gpu_enable_libnvjitlink=false
+          where this jaxlib knows them (so XLA runs ptxas rather than assembling in-process).
+          Results, from the dump: the instrumented PTX fed back with XLA's debug option
           --xla_gpu_ptx_file=FILE (one per module, named as dumped, so XLA matches it to
           its module by the name's prefix) and a second dump, which shows what XLA
-          assembled: a module whose second dump holds the probes ran them. Where this
-          jaxlib has no such option, or it takes effect for no module, the results row is
-          `skipped` and says why: ptxas is then the only check of XLA's PTX.
+          assembled: a module whose second dump holds the probes ran them. From the wrapper
+          (or where --xla_gpu_ptx_file is unknown or takes effect for no module, and the
+          wrapper captured the dumped modules as they are): a second run in which the
+          wrapper gives ptxas each instrumented module in place of the PTX it was made from
+          (the same sha256); its log counts the modules replaced (at least one; the first
+          run's modules the second did not compile again are counted, not failed). Where
+          neither gives a result, the results row is `skipped` and says why: ptxas is then
+          the only check of XLA's PTX. With no PTX from the dump nor the wrapper, the dump
+          row fails and says whether the wrapper ran, and the XLA_FLAGS.
   torch   the PyTorch extension of tests/gpu/trace_torch.py (tests/gpu/trace/torch_ext,
           built by its build_extension with TORCH_CUDA_ARCH_LIST="9.0+PTX"); its PTX from
           the .so with cuobjdump. Results: tests/gpu/trace/torch_app.py run untraced and
@@ -38,7 +51,7 @@ processes), in a work directory that is kept and printed:
 Rows, per part:
 
 - the part's own build or dump (nvcc, cuobjdump, the extension, Triton's and XLA's dumps
-  hold the kernels expected);
+  hold the kernels expected; XLA's, or its ptxas wrapper, some PTX: the row says which);
 - per probe (examples/probes/mem_traffic.bpf.o: every memory access; warp_time.bpf.o:
   warp entry and exit; launch_count.bpf.o: block entry): every module through `bpf2ptx
   inject PROBE --into M -o OUT --allow-no-match` and `ptxas -arch=sm_90 OUT -o /dev/null`
@@ -74,10 +87,12 @@ extension's build and JAX's and Triton's compiles).
 import collections
 import concurrent.futures
 import glob
+import hashlib
 import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -108,6 +123,12 @@ TRITON_KERNELS = ["add_kernel", "softmax_kernel", "matmul_kernel", "attn_fwd"]
 # --xla_gpu_ptx_file cannot tell apart) and the GEMM choice independent of timing; dropped,
 # and said, where this jaxlib does not know them.
 XLA_OPTIONAL = ["--xla_gpu_autotune_level=0", "--xla_gpu_force_compilation_parallelism=1"]
+# With the ptxas wrapper (tests/gpu/trace/xla_ptxas_wrapper.py): XLA assembles its PTX with
+# a ptxas subprocess, not in-process with libnvptxcompiler or libnvjitlink (either of which
+# it takes first where its build has it); dropped, and said, where unknown.
+XLA_SUBPROCESS = ["--xla_gpu_enable_libnvptxcompiler=false",
+                  "--xla_gpu_enable_libnvjitlink=false"]
+XLA_WRAPPER = os.path.join(HERE, "trace", "xla_ptxas_wrapper.py")
 PARTS = ["cub", "triton", "xla", "torch"]
 
 # ---------------------------------------------------------------- processes
@@ -513,41 +534,196 @@ def replay_files(modules):
     return groups, main
 
 
-def xla_env(flags):
+def xla_env(flags, extra=None):
+    """The environment of a JAX run: XLA_FLAGS `flags`, no compilation cache (JAX's own nor
+    XLA's kernel and autotuning caches through it), and `extra`."""
     return dict(os.environ, XLA_FLAGS=" ".join(flags), XLA_PYTHON_CLIENT_PREALLOCATE="false",
-                JAX_ENABLE_COMPILATION_CACHE="false")
+                JAX_ENABLE_COMPILATION_CACHE="false",
+                JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES="none", **(extra or {}))
 
 
 def unknown_flag(r):
     return r.rc != 0 and re.search(r"[Uu]nknown flags? in XLA_FLAGS|[Uu]nknown flag", r.err)
 
 
+def refused(r):
+    """The flag names (without values) of XLA's `Unknown flags in XLA_FLAGS: ...`, an empty
+    set where the message does not list them, None where the run was not refused so."""
+    if not unknown_flag(r):
+        return None
+    m = re.search(r"[Uu]nknown flags? in XLA_FLAGS: ?(.*)", r.err)
+    return {t.split("=")[0] for t in m.group(1).split()} if m else set()
+
+
+def xla_run(p, tag, out, flags, optional=(), env=None, clear=()):
+    """tests/gpu/trace/corpus_jax.py OUT with XLA_FLAGS `flags` and `optional`: an optional
+    flag that XLA refuses as unknown is dropped (all of them where its message names none)
+    and the run repeated (`TAG-again`, ...), the folders `clear` emptied first. (Ran, the
+    optional flags kept, those dropped)."""
+    optional, dropped = list(optional), []
+    for n in range(len(optional) + 1):
+        r = sh([sys.executable, JAX_APP, out], p.log(tag + ("-again" if n else "")
+                                                   + (str(n) if n > 1 else "")),
+               xla_env(list(flags) + optional, env))
+        names = refused(r)
+        if names is None or not optional:
+            break
+        gone = [f for f in optional if f.split("=")[0] in names] or optional
+        dropped += gone
+        optional = [f for f in optional if f not in gone]
+        for d in clear:
+            shutil.rmtree(d, ignore_errors=True)
+    return r, optional, dropped
+
+
+# ------------------------------------------------ xla: a ptxas wrapper
+
+def real_cuda_root():
+    """The CUDA root whose ptxas the wrapper runs: CUDA_ROOT (which JAX hands XLA as
+    --xla_gpu_cuda_data_dir), that of `ptxas` on PATH (its real path's parent's parent),
+    CUDA_HOME, /usr/local/cuda, the nvidia pip packages' (nvidia/cuda_nvcc, nvidia/cu13,
+    ...); the first with an executable bin/ptxas, or None."""
+    found = [os.environ.get("CUDA_ROOT")]
+    which = shutil.which("ptxas")
+    if which:
+        found.append(os.path.dirname(os.path.dirname(os.path.realpath(which))))
+    found += [os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    for base in sys.path:
+        found += sorted(glob.glob(os.path.join(base, "nvidia", "*", "bin", "ptxas")))
+    for c in found:
+        if c and c.endswith(os.path.join("bin", "ptxas")):
+            c = os.path.dirname(os.path.dirname(c))
+        ptxas = c and os.path.join(c, "bin", "ptxas")
+        if ptxas and os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
+            return os.path.realpath(c)
+    return None
+
+
+def ptxas_root(work, real):
+    """WORK/cuda-root: a CUDA root whose entries are links to those of `real` (nvvm/ for
+    libdevice, include, lib64, bin/'s other tools), but whose bin/ptxas runs
+    tests/gpu/trace/xla_ptxas_wrapper.py (with this Python); its path."""
+    root = os.path.join(work, "cuda-root")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(root, "bin"))
+    for e in os.listdir(real):
+        if e != "bin":
+            os.symlink(os.path.join(real, e), os.path.join(root, e))
+    for e in os.listdir(os.path.join(real, "bin")):
+        if e != "ptxas":
+            os.symlink(os.path.join(real, "bin", e), os.path.join(root, "bin", e))
+    launcher = os.path.join(root, "bin", "ptxas")
+    with open(launcher, "w") as f:
+        f.write("#!/bin/sh\n# tests/gpu/trace/xla_ptxas_wrapper.py, for tests/gpu/corpus.py\n"
+                f"exec {shlex.quote(sys.executable)} -I -S {shlex.quote(XLA_WRAPPER)} \"$@\"\n")
+    os.chmod(launcher, 0o755)
+    return root
+
+
+def wrapper_env(root, real, capture, replay=None):
+    """The environment that makes XLA run the wrapper of `root`: CUDA_ROOT (from which JAX
+    sets --xla_gpu_cuda_data_dir itself, over XLA_FLAGS') and PATH first; the wrapper's
+    real ptxas, its capture folder and, for a replay, its replay folder."""
+    env = {"CUDA_ROOT": root, "PATH": os.path.join(root, "bin") + os.pathsep
+           + os.environ.get("PATH", ""), "BPF2PTX_REAL_PTXAS": os.path.join(real, "bin", "ptxas"),
+           "BPF2PTX_XLA_CAPTURE": capture}
+    if replay:
+        env["BPF2PTX_XLA_REPLAY"] = replay
+    return env
+
+
+def wrapper_calls(capture):
+    """The wrapper's log in `capture`: a dict per ptxas call (argv, input, sha256,
+    replayed)."""
+    calls = []
+    log = os.path.join(capture, "calls.jsonl")
+    if os.path.exists(log):
+        with open(log, errors="replace") as f:
+            for line in f:
+                try:
+                    calls.append(json.loads(line))
+                except ValueError:
+                    pass
+    return calls
+
+
+def captured_modules(capture, calls, into):
+    """The PTX the wrapper captured, in the order XLA assembled it, copied into `into` as
+    ENTRY.SHA.ptx (ENTRY: its first kernel's name, SHA: the first 12 digits of its
+    sha256, the name of its capture); {path: sha256}."""
+    shas = list(dict.fromkeys(c["sha256"] for c in calls if c.get("sha256")))
+    shas += sorted(os.path.basename(f)[:-len(".ptx")]
+                   for f in glob.glob(os.path.join(capture, "*.ptx"))
+                   if os.path.basename(f)[:-len(".ptx")] not in shas)
+    os.makedirs(into, exist_ok=True)
+    out = {}
+    for sha in shas:
+        src = os.path.join(capture, f"{sha}.ptx")
+        if not os.path.exists(src):
+            continue
+        with open(src, errors="replace") as f:
+            m = re.search(r"\.entry\s+([\w$]+)", f.read())
+        name = re.sub(r"[^\w.-]", "_", m.group(1))[:60] if m else "no-entry"
+        dest = os.path.join(into, f"{name}.{sha[:12]}.ptx")
+        shutil.copy(src, dest)
+        out[dest] = sha
+    return out
+
+
+# ------------------------------------------------ xla: the part
+
 def part_xla(p):
     if not have("jax"):
         return p.skip_part("JAX is not installed")
-    d1, d2 = os.path.join(p.dir, "dump"), os.path.join(p.dir, "dump-replay")
-    a, b = os.path.join(p.dir, "plain.npz"), os.path.join(p.dir, "replay.npz")
-    extra = list(XLA_OPTIONAL)
-    plain = sh([sys.executable, JAX_APP, a], p.log("plain"),
-               xla_env([f"--xla_dump_to={d1}"] + extra))
-    dropped = ""
-    if unknown_flag(plain):
-        dropped = f" (without {', '.join(extra)}: XLA_FLAGS refused them)"
-        extra = []
-        shutil.rmtree(d1, ignore_errors=True)
-        plain = sh([sys.executable, JAX_APP, a], p.log("plain-again"),
-                   xla_env([f"--xla_dump_to={d1}"]))
+    d1, cap1 = os.path.join(p.dir, "dump"), os.path.join(p.dir, "ptxas-capture")
+    a = os.path.join(p.dir, "plain.npz")
+    real = real_cuda_root()
+    root = ptxas_root(p.dir, real) if real else None
+    fixed = [f"--xla_dump_to={d1}"] + ([f"--xla_gpu_cuda_data_dir={root}"] if root else [])
+    optional = XLA_OPTIONAL + (XLA_SUBPROCESS if root else [])
+    env = wrapper_env(root, real, cap1) if root else None
+    plain, kept, dropped = xla_run(p, "plain", a, fixed, optional, env, [d1, cap1])
     if plain.rc == 3:
         return p.skip_part(plain.last_line())
-    p.versions = (re.findall(r"^jax \S+ jaxlib \S+", plain.out, re.M) or [""])[0] + dropped
-    p.t.check("dump", f"JAX run with XLA_FLAGS=--xla_dump_to ({plain.secs:.0f} s)",
-              plain.rc, 0)
+    wrapped = f"the ptxas wrapper over {real}/bin/ptxas" if root else \
+        "no ptxas wrapper (no ptxas found: PATH, CUDA_ROOT, CUDA_HOME, /usr/local/cuda, " \
+        "the nvidia pip packages)"
+    p.versions = (re.findall(r"^jax \S+ jaxlib \S+", plain.out, re.M) or [""])[0] + \
+        (f" (without {', '.join(dropped)}: XLA_FLAGS refused them)" if dropped else "") + \
+        f"; {wrapped}"
+    p.t.check("dump", f"JAX run with XLA_FLAGS=--xla_dump_to"
+              f"{' and the ptxas wrapper' if root else ''} ({plain.secs:.0f} s)", plain.rc, 0)
     if plain.rc != 0:
         print(plain.tail(30), file=sys.stderr)
         return
-    p.modules = sorted(glob.glob(os.path.join(d1, "**", "*.ptx"), recursive=True))
-    p.t.check("dump", f"PTX modules XLA dumped ({len(p.modules)})", len(p.modules) > 0, True)
-    if not p.modules:
+    dumped = sorted(glob.glob(os.path.join(d1, "**", "*.ptx"), recursive=True))
+    calls = wrapper_calls(cap1) if root else []
+    shas = {}
+    if dumped:
+        p.modules, source = dumped, "XLA's dump"
+    else:
+        shas = captured_modules(cap1, calls, os.path.join(p.dir, "ptx-captured"))
+        p.modules, source = list(shas), "the ptxas wrapper"
+    p.versions += f"; the corpus from {source} ({len(p.modules)} modules)"
+    flags = " ".join(fixed + kept)
+    with_input = sum(1 for c in calls if c.get("sha256"))
+    if p.modules:
+        got = True
+    elif not root:
+        got = f"none: no .ptx in XLA's dump, and {wrapped} (XLA_FLAGS={flags})"
+    else:
+        how = f"ran {len(calls)} time{'s' if len(calls) > 1 else ''}, {with_input} with a " \
+            "PTX input" if calls else "was never invoked"
+        why = "" if with_input else \
+            " (XLA assembled its PTX in-process: libnvptxcompiler or libnvjitlink)"
+        got = (f"none: no .ptx in XLA's dump, and the ptxas wrapper {how}{why}; "
+               + (f"XLA_FLAGS refused {', '.join(dropped)}; " if dropped else "")
+               + f"XLA_FLAGS={flags}")
+    through = len({c["sha256"] for c in calls if c.get("sha256")})
+    p.t.check("dump", f"PTX modules XLA compiled (the corpus from {source}: {len(dumped)} "
+              f".ptx in its dump, {through} through the ptxas wrapper in {len(calls)} calls)",
+              got, True)
+    if not dumped:
         listing = sorted(os.path.relpath(os.path.join(r, f), d1)
                          for r, _, fs in os.walk(d1) for f in fs)
         # By kind (the part of the name after the module's own: `.ptx`, `.ll`,
@@ -557,8 +733,43 @@ def part_xla(p):
         kinds = collections.Counter(f.split(".", 2)[-1] for f in listing)
         print(f"xla: no .ptx in {d1}; {len(listing)} files by kind: {dict(kinds)}\n"
               f"names with ptx/ll/cubin: {[f for f in listing if re.search(r'ptx|[.]ll|cubin', f)][:40]}\n"
+              f"ptxas wrapper: {len(calls)} calls, {with_input} with an input, "
+              f"{len(shas)} modules captured; XLA_FLAGS={flags}\n"
               f"{plain.tail(15)}", file=sys.stderr)
     p.check_modules()
+    if dumped:
+        not_used = replay_ptx_files(p, a, fixed[1:] + kept, root and wrapper_env(
+            root, real, os.path.join(p.dir, "ptxas-capture-replay")))
+        if not not_used:
+            return
+        # --xla_gpu_ptx_file gave no result: the wrapper replays the dumped modules that it
+        # captured as they are (the same sha256), where it did.
+        what, why, short = not_used
+        captured = {os.path.basename(f)[:-len(".ptx")]
+                    for f in glob.glob(os.path.join(cap1, "*.ptx"))}
+        shas = {m: s for m, s in ((m, sha256_of(m)) for m in dumped) if s in captured}
+        if not shas:
+            return p.t.skip("run", what, why + (
+                "; nor did the ptxas wrapper capture any of the dumped modules" if root else ""))
+        print(f"xla: {why}; the ptxas wrapper replays the {len(shas)} dumped modules it "
+              "captured", file=sys.stderr)
+        return replay_wrapped(p, a, fixed[1:] + kept, root, real, shas, "replay-wrapper",
+                              f"; {short}")
+    if shas:
+        replay_wrapped(p, a, fixed[1:] + kept, root, real, shas)
+
+
+def sha256_of(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def replay_ptx_files(p, a, flags, env):
+    """Results from XLA's dump: the instrumented modules fed back with --xla_gpu_ptx_file,
+    `flags` (the first run's, but its dump) and `env` (the first run's wrapper, if any).
+    None, or where this XLA has no such option or it took effect for no module, (the
+    results row, why not, that in short) for part_xla to try the wrapper."""
+    d2, b = os.path.join(p.dir, "dump-replay"), os.path.join(p.dir, "replay.npz")
     replay = os.path.join(p.dir, "replay-ptx")
     os.makedirs(replay, exist_ok=True)
     groups, main = replay_files(p.modules)
@@ -575,13 +786,14 @@ def part_xla(p):
            "bit for bit)"
     if not probed:
         return p.t.check("run", what, f"no instrumented module to feed back{note}", "modules")
-    flags = [f"--xla_dump_to={d2}"] + extra + [f"--xla_gpu_ptx_file={f}"
-                                                for f in probed.values()]
-    r = sh([sys.executable, JAX_APP, b], p.log("replay"), xla_env(flags))
+    flags = [f"--xla_dump_to={d2}"] + list(flags) + [f"--xla_gpu_ptx_file={f}"
+                                                     for f in probed.values()]
+    r, _, _ = xla_run(p, "replay", b, flags, env=env)
     if r.rc != 0 and re.search(r"[Uu]nknown flag.*xla_gpu_ptx_file|xla_gpu_ptx_file.*[Uu]nknown",
                                r.err):
-        return p.t.skip("run", what, "this jaxlib has no --xla_gpu_ptx_file (XLA_FLAGS "
-                        f"refused it: {r.tail(2)}); its PTX is checked by ptxas only")
+        return (what, "this jaxlib has no --xla_gpu_ptx_file (XLA_FLAGS refused it: "
+                f"{r.tail(2)}); its PTX is checked by ptxas only",
+                "XLA_FLAGS refused --xla_gpu_ptx_file")
     p.t.check("run", f"JAX run with --xla_gpu_ptx_file x{len(probed)} ({r.secs:.0f} s; "
               f"{len(groups)} modules dumped{note})", r.rc, 0)
     if r.rc != 0:
@@ -598,13 +810,54 @@ def part_xla(p):
     if not used:
         second = sorted(os.path.basename(f) for f in glob.glob(os.path.join(d2, "*.ptx")))
         same = second == sorted(os.path.basename(m) for m in p.modules)
-        return p.t.skip("run", what, "--xla_gpu_ptx_file took effect for no module: no PTX of "
-                        f"the second dump ({len(second)} files, named "
-                        f"{'as' if same else 'unlike'} the first's) holds the probes, so XLA "
-                        "assembled its own; its PTX is checked by ptxas only")
+        return (what, "--xla_gpu_ptx_file took effect for no module: no PTX of the second "
+                f"dump ({len(second)} files, named {'as' if same else 'unlike'} the first's) "
+                "holds the probes, so XLA assembled its own; its PTX is checked by ptxas only",
+                f"--xla_gpu_ptx_file x{len(probed)} took effect for no module")
     p.t.check("run", "modules XLA assembled from the instrumented PTX (its second dump holds "
               f"the probes; {len(used)} of {len(probed)})", unused, [])
     p.t.check("run", what, same_arrays(a, b), [])
+
+
+def replay_wrapped(p, a, flags, root, real, shas, tag="replay", note=""):
+    """Results from the wrapper's capture: each instrumented module in the replay folder
+    under its original's sha256 (`shas`: {module: sha256}), so that the wrapper hands it to
+    ptxas in the original's place when XLA compiles the same PTX again (`flags`: the first
+    run's, but its dump; `tag` names the run's files, `note` ends its row)."""
+    b, replay = os.path.join(p.dir, f"{tag}.npz"), os.path.join(p.dir, f"{tag}-sha")
+    cap2 = os.path.join(p.dir, f"ptxas-capture-{tag}")
+    os.makedirs(replay, exist_ok=True)
+    probed = {}
+    for d in p.details:
+        sha = shas.get(d["module"])
+        if d["probe"] == RUN_PROBE and not d["error"] and d["sites"] and sha:
+            shutil.copy(d["out"], os.path.join(replay, f"{sha}.ptx"))
+            probed[sha] = os.path.basename(d["module"])
+    what = "outputs unchanged with the instrumented PTX (the ptxas wrapper assembled it in " \
+           "place of XLA's; every array bit for bit)"
+    if not probed:
+        return p.t.check("run", what, "no instrumented module to replay", "modules")
+    flags = [f"--xla_dump_to={os.path.join(p.dir, 'dump-' + tag)}"] + list(flags)
+    r, _, _ = xla_run(p, tag, b, flags, env=wrapper_env(root, real, cap2, replay))
+    p.t.check("run", f"JAX run replaying {len(probed)} instrumented modules through the "
+              f"ptxas wrapper ({r.secs:.0f} s{note})", r.rc, 0)
+    if r.rc != 0:
+        print(r.tail(30), file=sys.stderr)
+        return
+    calls = wrapper_calls(cap2)
+    again = {c["sha256"] for c in calls if c.get("sha256")}
+    replayed = {c["sha256"] for c in calls if c.get("replayed")}
+    first = set(shas.values())
+    # The replay run compiles what the first did (the same flags, no cache): where it
+    # does not, the modules it compiled otherwise are said, not failed, as long as one
+    # instrumented module was assembled.
+    same = f"the replay run compiled {len(first & again)} of the first run's {len(first)} " \
+           f"modules again" + (f", {len(again - first)} others" if again - first else "")
+    p.t.check("run", f"modules XLA assembled from the instrumented PTX (the wrapper's log: "
+              f"{len(replayed)} of {len(probed)} instrumented modules in place of XLA's; "
+              f"{same})", len(replayed) > 0 or f"none: {same}", True)
+    if replayed:
+        p.t.check("run", what, same_arrays(a, b), [])
 
 
 # ---------------------------------------------------------------- torch

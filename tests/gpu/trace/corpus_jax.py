@@ -13,9 +13,10 @@ small inputs from jax.random (whose Threefry kernels are PTX too):
     python3 tests/gpu/trace/corpus_jax.py OUT.npz
 
 Every input and output is saved (OUT.npz) for a bit-for-bit comparison of two runs: one
-with `XLA_FLAGS=--xla_dump_to=DIR` (the corpus's PTX), one with the instrumented PTX fed
-back through `--xla_gpu_ptx_file=FILE` (tests/gpu/corpus.py). Exit 3 (with a line saying
-why) when JAX has no GPU backend.
+with `XLA_FLAGS=--xla_dump_to=DIR` and tests/gpu/trace/xla_ptxas_wrapper.py as ptxas (the
+corpus's PTX), one with the instrumented PTX fed back through `--xla_gpu_ptx_file=FILE` or
+given to ptxas by the wrapper in place of XLA's (tests/gpu/corpus.py). Exit 3 (with a line
+saying why) when JAX has no GPU backend.
 """
 import sys
 
