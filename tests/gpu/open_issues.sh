@@ -104,7 +104,7 @@ step_compile() { timeout 170 python3 tests/gpu/trace_compile.py "$OUT/trace-comp
 # The corpus's PTX (not the instrumented copies) comes back as corpus-ptx.tar.gz, for
 # tests/tests/corpus_cpu.rs (BPF2PTX_CORPUS_DIR) on the development machine.
 step_corpus() {
-	CORPUS_ARCHIVE="$OUT/corpus-ptx.tar.gz" timeout 170 python3 tests/gpu/corpus.py "$OUT/corpus.md" >"$OUT/corpus.log" 2>&1
+	CORPUS_ARCHIVE="$OUT/corpus-ptx.tar.gz" timeout 330 python3 tests/gpu/corpus.py "$OUT/corpus.md" >"$OUT/corpus.log" 2>&1
 	local rc=$?
 	grep -E '^\| |checks pass|^work directory|^SKIP' "$OUT/corpus.log" | tail -45
 	return $rc
@@ -123,7 +123,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=150 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do
