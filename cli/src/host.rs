@@ -229,29 +229,38 @@ pub enum HostError {
     },
 }
 
-/// Per map of `obj`, whether a GPU program may write it (a store or an atomic into a
-/// value, a helper writing into one, an update or a delete), from the verifier's facts
-/// under each program's attach-point context; every map when a GPU program has no attach
+/// Per map of `obj`, whether a GPU program names it (an `ld_imm64` of the map or of its
+/// value), and whether one may write it (a store or an atomic into a value, a helper
+/// writing into one, an update or a delete), from the verifier's facts under each
+/// program's attach-point context; every map written when a GPU program has no attach
 /// point or does not verify (the front end reports that; here the answer only has to be
 /// safe).
-fn gpu_written(obj: &Object) -> Vec<bool> {
-    let mut written = vec![false; obj.maps.len()];
+fn gpu_use(obj: &Object) -> (Vec<bool>, Vec<bool>) {
+    let n = obj.maps.len();
+    let (mut used, mut written) = (vec![false; n], vec![false; n]);
     for (k, p) in obj.programs.iter().enumerate() {
         if !is_gpu_section(obj, &p.section) {
             continue;
+        }
+        for insn in &p.insns {
+            if let Kind::LdImm64(Pseudo::MapIdx | Pseudo::MapIdxValue) = insn.kind() {
+                if let Some(u) = used.get_mut(insn.imm as u32 as usize) {
+                    *u = true;
+                }
+            }
         }
         let facts = Attach::from_section(&p.section).and_then(|a| {
             let entry = Entry::probe_ctx(a.point.ctx_size());
             bpf2ptx_verifier::verify_with(obj, k, &entry, &Default::default()).ok()
         });
         let Some(f) = facts else {
-            return vec![true; obj.maps.len()];
+            return (used, vec![true; n]);
         };
         for (w, &f) in written.iter_mut().zip(&f.map_written) {
             *w |= f;
         }
     }
-    written
+    (used, written)
 }
 
 /// One host-side program.
@@ -273,8 +282,8 @@ pub struct HostPrograms {
     /// Indices of the (non-global-data) maps they use, ascending: the host programs'
     /// copy lives in pinned host memory, one instance per process.
     pub shared_maps: Vec<usize>,
-    /// Those of [`HostPrograms::shared_maps`] that no GPU program writes (the verifier's
-    /// `map_written` of every GPU program): the GPU reads them from a copy in device
+    /// Those of [`HostPrograms::shared_maps`] that GPU programs read and none writes (the
+    /// verifier's `map_written` of every GPU program): the GPU reads them from a copy in device
     /// memory that the interposer updates, in stream order, before each launch, instead
     /// of over the bus from the pinned copy. Why: a GPU read of mapped host memory costs
     /// a kernel tens of microseconds at the start of every block (benches/results/
@@ -374,9 +383,9 @@ impl HostPrograms {
             });
         }
         out.shared_maps.sort_unstable();
-        let written = gpu_written(obj);
+        let (used, written) = gpu_use(obj);
         out.pushed = (out.shared_maps.iter().copied())
-            .filter(|&k| !written.get(k).copied().unwrap_or(true))
+            .filter(|&k| used[k] && !written[k])
             .collect();
         Ok(out)
     }
@@ -482,16 +491,39 @@ mod tests {
             .collect();
         assert_eq!(shared, ["launch", "launches"]);
         assert_eq!(progs.matching("_Z4workPfiPy"), 1);
+        // The GPU reads `launch` and writes neither; it never names `launches`.
+        let pushed: Vec<&str> = progs
+            .pushed
+            .iter()
+            .map(|&k| obj.maps[k].name.as_str())
+            .collect();
+        assert_eq!(pushed, ["launch"]);
         assert_eq!(
-            progs.map_options(&obj, &["spans=device".into()]),
+            progs.map_options(&obj, &["spans=device".into()], &progs.pushed),
             [
                 "spans=device",
+                "launch=unsharded",
+                "launches=host",
+                "launches=unsharded"
+            ]
+        );
+        assert_eq!(
+            progs.map_options(&obj, &[], &[]),
+            [
                 "launch=host",
                 "launch=unsharded",
                 "launches=host",
                 "launches=unsharded"
             ]
         );
+        // A map a GPU program adds to stays in pinned memory for both.
+        let (obj, progs) = load("tests/corpus/obj/mixed.v2.o").unwrap();
+        let shared: Vec<&str> = progs
+            .shared_maps
+            .iter()
+            .map(|&k| obj.maps[k].name.as_str())
+            .collect();
+        assert_eq!((shared, progs.pushed.len()), (vec!["seen"], 0));
         // A map a host program shares cannot be moved to device memory.
         let e = HostPrograms::load(&obj, &["launch=device".into()]).unwrap_err();
         assert!(matches!(e, HostError::Placement { .. }), "{e}");

@@ -167,7 +167,8 @@ fn the_override_instruments_as_the_interposer_does_and_ptxas_assembles_it() {
     let obj = object(STATS);
     let host = HostPrograms::load(&obj, &[]).unwrap();
     let opts = Options {
-        maps: host.map_options(&obj, &[]),
+        // With a driver that has cuStreamWriteValue64 (every CUDA 12+ driver).
+        maps: host.map_options(&obj, &[], &host.pushed),
         rebind_maps: true,
         ..Default::default()
     };

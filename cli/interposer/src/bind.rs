@@ -46,8 +46,8 @@
 use crate::driver::*;
 use crate::resolve::driver_fn;
 use bpf2ptx_backend::back::ptx::{
-    has_map_ref, loop_budget_symbol, map_addr_symbol, map_counter_symbol, map_counts_symbol, map_data_symbol,
-    map_desc_symbol, map_ref_symbol, map_symbol, PRINTK_DESC,
+    has_map_ref, loop_budget_symbol, map_addr_symbol, map_counter_symbol, map_counts_symbol,
+    map_data_symbol, map_desc_symbol, map_ref_symbol, map_symbol, PRINTK_DESC,
 };
 use bpf2ptx_compiler::program::{Map, MapOrigin, Object};
 use bpf2ptx_loader::gpu::Dims;

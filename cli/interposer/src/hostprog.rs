@@ -264,9 +264,12 @@ impl HostRuntime {
             // may be storing to it.
             let word = |i: usize| unsafe { (*base.add(i)).load(Relaxed) };
             if let Err(e) = set.push(m.index, &m.name, m.bytes / 8, &word, stream, write) {
-                static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+                static SAID: std::sync::atomic::AtomicBool =
+                    std::sync::atomic::AtomicBool::new(false);
                 if !SAID.swap(true, Relaxed) {
-                    log.say(&format!("{e}; kernels read its values of an earlier launch"));
+                    log.say(&format!(
+                        "{e}; kernels read its values of an earlier launch"
+                    ));
                 }
             }
         }

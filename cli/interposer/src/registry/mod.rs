@@ -540,7 +540,11 @@ impl Session {
             .as_ref()
             .and_then(|r| r.shared(&self.log))
             .map_or_else(Vec::new, |s| {
-                s.maps.iter().filter(|m| !m.pushed).map(|m| m.index).collect()
+                s.maps
+                    .iter()
+                    .filter(|m| !m.pushed)
+                    .map(|m| m.index)
+                    .collect()
             });
         let bound = set
             .bind(

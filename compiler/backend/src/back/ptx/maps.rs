@@ -273,7 +273,10 @@ impl FuncWriter<'_> {
             // Device placement, storage bound by the host before the module's first
             // launch (never unbound: a module the host could not bind does not run),
             // its address in the constant bank (the address word).
-            self.l(format!("ld.const.u64 %lkd0, [{}];", map_addr_symbol(&map.name)));
+            self.l(format!(
+                "ld.const.u64 %lkd0, [{}];",
+                map_addr_symbol(&map.name)
+            ));
         } else if self.rebind {
             self.l(format!("ld.global.nc.u64 %lkd0, [{desc}+{}];", desc::DATA));
         } else {

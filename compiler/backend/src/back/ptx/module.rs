@@ -9,9 +9,8 @@ use super::fuse::{AccSlot, FwSlot, SitePlan};
 use super::mem::{runtime_body, runtime_decl};
 use super::rings::{PRINTK_DESC, PRINTK_RING};
 use super::symbols::{
-    map_addr_symbol,
-    check_symbols, func_symbol, loop_budget_symbol, map_counter_symbol, map_counts_symbol,
-    map_data_symbol, map_desc_symbol, map_ref_symbol, map_symbol,
+    check_symbols, func_symbol, loop_budget_symbol, map_addr_symbol, map_counter_symbol,
+    map_counts_symbol, map_data_symbol, map_desc_symbol, map_ref_symbol, map_symbol,
 };
 use super::{atomic_scope, has_map_addr, has_map_ref, is_sharded, Error, Options, SHARDS, TARGETS};
 use crate::cfg::Cfg;
