@@ -516,6 +516,9 @@ mod tests {
                 "launches=unsharded"
             ]
         );
+        // A map a host program shares cannot be moved to device memory.
+        let e = HostPrograms::load(&obj, &["launch=device".into()]).unwrap_err();
+        assert!(matches!(e, HostError::Placement { .. }), "{e}");
         // A map a GPU program adds to stays in pinned memory for both.
         let (obj, progs) = load("tests/corpus/obj/mixed.v2.o").unwrap();
         let shared: Vec<&str> = progs
@@ -524,9 +527,6 @@ mod tests {
             .map(|&k| obj.maps[k].name.as_str())
             .collect();
         assert_eq!((shared, progs.pushed.len()), (vec!["seen"], 0));
-        // A map a host program shares cannot be moved to device memory.
-        let e = HostPrograms::load(&obj, &["launch=device".into()]).unwrap_err();
-        assert!(matches!(e, HostError::Placement { .. }), "{e}");
         let (_, progs) = load("tests/probes/bpftime/launchlate.bpf.o").unwrap();
         assert_eq!(progs.programs[0].attach, HostAttach::Uprobe);
         // GPU-only objects have none.

@@ -77,18 +77,21 @@ BPF2PTX = os.environ.get("BPF2PTX", os.path.join(REPO, "target/release/bpf2ptx")
 PROBE = os.path.join(REPO, "examples/probes/kernel_stats.bpf.o")
 APP = os.path.join(HERE, "trace", "compile_app.py")
 BUCKETS = 64
-# The maps kernel_stats' host-side program uses: the interposer places them in pinned
-# host memory, one copy (bpf2ptx::host::HostPrograms::map_options), and so does the
-# override's inject (tests/tests/trace_compile_cpu.rs checks the list against the probe).
+# The maps kernel_stats' host-side program uses, which the interposer places
+# (bpf2ptx::host::HostPrograms::map_options), and so does the override's inject
+# (tests/tests/trace_compile_cpu.rs checks the lists against the probe).
 HOST_MAPS = ["current", "host_launches", "host_warps", "kernel_hashes"]
+# Of those, the ones GPU programs read and none writes: in device memory, pushed by the
+# interposer at launches (specs/trace.md, "Pushed maps").
+PUSHED = ["current"]
 
 
 def inject_args(ptx, out):
     """`bpf2ptx inject` as the interposer instruments a module under trace (rebound maps,
-    the host program's maps in pinned host memory, unsharded)."""
+    the host program's maps unsharded, in pinned host memory unless pushed)."""
     cmd = [BPF2PTX, "inject", PROBE, "--into", ptx, "-o", out, "--rebind-maps"]
     for m in HOST_MAPS:
-        cmd += ["--map", f"{m}=host", "--map", f"{m}=unsharded"]
+        cmd += (["--map", f"{m}=host"] if m not in PUSHED else []) + ["--map", f"{m}=unsharded"]
     return cmd
 
 

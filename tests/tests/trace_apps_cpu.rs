@@ -133,17 +133,13 @@ fn the_sharing_probe_injects_into_nvcc_ptx_as_trace_places_its_maps() {
     };
     let obj = object(SHARING);
     let host = HostPrograms::load(&obj, &[]).unwrap();
-    // What the trace session asks inject for: the shared maps in pinned host memory,
-    // unsharded.
-    let maps = host.map_options(&obj, &[]);
+    // What the trace session asks inject for: the shared maps unsharded; `launch`, which
+    // the GPU only reads, in device memory (pushed), `launches`, which no GPU program
+    // names, in pinned host memory.
+    let maps = host.map_options(&obj, &[], &host.pushed);
     assert_eq!(
         maps,
-        [
-            "launch=host",
-            "launch=unsharded",
-            "launches=host",
-            "launches=unsharded"
-        ]
+        ["launch=unsharded", "launches=host", "launches=unsharded"]
     );
     let dir = tempfile::tempdir().unwrap();
     for (app, kernels) in [
