@@ -2,7 +2,7 @@
 //! the PTX-level model (tests/ptx_model.rs): every map of the probes is bound before the
 //! launch to storage allocated outside the module, as the interposer binds each
 //! instrumented module to the one instance of every map it keeps per process and device
-//! (descriptor words 3 and 5; a ring's reference word to a descriptor of its own; a
+//! (descriptor words 3 and 5, an array's address word; a ring's reference word to a descriptor of its own; a
 //! writable global-data section's reference word to a copy of it). After the launch the
 //! rebound storage holds what the module's own storage holds when nothing is rebound,
 //! and the module's own storage is untouched: no access path of the lowered code (inlined
@@ -119,6 +119,10 @@ fn bind_elsewhere(m: &mut Model, obj: &Object) -> Vec<(u64, u64)> {
         };
         if let Some(data) = copy(m, &ptx::map_data_symbol(&map.name)) {
             m.write(d + desc::DATA, &data.to_le_bytes());
+            // An array's address word (`.const`) names the same storage.
+            if let Some((a, _)) = m.symbol(&ptx::map_addr_symbol(&map.name)) {
+                m.write(a, &data.to_le_bytes());
+            }
         }
         for sym in [
             ptx::map_counts_symbol(&map.name),
@@ -244,7 +248,8 @@ fn rebound_maps_hold_what_the_module_storage_holds_and_nothing_else_is_written()
 }
 
 /// Without `rebind_maps` (inject, `bpf2ptx run`) nothing changes: an inlined array
-/// lookup takes the module's storage as a constant address, with no load of word 3.
+/// lookup takes the module's storage as a constant address; with it, from the array's
+/// address word in the constant bank.
 #[test]
 fn without_rebinding_inlined_array_lookups_keep_their_constant_address() {
     let path = repo_root().join("tests/inject/probes/fuse_ring.bpf.o");
@@ -263,10 +268,8 @@ fn without_rebinding_inlined_array_lookups_keep_their_constant_address() {
     let (plain, rebound) = (weave(false), weave(true));
     assert!(plain.contains("mov.u64 %lkd0, bpf2ptx_mapdata_hits;"));
     assert!(!rebound.contains("mov.u64 %lkd0, bpf2ptx_mapdata_"));
-    assert!(rebound.contains(&format!(
-        "ld.global.nc.u64 %lkd0, [bpf2ptx_map_hits+{}];",
-        desc::DATA
-    )));
+    assert!(rebound.contains("ld.const.u64 %lkd0, [bpf2ptx_mapaddr_hits];"));
+    assert!(!plain.contains("bpf2ptx_mapaddr_"));
     assert!(rebound.contains("ld.global.nc.u64 %rbref, [bpf2ptx_mapref_events];"));
 }
 
