@@ -320,6 +320,27 @@ fn fnv_word32(key_size: u32, word: &str, h: &str, lo: &str, hi: &str, t: &str) -
     s
 }
 
+/// Where an inlined hash lookup ([`inline_hash_lookup`]) finds the map's storage and
+/// counts block (descriptor words 3 and 5).
+#[derive(Debug, Clone, Copy)]
+pub enum HashAddrs<'a> {
+    /// Loaded from the descriptor (a map in host memory, which the loader binds; 0 there
+    /// means unbound: the lookup returns NULL).
+    Descriptor,
+    /// The module's own storage and counts block, their symbols as constant addresses:
+    /// a map in device memory that no host rebinds.
+    Symbols {
+        /// The storage's symbol.
+        data: &'a str,
+        /// The counts block's symbol.
+        counts: &'a str,
+    },
+    /// The map's address words (a `.const .u64[2]`: the storage, the counts block, as
+    /// generic addresses), which a host that rebinds the map writes beside the
+    /// descriptor: read from the constant bank.
+    Words(&'a str),
+}
+
 /// PTX of `bpf_map_lookup_elem` on a hash map (1, 1501, 9) inlined at its call: the same
 /// find as `bpf2ptx_map_hash_find`'s fast path (weak filter loads; a candidate decided by
 /// the three ordered loads), with the map's key and value sizes as constants and the
@@ -336,6 +357,7 @@ fn fnv_word32(key_size: u32, word: &str, h: &str, lo: &str, hi: &str, t: &str) -
 #[allow(clippy::too_many_arguments)]
 pub fn inline_hash_lookup(
     desc: &str,
+    addrs: HashAddrs<'_>,
     key_size: u32,
     value_size: u32,
     max_entries: u32,
@@ -354,26 +376,44 @@ pub fn inline_hash_lookup(
         "{\n.reg .b64 %hk<9>;\n.reg .b32 %hw<4>;\n.reg .b32 %hh<5>;\n.reg .pred %hq<3>;\n",
     );
     s.push_str(&fnv_word32(key_size, word, "%hh0", "%hh2", "%hh3", "%hh4"));
+    // The storage into %hk2 and the counts block into %hk1 (global addresses).
+    let (storage, counts) = match addrs {
+        HashAddrs::Descriptor => (
+            format!(
+                "cvta.to.global.u64 %hk8, {desc};\nld.global.b64 %hk2, [%hk8+{data}];\n\
+                 setp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\ncvta.to.global.u64 %hk2, %hk2;\n",
+                data = crate::desc::DATA,
+            ),
+            format!(
+                "ld.global.b64 %hk1, [%hk8+{aux2}];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}probe;\n\
+                 cvta.to.global.u64 %hk1, %hk1;\n",
+                aux2 = crate::desc::AUX2,
+            ),
+        ),
+        HashAddrs::Symbols { data, counts } => (
+            format!("mov.u64 %hk2, {data};\n"),
+            format!("mov.u64 %hk1, {counts};\n"),
+        ),
+        HashAddrs::Words(words) => (
+            format!("ld.const.u64 %hk2, [{words}];\ncvta.to.global.u64 %hk2, %hk2;\n"),
+            format!("ld.const.u64 %hk1, [{words}+8];\ncvta.to.global.u64 %hk1, %hk1;\n"),
+        ),
+    };
     s.push_str(&format!(
-        "cvta.to.global.u64 %hk8, {desc};\nld.global.b64 %hk2, [%hk8+{data}];\nmov.u64 {out}, 0;\n\
-         setp.ne.u32 %hm_v, 0, 0;\nsetp.eq.u64 %hq0, %hk2, 0;\n@%hq0 bra {tag}done;\n\
-         cvta.to.global.u64 %hk2, %hk2;\n\
+        "mov.u64 {out}, 0;\nsetp.ne.u32 %hm_v, 0, 0;\n{storage}\
          and.b32 %hh0, %hh0, {mask};\nmov.u32 %hh1, 0;\n\
          setp.ne.u32 %hq2, 0, 0;\n",
-        data = crate::desc::DATA,
     ));
     // The memo's condition, read before the walk as update reads it before its find:
     // the count at max_entries, then the home lock free (an insertion holds its key's
     // home lock from its place in the count until its key is published).
     if !lru {
         s.push_str(&format!(
-            "ld.global.b64 %hk1, [%hk8+{aux2}];\nsetp.eq.u64 %hq1, %hk1, 0;\n@%hq1 bra {tag}probe;\n\
-             cvta.to.global.u64 %hk1, %hk1;\nmov.u64 %hm_c, %hk1;\nld.global.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
+            "{counts}mov.u64 %hm_c, %hk1;\nld.global.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
              mad.wide.u32 %hk7, %hh0, {slot}, %hk2;\n\
              ld.global.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.global.b64 %hk8, [%hk7+8];\n\
              and.b32 %hw3, %hw1, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n\
              bra.uni {tag}loaded;\n",
-            aux2 = crate::desc::AUX2,
         ));
     }
     // The home slot's header, read once: its meta word is the memo's lock and the walk's

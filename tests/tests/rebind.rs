@@ -130,6 +130,10 @@ fn bind_elsewhere(m: &mut Model, obj: &Object) -> Vec<(u64, u64)> {
         ] {
             if let Some(aux2) = copy(m, &sym) {
                 m.write(d + desc::AUX2, &aux2.to_le_bytes());
+                // A hash map's second address word names the counts block.
+                if let Some((a, 16)) = m.symbol(&ptx::map_addr_symbol(&map.name)) {
+                    m.write(a + 8, &aux2.to_le_bytes());
+                }
             }
         }
         if let Some((r, _)) = m.symbol(&ptx::map_ref_symbol(&map.name)) {

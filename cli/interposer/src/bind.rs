@@ -15,7 +15,8 @@
 //!      claim state, which every module sharing the ring must share)
 //!    - every module: its layout checked against the instance's (descriptor words 0-2
 //!      and 4), then descriptor words 3-5 written (storage, aux, counts or counters),
-//!      an array's address word (`bpf2ptx_mapaddr_<name>`, `.const`) too, and for rings
+//!      the address words of arrays and hash maps (`bpf2ptx_mapaddr_<name>`, `.const`:
+//!      storage, and a hash map's counts block) too, and for rings
 //!      and writable global data the reference word (`bpf2ptx_mapref_<name>`) pointed
 //!      at the instance
 //!    ▼
@@ -461,10 +462,13 @@ impl DeviceSet {
                     d + desc::DATA,
                     &inst.desc[from..=to],
                 )?;
-                // An array's address word (`.const`), which its inlined lookups read.
-                if let Some((at, _)) = global(&map_addr_symbol(&m.name)) {
+                // The address words (`.const`), which inlined lookups read: an array's
+                // storage; a hash map's storage and counts block.
+                if let Some((at, size)) = global(&map_addr_symbol(&m.name)) {
+                    let words = [inst.data, inst.aux2.map_or(0, |(a, _)| a)];
+                    let n = (size / 8).clamp(1, 2);
                     self.fns
-                        .write(&m.name, "binding the address word", at, &[inst.data])?;
+                        .write(&m.name, "binding the address words", at, &words[..n])?;
                 }
             }
             if let Some(ring) = inst.ring_desc {

@@ -6,10 +6,11 @@ use super::calls::{lowering, LOOKUP, UPDATE};
 use super::frame::{folded, Fp};
 use super::func::FuncWriter;
 use super::module::{GPU_COPY_NEED, MODULE_SCOPE_NEED, SPEC_NEED};
-use super::symbols::{map_addr_symbol, map_data_symbol, map_desc_symbol};
+use super::symbols::{map_addr_symbol, map_counts_symbol, map_data_symbol, map_desc_symbol};
 use super::SHARDS;
 use crate::isa::insn::Insn;
 use crate::isa::table::{CallKind, Kind, Size};
+use bpf2ptx_runtime::maps::HashAddrs;
 use bpf2ptx_runtime::{desc, MapKind};
 use bpf2ptx_runtime::{is_helper, Lowering};
 
@@ -166,8 +167,28 @@ impl FuncWriter<'_> {
         self.l(".reg .b64 %hkw;");
         self.local_load("%hkw", false, slot, size, false);
         let tag = self.fresh_label();
+        let (data, counts, words) = (
+            map_data_symbol(&map.name),
+            map_counts_symbol(&map.name),
+            map_addr_symbol(&map.name),
+        );
+        // Host-placed: the descriptor, which the loader binds; rebound: the address
+        // words; else the module's own storage and counts block.
+        let addrs = if self.host.get(m as usize).copied().unwrap_or(false) {
+            HashAddrs::Descriptor
+        } else if self.addr_word.get(m as usize).copied().unwrap_or(false) {
+            HashAddrs::Words(&words)
+        } else if self.rebind {
+            HashAddrs::Descriptor
+        } else {
+            HashAddrs::Symbols {
+                data: &data,
+                counts: &counts,
+            }
+        };
         let text = bpf2ptx_runtime::maps::inline_hash_lookup(
             "%r1",
+            addrs,
             ks,
             vs,
             max,

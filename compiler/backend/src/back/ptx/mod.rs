@@ -168,17 +168,18 @@ pub fn has_map_ref(m: &crate::program::Map) -> bool {
     }
 }
 
-/// Whether map `k` of `obj` has an address word ([`map_addr_symbol`]) under `opts`: an
-/// array in device memory (not per-unit: those grow and move, and their lookups read
-/// words 3 and 4 together; not host-placed: the loader binds those after loading) with
-/// storage of the compiler's size, when the maps may be rebound.
+/// Whether map `k` of `obj` has address words ([`map_addr_symbol`]) under `opts`: an
+/// array (one word: the storage) or a hash map (two: the storage and the counts block)
+/// in device memory (not per-unit arrays: those grow and move, and their lookups read
+/// words 3 and 4 together; not host-placed: the loader binds those after loading), when
+/// the maps may be rebound.
 pub fn has_map_addr(obj: &Object, opts: &Options, k: usize) -> bool {
     let Some(m) = obj.maps.get(k) else {
         return false;
     };
     opts.rebind_maps
         && m.origin != MapOrigin::GlobalData
-        && m.is(MapKind::is_array_like)
+        && (m.is(MapKind::is_array_like) || m.is(MapKind::is_hash))
         && !opts.host.get(k).copied().unwrap_or(false)
         && matches!(module::map_storage(m), Ok(Some(_)))
 }

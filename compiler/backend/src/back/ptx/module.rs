@@ -293,11 +293,12 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
         const _: () = assert!(desc::WORDS == 8 && desc::word(desc::AUX2) == 5);
         let _ = writeln!(out, ".visible .global .align 8 .u64 {desc}[{}] = {{{w0}, {w1}, {w2}, {data}, {aux}, {aux2}, 0, 0}};", desc::WORDS);
         if has_map_addr(obj, opts, k) {
-            let _ = writeln!(
-                out,
-                ".visible .const .align 8 .u64 {} = {data};",
-                map_addr_symbol(&m.name)
-            );
+            let addr = map_addr_symbol(&m.name);
+            let _ = if m.is(MapKind::is_hash) {
+                writeln!(out, ".visible .const .align 8 .u64 {addr}[2] = {{{data}, {aux2}}};")
+            } else {
+                writeln!(out, ".visible .const .align 8 .u64 {addr} = {data};")
+            };
         }
         if opts.rebind_maps && has_map_ref(m) {
             let _ = writeln!(
