@@ -603,7 +603,7 @@ impl DeviceSet {
     /// stream gets to it, and a stream write costs the launch less than a copy engine's
     /// start. Nothing when no module of this set uses the map yet (its instance, made
     /// zeroed at the first, gets the words at the next push).
-    pub fn push(
+    pub(crate) fn push(
         &self,
         k: usize,
         map: &str,

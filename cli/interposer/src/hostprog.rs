@@ -253,7 +253,7 @@ impl HostRuntime {
     /// values, ordered before the launch that follows on `stream`: after the host
     /// programs of a launch ran. A failure is said once; that launch's kernels read the
     /// values of the last push that worked.
-    pub fn push(&self, set: &DeviceSet, stream: Ptr, log: &Log) {
+    pub(crate) fn push(&self, set: &DeviceSet, stream: Ptr, log: &Log) {
         let (Some(shared), Some(write)) = (self.shared_now(), self.writer()) else {
             return;
         };

@@ -295,7 +295,10 @@ pub fn write_string(v: &Verified<'_>, opts: &Options) -> Result<String, Error> {
         if has_map_addr(obj, opts, k) {
             let addr = map_addr_symbol(&m.name);
             let _ = if m.is(MapKind::is_hash) {
-                writeln!(out, ".visible .const .align 8 .u64 {addr}[2] = {{{data}, {aux2}}};")
+                writeln!(
+                    out,
+                    ".visible .const .align 8 .u64 {addr}[2] = {{{data}, {aux2}}};"
+                )
             } else {
                 writeln!(out, ".visible .const .align 8 .u64 {addr} = {data};")
             };
