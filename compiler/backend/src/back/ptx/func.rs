@@ -13,7 +13,7 @@ use super::symbols::{map_desc_symbol, map_ref_symbol, map_symbol};
 use super::{atomic_scope, has_map_ref, is_sharded, Error, Options, FUNC_TAG};
 use crate::back::PlainAdd;
 use crate::cfg::Cfg;
-use crate::isa::table::{CallKind, Cond, Kind, Order, Pseudo, Src, Width};
+use crate::isa::table::{AluOp, CallKind, Cond, Kind, Order, Pseudo, Src, Width};
 use crate::program::{MapOrigin, Object, Program};
 use bpf2ptx_runtime::{is_helper, Lowering};
 use bpf2ptx_verifier::{Facts, Verified};
@@ -55,6 +55,15 @@ pub(super) struct FuncWriter<'a> {
     /// r0 holds a value pointer that cannot be NULL (an inlined lookup that cannot miss),
     /// until the next instruction.
     pub(super) nonnull_r0: bool,
+    /// The register that holds an inlined array lookup's result which may be NULL, and
+    /// is NULL exactly when `%lknull` holds (set by the lookup, moved by a plain copy),
+    /// until any other instruction: the program's null test branches on the predicate,
+    /// not on a 64-bit compare of the address (`selp` of NULL or the address, then
+    /// `setp.eq.u64`, which ptxas cannot fold: it does not know a symbol's address is
+    /// not 0).
+    pub(super) null_pred: Option<u8>,
+    /// The function declares `%lknull` (it has an inlined array lookup).
+    pub(super) null_pred_reg: bool,
     /// The program runs once per warp and calls `get_active_mask`: the lanes that reached
     /// the site with the leader come in as r5 at the program's entry (BPF leaves r3..r5
     /// undefined there and the verifier refuses to read them, so no program can tell),
@@ -137,6 +146,8 @@ impl<'a> FuncWriter<'a> {
             rebind: false,
             addr_word: Vec::new(),
             nonnull_r0: false,
+            null_pred: None,
+            null_pred_reg: false,
             lanes: false,
             memo: false,
             fuse: SitePlan::default(),
@@ -222,6 +233,14 @@ impl<'a> FuncWriter<'a> {
             }
             self.l(bpf2ptx_runtime::maps::MEMO_CLEAR.trim_end());
         }
+        self.null_pred_reg = (a..b).any(|i| {
+            frame.before[i]
+                .as_ref()
+                .is_some_and(|fp| self.inline_lookup_may_miss(i, fp, frame.size))
+        });
+        if self.null_pred_reg {
+            self.l(".reg .pred %lknull;");
+        }
         self.l(".reg .b64 %r<11>;");
         self.l(".reg .b64 %t<4>;");
         self.l(".reg .b32 %w<4>;");
@@ -283,10 +302,12 @@ impl<'a> FuncWriter<'a> {
                 let _ = writeln!(self.out, "$L{}:", cfg.pc(i));
                 // Another path joins here: nothing is known about r0.
                 self.nonnull_r0 = false;
+                self.null_pred = None;
             }
             if let Some((_, label)) = skip.as_ref().filter(|s| s.0 == i) {
                 let _ = writeln!(self.out, "{label}:");
                 self.nonnull_r0 = false;
+                self.null_pred = None;
             }
             if self.facts.budget_heads.binary_search(&i).is_ok()
                 && self.facts.reached.get(i).is_some_and(|&r| r)
@@ -360,8 +381,31 @@ impl<'a> FuncWriter<'a> {
         let target = || format!("$L{}", cfg.slot_after(i, ins.jump_rel().expect("a jump")));
         let constant = self.facts.const_value.get(i).copied().flatten();
         let always = self.facts.branch_always.get(i).copied().flatten();
+        // Holds for this instruction only (a lookup sets it again).
+        let null_pred = self.null_pred.take();
         if self.facts.reached.get(i).is_some_and(|r| !r) {
             return Ok(());
+        }
+        // `if rX == 0` / `if rX != 0` on a lookup's result that is NULL exactly when
+        // `%lknull` holds (through plain copies): a branch on the predicate.
+        if let Some(r) = null_pred {
+            match ins.kind() {
+                Kind::Jmp(c @ (Cond::Eq | Cond::Ne), Width::W64, Src::K)
+                    if ins.dst == r && ins.imm == 0 && always.is_none() =>
+                {
+                    let neg = if c == Cond::Eq { "" } else { "!" };
+                    self.l(format!("@{neg}%lknull bra {};", target()));
+                    return Ok(());
+                }
+                Kind::Alu(AluOp::Mov, Width::W64, Src::X)
+                    if ins.src == r && constant.is_none() && ins.dst != 10 =>
+                {
+                    self.l(format!("mov.u64 %r{d}, %r{s};"));
+                    self.null_pred = Some(ins.dst);
+                    return Ok(());
+                }
+                _ => {}
+            }
         }
         // `if r0 == 0` / `if r0 != 0` right after a lookup that cannot miss.
         let nonnull = std::mem::take(&mut self.nonnull_r0);

@@ -323,9 +323,27 @@ impl FuncWriter<'_> {
         } else {
             self.l("add.u64 %lkd1, %lkd0, %lkd1;");
             self.l("selp.u64 %r0, 0, %lkd1, %lkp0;");
+            // NULL exactly when %lkp0: the storage's address is never 0 (the module's
+            // own, or bound; host placement tests word 3 for 0 into %lkp0 too).
+            if self.null_pred_reg {
+                self.l("mov.pred %lknull, %lkp0;");
+                self.null_pred = Some(0);
+            }
         }
         self.l("}");
         true
+    }
+
+    /// Whether instruction `i` is a `map_lookup_elem` that [`FuncWriter::inline_lookup`]
+    /// inlines on an array (not per-unit) and whose result may be NULL: the lookups that
+    /// set `%lknull` ([`FuncWriter::null_pred`]).
+    pub(super) fn inline_lookup_may_miss(&self, i: usize, fp: &[Fp; 11], frame: u32) -> bool {
+        let Some((m, _)) = self.lookup_map(i, fp, frame) else {
+            return false;
+        };
+        let map = &self.obj.maps[m as usize];
+        let hit = self.facts.lookup_in_range.get(i).copied().flatten() == Some(true);
+        !map.is(MapKind::is_per_unit) && !(hit && !self.host.get(m as usize).copied().unwrap_or(false))
     }
 
     /// Inlined `map_lookup_elem` on a per-thread array or a per-warp array ([`MapKind::is_per_unit`]):
