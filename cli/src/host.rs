@@ -285,10 +285,10 @@ pub struct HostPrograms {
     /// Those of [`HostPrograms::shared_maps`] that GPU programs read and none writes (the
     /// verifier's `map_written` of every GPU program): the GPU reads them from a copy in device
     /// memory that the interposer updates, in stream order, before each launch, instead
-    /// of over the bus from the pinned copy. Why: a GPU read of mapped host memory costs
-    /// a kernel tens of microseconds at the start of every block (benches/results/
-    /// gpu-2026-12-07.md, "hostread"), where the host's value is the same for the whole
-    /// launch. The rest (maps a GPU program writes, which the host programs may read
+    /// of over the bus from the pinned copy. Why: GPU reads of mapped host memory queue
+    /// over the bus, about a microsecond each: one read per block of a 528-block launch
+    /// took 262 us for the median block on an H100 (benches/gpu-trace/hostread.cu),
+    /// where the host's value is the same for the whole launch. The rest (maps a GPU program writes, which the host programs may read
     /// back) stay in pinned host memory for both.
     pub pushed: Vec<usize>,
 }

@@ -17,6 +17,9 @@
 #   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
 #   latency   issue 16: tests/gpu/trace_latency.py (host program + GPU probe)
 #   latparts  issue 16: benches/gpu-trace/latency_parts.py (the app's latency per probe part)
+#   latprobe  issue 16: the latency app under trace with latency_parts variant 9 (the probe
+#             times its own parts on the GPU; histograms of 1.024 us buckets printed),
+#             and whether the JIT'd PTX reads `launch` from device memory (pushed)
 #   hostread  issue 16: benches/gpu-trace/hostread.cu (a kernel's read of mapped pinned host
 #             memory vs device memory, at block start)
 #   apps      issue 16: tests/gpu/trace_apps.py (unmodified apps, counts vs a model)
@@ -92,6 +95,17 @@ step_fuse() {
 step_overhead() { timeout 90 python3 benches/gpu-trace/launch_overhead.py "$OUT/launch-overhead.md" 5 2>&1 | tail -12; }
 step_gpuoverhead() { timeout 110 python3 benches/gpu-trace/probe_overhead.py "$OUT/trace-probe-overhead.md" 5 2>&1 | tail -14; }
 step_latparts() { timeout 100 python3 benches/gpu-trace/latency_parts.py "$OUT/latency-parts.md" 2>&1 | tail -12; }
+step_latprobe() {
+	nvcc -O2 -arch=sm_90 examples/trace_latency/latency_app.cu -o /tmp/la || return 1
+	XDG_CACHE_HOME=/tmp/latprobe-cache timeout 60 "$BPF2PTX" trace --interval 60s -o "$OUT/latprobe.txt" \
+		benches/gpu-trace/probes/latency_part9.bpf.o -- /tmp/la 20 >"$OUT/latprobe.out" 2>"$OUT/latprobe.err"
+	local rc=$?
+	grep -A70 "t_read\|t_lookup\|t_whole" "$OUT/latprobe.txt" | grep -v "^\s*$" | head -60
+	tail -4 "$OUT/latprobe.err"
+	echo "launch map in the JIT'd PTX (address word = pushed, device memory; descriptor = pinned):"
+	grep -rhoa "bpf2ptx_mapaddr_launch\|bpf2ptx_map_launch+24\]" /tmp/latprobe-cache | sort | uniq -c
+	return $rc
+}
 step_hostread() { nvcc -O2 -arch=sm_90 benches/gpu-trace/hostread.cu -o /tmp/hostread && timeout 60 /tmp/hostread 30 | tee "$OUT/hostread.md"; }
 step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
 step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
@@ -123,7 +137,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [latprobe]=30 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do
