@@ -60,7 +60,7 @@ pub struct SharedMap {
     /// The descriptor words a host loader would write for it: what the snapshot shows.
     pub desc: [u64; 8],
     /// No GPU program writes it ([`HostPrograms::pushed`]): the modules read a copy in
-    /// each map set's device memory, which [`HostRuntime::push`] updates at launches,
+    /// each map set's device memory, which `HostRuntime::push` updates at launches,
     /// and are not bound to this storage.
     pub pushed: bool,
 }

@@ -343,7 +343,8 @@ impl FuncWriter<'_> {
         };
         let map = &self.obj.maps[m as usize];
         let hit = self.facts.lookup_in_range.get(i).copied().flatten() == Some(true);
-        !map.is(MapKind::is_per_unit) && !(hit && !self.host.get(m as usize).copied().unwrap_or(false))
+        let host = self.host.get(m as usize).copied().unwrap_or(false);
+        !map.is(MapKind::is_per_unit) && (!hit || host)
     }
 
     /// Inlined `map_lookup_elem` on a per-thread array or a per-warp array ([`MapKind::is_per_unit`]):
