@@ -740,6 +740,9 @@ impl Session {
         };
         if let Some(h) = self.host.as_ref().filter(|_| d.host != 0) {
             h.run(d.host, &facts, &self.clock, &self.log);
+            // The pushed maps' words, on the launch's stream before the launch. A `_ptsz`
+            // launch on stream 0 (the per-thread default stream) gets them on the legacy
+            // default stream, which every blocking stream waits for: still before it.
             if !h.pushed().is_empty() {
                 if let Ok(set) = self.sets.current() {
                     h.push(&set, args.stream, &self.log);
