@@ -10,6 +10,8 @@
 # STEP (default: all, in this order; NAME:SECONDS sets a step's time estimate):
 #   sanitize  issue 14: every corpus program under compute-sanitizer memcheck
 #   hash      issue 12: benches/gpu-hash, the published probe and insertion cases
+#   hashall   issue 12: benches/gpu-hash, every case (churn, over-full, published, plain
+#             increments, insert/update): the report of record
 #   fuse      issue 19: benches/gpu/fuse.sh (native / today / fused / twins)
 #   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
 #   readme    issue 16: the README's trace example (vector add under warp_time), for real
@@ -79,6 +81,15 @@ step_sanitize() {
 	fi
 	return $rc
 }
+# Every case of issue 12's Must-hold (churn per warp and per thread, over-full, published,
+# plain increments, insert/update), the report of record.
+step_hashall() {
+	REPORT="$OUT/hash-maps-all.md" timeout 300 bash benches/gpu-hash/run.sh /tmp/bpf2ptx-hash \
+		--budget 260 >"$OUT/hashall.log" 2>&1
+	local rc=$?
+	tail -40 "$OUT/hashall.log"
+	return $rc
+}
 step_hash() {
 	REPORT="$OUT/hash-maps.md" timeout 150 bash benches/gpu-hash/run.sh /tmp/bpf2ptx-hash \
 		--cases published,insert --budget 120 >"$OUT/hash.log" 2>&1
@@ -137,7 +148,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [latprobe]=30 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [latprobe]=30 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do
