@@ -358,8 +358,15 @@ def hash_op(probe, placement):
     # count of keys decides a refusal) and overflow counts that the twin (the protocol
     # before issue 12) does not keep, so trading tables as the array rows do would make
     # ours refuse or duplicate keys. Reset zeroes our counts block with our table.
-    ours_tab = alloc(HASH_SLOTS * 24, placement)
-    bind(ours_tab)
+    if placement == "device":
+        # Device placement: the module's own table and counts block, at compile-time
+        # addresses (inlined lookups take them as constants, specs/abi.md "Placement"),
+        # not rebound.
+        g = o.mod.get_global("bpf2ptx_mapdata_" + m)
+        ours_tab = cp.ndarray((HASH_SLOTS * 24,), cp.uint8, memptr=g)
+    else:
+        ours_tab = alloc(HASH_SLOTS * 24, placement)
+        bind(ours_tab)
     counts = int(d[5])  # the counts block: 128 + 32 x 128 bytes (specs/abi.md)
     check(probe, "descriptor has a counts block", counts != 0)
     bufs = Fixed(ours_tab, alloc(HASH_SLOTS * 24, placement))

@@ -26,6 +26,11 @@ use bpf2ptx_runtime::MapKind;
 use bpf2ptx_verifier::Entry;
 use thiserror::Error;
 
+/// The most 8-byte words a pushed map ([`HostPrograms::pushed`]) may have: every word is
+/// written at every launch (one `cuStreamWriteValue64` each), so a larger map stays in
+/// pinned memory for the GPU too.
+pub const PUSH_MAX_WORDS: u64 = 32;
+
 /// Bytes of `struct bpf2ptx_launch_ctx` (specs/abi.md).
 pub const LAUNCH_CTX_SIZE: usize = 64;
 /// Bytes of x86-64's `struct pt_regs`, a `uprobe` program's context.
@@ -283,7 +288,9 @@ pub struct HostPrograms {
     /// copy lives in pinned host memory, one instance per process.
     pub shared_maps: Vec<usize>,
     /// Those of [`HostPrograms::shared_maps`] that GPU programs read and none writes (the
-    /// verifier's `map_written` of every GPU program): the GPU reads them from a copy in device
+    /// verifier's `map_written` of every GPU program), of at most [`PUSH_MAX_WORDS`]
+    /// words (shared maps are arrays: an LRU map, whose lookups write, cannot be one):
+    /// the GPU reads them from a copy in device
     /// memory that the interposer updates, in stream order, before each launch, instead
     /// of over the bus from the pinned copy. Why: GPU reads of mapped host memory queue
     /// over the bus, about a microsecond each: one read per block of a 528-block launch
@@ -384,8 +391,12 @@ impl HostPrograms {
         }
         out.shared_maps.sort_unstable();
         let (used, written) = gpu_use(obj);
+        let small = |k: usize| {
+            let m = &obj.maps[k];
+            u64::from(m.max_entries) * u64::from(m.value_size).div_ceil(8) <= PUSH_MAX_WORDS
+        };
         out.pushed = (out.shared_maps.iter().copied())
-            .filter(|&k| used[k] && !written[k])
+            .filter(|&k| used[k] && !written[k] && small(k))
             .collect();
         Ok(out)
     }

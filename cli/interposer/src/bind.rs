@@ -318,10 +318,6 @@ struct Instance {
     /// (growth rewrites them all), and the units the storage holds.
     bound: Vec<(Handle, u64)>,
     units: u64,
-    /// A map host programs share and the GPU only reads: the words last written into
-    /// the storage by [`DeviceSet::push`] (empty before the first push; the storage
-    /// starts zeroed).
-    pushed: Vec<u64>,
 }
 
 /// What a module's binding left for its launches.
@@ -524,7 +520,6 @@ impl DeviceSet {
                 ring_desc: None,
                 bound: Vec::new(),
                 units: 0,
-                pushed: Vec::new(),
             });
         }
         let data = slot.as_ref().map_or(0, |i| i.data);
@@ -548,7 +543,6 @@ impl DeviceSet {
             ring_desc: None,
             bound: Vec::new(),
             units: 0,
-            pushed: Vec::new(),
         };
         if m.is(MapKind::is_per_unit) {
             // Storage comes with the first launch.
@@ -595,14 +589,15 @@ impl DeviceSet {
         Ok(inst)
     }
 
-    /// Writes the words of a shared map's host copy (`words` of them, `word(i)` each)
-    /// that differ from what this set last wrote into map `k`'s instance, each with
-    /// `cuStreamWriteValue64` on `stream`: ordered before the launch that follows on that
-    /// stream, with the value taken now, so a later host write cannot reach an earlier
-    /// launch. Why not one copy: a copy from pinned memory reads its source when the
-    /// stream gets to it, and a stream write costs the launch less than a copy engine's
-    /// start. Nothing when no module of this set uses the map yet (its instance, made
-    /// zeroed at the first, gets the words at the next push).
+    /// Writes every word of a shared map's host copy (`words` of them, `word(i)` each)
+    /// into map `k`'s instance, each with `cuStreamWriteValue64` on `stream`: ordered
+    /// before the launch that follows on that stream, with the value taken now, so a later
+    /// host write cannot reach an earlier launch. Every word, not the changed ones: a
+    /// word another stream wrote may not have landed yet when this stream's kernel runs,
+    /// so only this stream's own writes order this launch (a pushed map is small,
+    /// `bpf2ptx::host::PUSH_MAX_WORDS`). Why not one copy: a copy from pinned memory reads
+    /// its source when the stream gets to it, and a stream write costs the launch less
+    /// than a copy engine's start. Nothing when no module of this set uses the map yet.
     pub(crate) fn push(
         &self,
         k: usize,
@@ -612,22 +607,14 @@ impl DeviceSet {
         stream: Ptr,
         write: StreamWriteValue64,
     ) -> Result<(), BindError> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(inst) = st.maps.get_mut(k).and_then(Option::as_mut) else {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(inst) = st.maps.get(k).and_then(Option::as_ref) else {
             return Ok(());
         };
-        let words = words.min((inst.bytes / 8) as usize);
-        if inst.pushed.len() < words {
-            inst.pushed.resize(words, 0);
-        }
-        for i in 0..words {
-            let v = word(i);
-            if v == inst.pushed[i] {
-                continue;
-            }
+        for i in 0..words.min((inst.bytes / 8) as usize) {
             // SAFETY: the driver's function; word `i` of the instance's storage, a live
             // allocation of this set's context; the application's stream handle.
-            let rc = unsafe { write(stream, inst.data + 8 * i as u64, v, 0) };
+            let rc = unsafe { write(stream, inst.data + 8 * i as u64, word(i), 0) };
             if rc != SUCCESS {
                 return Err(BindError::Driver {
                     map: map.to_string(),
@@ -635,7 +622,6 @@ impl DeviceSet {
                     rc,
                 });
             }
-            inst.pushed[i] = v;
         }
         Ok(())
     }

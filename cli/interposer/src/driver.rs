@@ -174,6 +174,9 @@ pub type MemsetD8Async = unsafe extern "C" fn(u64, u8, usize, Ptr) -> CuResult;
 pub type MemcpyDtoDAsync = unsafe extern "C" fn(u64, u64, usize, Ptr) -> CuResult;
 /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t, CUstream)`.
 pub type MemcpyHtoDAsync = unsafe extern "C" fn(u64, *const c_void, usize, Ptr) -> CuResult;
+/// `CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS`: 1 when `cuStreamWriteValue64`
+/// works on the device.
+pub const ATTR_64_BIT_STREAM_MEM_OPS: std::ffi::c_int = 122;
 /// `cuStreamWriteValue64_v2(CUstream, CUdeviceptr, cuuint64_t value, unsigned flags)`: a
 /// 64-bit write in stream order, the value taken at the call.
 pub type StreamWriteValue64 = unsafe extern "C" fn(Ptr, u64, u64, u32) -> CuResult;

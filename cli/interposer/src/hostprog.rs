@@ -21,7 +21,10 @@
 //! module to it, and lends the same bytes to the interpreter, whose map helpers use the
 //! device runtime's array layout. So a host program's store is a CPU store the next
 //! kernel reads, and the modules of every device share one instance of these maps (every
-//! other map is one instance per device, [`crate::bind`]). Global data (`.bss`, `.data`,
+//! other map is one instance per device, [`crate::bind`]). Except the *pushed* ones
+//! ([`HostPrograms::pushed`]: small, read by GPU programs, written by none): the modules
+//! read those from their device's map set, whose copy `HostRuntime::push` brings up to
+//! the pinned copy's words at every launch of an instrumented kernel, in stream order. Global data (`.bss`, `.data`,
 //! `.rodata`) in a host program is the host's own copy.
 //!
 //! **Cost.** Per launch: nothing when no host program matches the kernel; otherwise a
@@ -230,8 +233,13 @@ impl HostRuntime {
         }
     }
 
+    /// The driver's `cuStreamWriteValue64`, when the (first) device says 64-bit stream
+    /// memory operations work on it.
     fn writer(&self) -> Option<StreamWriteValue64> {
         *self.writer.get_or_init(|| {
+            if crate::jit::device_attribute(ATTR_64_BIT_STREAM_MEM_OPS) != Some(1) {
+                return None;
+            }
             // SAFETY: the driver's function of that name (CUDA 12 ABI, `_v2`).
             driver_fn(c"cuStreamWriteValue64")
                 .map(|p| unsafe { std::mem::transmute::<Ptr, StreamWriteValue64>(p) })
@@ -250,9 +258,9 @@ impl HostRuntime {
     }
 
     /// Brings the device copies of the pushed maps in `set` up to the host programs'
-    /// values, ordered before the launch that follows on `stream`: after the host
-    /// programs of a launch ran. A failure is said once; that launch's kernels read the
-    /// values of the last push that worked.
+    /// values, ordered before the launch that follows on `stream` (after that launch's
+    /// host programs ran). A failure is said once; that launch's kernels read the values
+    /// of the last push that worked.
     pub(crate) fn push(&self, set: &DeviceSet, stream: Ptr, log: &Log) {
         let (Some(shared), Some(write)) = (self.shared_now(), self.writer()) else {
             return;

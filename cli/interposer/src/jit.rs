@@ -36,23 +36,24 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The compute capability of the current context's device as one number (90 for sm_90).
-/// `None` when the driver cannot say.
-pub fn device_arch() -> Option<u32> {
+/// Attribute `attr` (`CUdevice_attribute`) of the current context's device; `None` when
+/// the driver cannot say.
+pub fn device_attribute(attr: c_int) -> Option<c_int> {
     // SAFETY: the driver's functions (CUDA 12.0 ABI) with valid out pointers.
     unsafe {
         let get_dev = std::mem::transmute::<Ptr, CtxGetDevice>(driver_fn(c"cuCtxGetDevice")?);
-        let attr =
+        let get =
             std::mem::transmute::<Ptr, DeviceGetAttribute>(driver_fn(c"cuDeviceGetAttribute")?);
-        let (mut dev, mut major, mut minor) = (0, 0, 0);
-        if get_dev(&mut dev) != SUCCESS
-            || attr(&mut major, CC_MAJOR, dev) != SUCCESS
-            || attr(&mut minor, CC_MINOR, dev) != SUCCESS
-        {
-            return None;
-        }
-        u32::try_from(major * 10 + minor).ok()
+        let (mut dev, mut v) = (0, 0);
+        (get_dev(&mut dev) == SUCCESS && get(&mut v, attr, dev) == SUCCESS).then_some(v)
     }
+}
+
+/// The compute capability of the current context's device as one number (90 for sm_90).
+/// `None` when the driver cannot say.
+pub fn device_arch() -> Option<u32> {
+    let (major, minor) = (device_attribute(CC_MAJOR)?, device_attribute(CC_MINOR)?);
+    u32::try_from(major * 10 + minor).ok()
 }
 
 /// The cache key of `ptx` on the current device and driver: a header line naming them,

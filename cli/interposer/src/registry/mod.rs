@@ -473,6 +473,8 @@ pub fn launchable(f: Ptr, args: LaunchArgs) -> Ptr {
         let record = d.instrumented && s.config.launch_log;
         if args.launch && (d.host != 0 || record) {
             s.launched(f as Handle, &d, &args, record);
+        } else if args.launch && d.instrumented && s.pushes() && !s.capturing(args.stream) {
+            s.push_shared(args.stream);
         }
         d.handle as Ptr
     })
@@ -740,14 +742,9 @@ impl Session {
         };
         if let Some(h) = self.host.as_ref().filter(|_| d.host != 0) {
             h.run(d.host, &facts, &self.clock, &self.log);
-            // The pushed maps' words, on the launch's stream before the launch. A `_ptsz`
-            // launch on stream 0 (the per-thread default stream) gets them on the legacy
-            // default stream, which every blocking stream waits for: still before it.
-            if !h.pushed().is_empty() {
-                if let Ok(set) = self.sets.current() {
-                    h.push(&set, args.stream, &self.log);
-                }
-            }
+        }
+        if d.instrumented && self.pushes() {
+            self.push_shared(args.stream);
         }
         if record {
             let mut pending = self.launches.lock().unwrap_or_else(|e| e.into_inner());
@@ -764,6 +761,22 @@ impl Session {
             } else {
                 self.launches_dropped.fetch_add(1, Relaxed);
             }
+        }
+    }
+
+    /// Whether the session has pushed maps ([`HostRuntime::pushed`]).
+    fn pushes(&self) -> bool {
+        self.host.as_ref().is_some_and(|h| !h.pushed().is_empty())
+    }
+
+    /// The pushed maps' words into the current context's set, on `stream` before the
+    /// launch that follows (at every launch of an instrumented kernel, not captured, so a
+    /// kernel on any device reads the host programs' values as of its launch). A `_ptsz`
+    /// launch on stream 0 (the per-thread default stream) gets them on the legacy default
+    /// stream, which every blocking stream waits for: still before it.
+    fn push_shared(&self, stream: Ptr) {
+        if let (Some(h), Ok(set)) = (self.host.as_ref(), self.sets.current()) {
+            h.push(&set, stream, &self.log);
         }
     }
 

@@ -428,7 +428,8 @@ CUresult cuLinkComplete(void *state, void **cubin, size_t *size) {
 }
 CUresult cuLinkDestroy(void *state) { free(((struct link *)state)->text); free(state); return 0; }
 CUresult cuCtxGetDevice(int *d) { *d = (int)current_ctx - 1; return 0; }
-CUresult cuDeviceGetAttribute(int *v, int attr, int d) { (void)d; *v = attr == 75 ? 9 : 0; return 0; }
+/* Compute capability 9.x; 64-bit stream memory operations (122) supported. */
+CUresult cuDeviceGetAttribute(int *v, int attr, int d) { (void)d; *v = attr == 75 ? 9 : attr == 122; return 0; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 CUresult cuCtxGetCurrent(void **c) { *c = (void *)current_ctx; return 0; }
 CUresult cuCtxSetCurrent(void *c) {
