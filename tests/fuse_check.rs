@@ -7,9 +7,15 @@
 use crate::ptx_model::Model;
 use bpf2ptx::inject;
 use bpf2ptx_backend::back::ptx;
+use bpf2ptx_compiler::isa::table::{CallKind, Kind};
 use bpf2ptx_compiler::program::{MapOrigin, Object};
 use bpf2ptx_runtime::MapKind;
 use std::path::Path;
+
+/// Environment variable: a folder where tests/tests/fuse.rs's randomized test writes each
+/// case (fused and unfused PTX, the launch and the maps to read, the model's outcome) for
+/// the same comparison on a GPU (tests/gpu/fuse_random.py).
+pub const EXPORT_VAR: &str = "BPF2PTX_FUSE_RANDOM_OUT";
 
 /// The initial contents of a buffer, byte by byte.
 pub type Fill = fn(usize) -> u8;
@@ -141,4 +147,68 @@ pub fn words(bytes: &[u8]) -> Vec<u64> {
             u64::from_le_bytes(b)
         })
         .collect()
+}
+
+/// Writes case `name` into `dir` for tests/gpu/fuse_random.py: `NAME.fused.ptx`,
+/// `NAME.unfused.ptx` and `NAME.json` (the kernel, grid and block; the buffers' sizes and
+/// their fill, `k * 13 % 256`, the only one the randomized test uses; the scalars; per
+/// map how a host reads it: its descriptor, global-data or per-unit storage symbol,
+/// entries and stride; whether a probe stores the timer, whose values differ from run to
+/// run; and the model's outcome of the fused module, hex per map).
+pub fn export_case(
+    dir: &Path,
+    name: &str,
+    fused: &str,
+    unfused: &str,
+    obj: &Object,
+    app: &App,
+    model: &Outcome,
+) -> std::io::Result<()> {
+    use serde_json::json;
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(format!("{name}.fused.ptx")), fused)?;
+    std::fs::write(dir.join(format!("{name}.unfused.ptx")), unfused)?;
+    let maps: Vec<_> = obj
+        .maps
+        .iter()
+        .map(|m| {
+            let global = m.origin == MapOrigin::GlobalData;
+            json!({
+                "name": m.name,
+                "desc": (!global).then(|| ptx::map_desc_symbol(&m.name)),
+                "global": global.then(|| ptx::map_symbol(&m.name)),
+                "per_unit": m.is(MapKind::is_per_unit),
+                "per_warp": m.kind() == Some(MapKind::PerWarpArray),
+                "max_entries": m.max_entries,
+                "stride": bpf2ptx_runtime::maps::round8(u64::from(m.value_size)),
+            })
+        })
+        .collect();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let model: serde_json::Map<String, serde_json::Value> = model
+        .maps
+        .iter()
+        .map(|(n, b)| (n.clone(), json!(hex(b))))
+        .collect();
+    let timer = obj.programs.iter().any(|p| {
+        p.insns.iter().any(|i| {
+            matches!(i.kind(), Kind::Call(CallKind::Helper))
+                && bpf2ptx_runtime::is_helper(i64::from(i.imm), "get_globaltimer")
+        })
+    });
+    let doc = json!({
+        "kernel": app.kernel,
+        "grid": app.grid,
+        "block": app.block,
+        "buffers": app.buffers.iter().map(|b| b.0).collect::<Vec<_>>(),
+        "fill": "k * 13 % 256",
+        "scalars": app.scalars,
+        "timer": timer,
+        "maps": maps,
+        "model": model,
+    });
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_string_pretty(&doc).expect("json"),
+    )
 }

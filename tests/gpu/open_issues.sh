@@ -13,6 +13,9 @@
 #   hashall   issue 12: benches/gpu-hash, every case (churn, over-full, published, plain
 #             increments, insert/update): the report of record
 #   fuse      issue 19: benches/gpu/fuse.sh (native / today / fused / twins)
+#   fuserandom issue 19: tests/gpu/fuse_random.py on gpu-carry/fuse-random (the cases of
+#             tests/tests/fuse.rs, written here before carrying: BPF2PTX_FUSE_RANDOM_OUT=
+#             gpu-carry/fuse-random cargo test -p bpf2ptx-tests --test fuse random_probes)
 #   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
 #   readme    issue 16: the README's trace example (vector add under warp_time), for real
 #   gpuoverhead issue 16: benches/gpu-trace/probe_overhead.py (kernel time: trace vs inject)
@@ -117,6 +120,14 @@ step_latprobe() {
 	grep -rhoa "bpf2ptx_mapaddr_launch\|bpf2ptx_map_launch+24\]" /tmp/latprobe-cache | sort | uniq -c
 	return $rc
 }
+step_fuserandom() {
+	timeout 120 python3 tests/gpu/fuse_random.py gpu-carry/fuse-random "$OUT/fuse-random.md" \
+		>"$OUT/fuse-random.log" 2>&1
+	local rc=$?
+	head -3 "$OUT/fuse-random.log"
+	grep -v "| ok |" "$OUT/fuse-random.log" | tail -15
+	return $rc
+}
 step_hostread() { nvcc -O2 -arch=sm_90 benches/gpu-trace/hostread.cu -o /tmp/hostread && timeout 60 /tmp/hostread 30 | tee "$OUT/hostread.md"; }
 step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
 step_apps() { timeout 100 python3 tests/gpu/trace_apps.py "$OUT/trace-apps.md" >"$OUT/trace-apps.log" 2>&1; local rc=$?; tail -20 "$OUT/trace-apps.log"; return $rc; }
@@ -148,7 +159,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [latprobe]=30 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [fuserandom]=60 [latprobe]=30 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do

@@ -193,7 +193,8 @@ fn the_model_sees_a_broken_fusion() {
 /// Random probes of every kind (tests/fuse_random.rs) at random sites of random kernels,
 /// fused and unfused, on the model: the same maps and the same buffer, seed by seed. Every
 /// eighth fused module goes through ptxas for sm_70 (when the kernel's target is sm_70),
-/// sm_80 and sm_90.
+/// sm_80 and sm_90. With `BPF2PTX_FUSE_RANDOM_OUT=DIR` every case is also written there for
+/// the same comparison on a GPU (tests/gpu/fuse_random.py).
 #[test]
 fn random_probes_fused_and_unfused_give_the_same_maps() {
     use bpf2ptx_tests::fuse_random;
@@ -225,6 +226,19 @@ fn random_probes_fused_and_unfused_give_the_same_maps() {
         };
         let fused = run(&fused_text, "fused");
         let unfused = run(&unfused_text, "unfused");
+        if let Some(dir) = std::env::var_os(fuse_check::EXPORT_VAR) {
+            let name = format!("seed{seed:03}");
+            fuse_check::export_case(
+                std::path::Path::new(&dir),
+                &name,
+                &fused_text,
+                &unfused_text,
+                &obj,
+                &app,
+                &fused,
+            )
+            .unwrap_or_else(|e| panic!("exporting {name}: {e}"));
+        }
         if fused != unfused {
             let diff: Vec<String> = fused
                 .maps

@@ -775,6 +775,9 @@ fn the_gpu_scripts_parse() {
         "examples/gpu_sharing/summary.py",
         "benches/gpu-trace/launch_overhead.py",
         "benches/gpu-trace/probe_overhead.py",
+        "benches/gpu-trace/latency_parts.py",
+        // Issue 19's randomized check on the GPU (its cases: tests/tests/fuse.rs).
+        "tests/gpu/fuse_random.py",
         // Issue 18 (tests/tests/trace_compile_cpu.rs and cub_sort_model.rs check their
         // readers).
         "tests/gpu/triton_common.py",

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""Issue 19's randomized check on the GPU: random probes of every kind at random sites of
+random kernels, fused and unfused, give the same maps (and the same buffer).
+
+The cases are tests/tests/fuse.rs's (`random_probes_fused_and_unfused_give_the_same_maps`,
+which compares the two on the PTX model in CI); it writes them when asked:
+
+    BPF2PTX_FUSE_RANDOM_OUT=DIR cargo test -p bpf2ptx-tests --test fuse random_probes
+
+then, on the GPU machine (CuPy; the driver JITs each module):
+
+    python3 tests/gpu/fuse_random.py DIR [OUT.md]
+
+Per case (`seedNNN.json`, `.fused.ptx`, `.unfused.ptx`): both modules are launched once on
+the same inputs as the model's (one buffer filled with k * 13 % 256, the scalars); a
+per-thread array gets storage for the launch through descriptor words 3 and 4, as a loader
+binds it; each map is read as a host reads it (arrays through descriptor words 3-5, sharded
+ones summed over their replicas; per-unit arrays their bound storage; global data its
+symbol). Checks: fused == unfused, map by map, and the buffers; and fused == the model's
+outcome (recorded by the test) for every map. Where a probe stores `%globaltimer` (the
+case's `timer`), the values it stores differ from run to run: `start` is not compared, and
+`other`, whose keys may come from those values, by its sum only. Exit 1 when a check
+fails, 77 when CuPy is missing.
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+try:
+    import cupy as cp
+    import numpy as np
+except ImportError:
+    print("fuse_random.py: needs CuPy", file=sys.stderr)
+    sys.exit(77)
+
+
+def entry_params(ptx, kernel):
+    """The `.param` types of `.entry kernel`, in order (`u64`, `u32`, ...)."""
+    m = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
+    return re.findall(r"\.param\s+\.(\w+)", m.group(1)) if m else []
+
+
+def pack(kind, v):
+    return {"u64": np.uint64, "b64": np.uint64, "s64": np.int64, "u32": np.uint32,
+            "b32": np.uint32, "s32": np.int32}[kind](v)
+
+
+def words_at(ptr, n):
+    return cp.ndarray((n,), cp.uint64, memptr=cp.cuda.MemoryPointer(
+        cp.cuda.UnownedMemory(ptr, n * 8, None), 0)).get()
+
+
+def run(path, case):
+    """Launches the module at `path` (PTX, which the driver JITs) once as the case says;
+    {map name: bytes}, buffer bytes."""
+    ptx = open(path).read()
+    mod = cp.RawModule(path=path)
+    fn = mod.get_function(case["kernel"])
+    grid, block = tuple(case["grid"]), tuple(case["block"])
+    threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+    warps = grid[0] * grid[1] * grid[2] * -(-(block[0] * block[1] * block[2]) // 32)
+    bound = {}
+    for m in case["maps"]:
+        if not m["per_unit"] or not m["desc"]:
+            continue
+        try:
+            d = mod.get_global(m["desc"])
+        except Exception:  # noqa: BLE001 - the probes do not use it: no descriptor
+            continue
+        units = warps if m["per_warp"] else threads
+        buf = cp.zeros(units * m["max_entries"] * m["stride"], cp.uint8)
+        desc = cp.ndarray((8,), cp.uint64, memptr=d)
+        desc[3] = buf.data.ptr
+        desc[4] = units
+        bound[m["name"]] = buf
+    bufs = []
+    for n in case["buffers"]:
+        bufs.append(cp.asarray((np.arange(n) * 13 % 256).astype(np.uint8)))
+    kinds = entry_params(ptx, case["kernel"])
+    vals = [b.data.ptr for b in bufs] + list(case["scalars"])
+    args = tuple(pack(k, v) for k, v in zip(kinds, vals))
+    fn(grid, block, args)
+    cp.cuda.Device().synchronize()
+    maps = {}
+    for m in case["maps"]:
+        name = m["name"]
+        size = m["max_entries"] * m["stride"]
+        if m["global"]:
+            try:
+                g = mod.get_global(m["global"])
+            except Exception:  # noqa: BLE001
+                continue
+            raw = cp.ndarray((size,), cp.uint8, memptr=g).get()
+            maps[name] = raw.tobytes()
+        elif name in bound:
+            maps[name] = bound[name].get().tobytes()
+        elif m["desc"]:
+            try:
+                d = mod.get_global(m["desc"])
+            except Exception:  # noqa: BLE001
+                continue
+            w = cp.ndarray((8,), cp.uint64, memptr=d).get()
+            data, replicas, replica = int(w[3]), int(w[4]), int(w[5])
+            total = np.zeros(size // 8, np.uint64)
+            for r in range(max(replicas, 1)):
+                total += words_at(data + r * replica, size // 8)
+            maps[name] = total.tobytes()
+    return maps, [b.get().tobytes() for b in bufs]
+
+
+def u64s(b):
+    return np.frombuffer(b + bytes(-len(b) % 8), np.uint64)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: fuse_random.py DIR [OUT.md]")
+    d, out = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None
+    cases = sorted(glob.glob(os.path.join(d, "seed*.json")))
+    if not cases:
+        sys.exit(f"fuse_random.py: no cases in {d} (BPF2PTX_FUSE_RANDOM_OUT=DIR cargo test "
+                 "-p bpf2ptx-tests --test fuse random_probes)")
+    rows, failed = [], 0
+    for path in cases:
+        case = json.load(open(path))
+        name = os.path.basename(path)[:-len(".json")]
+        base = path[:-len(".json")]
+        try:
+            fused, fbuf = run(base + ".fused.ptx", case)
+            unfused, ubuf = run(base + ".unfused.ptx", case)
+        except Exception as e:  # noqa: BLE001 - one case's failure is its row
+            rows.append((name, f"launch failed: {e}"))
+            failed += 1
+            continue
+        problems = []
+        for m, fb in fused.items():
+            ub = unfused.get(m)
+            model = bytes.fromhex(case["model"].get(m, "")) if m in case["model"] else None
+            if case["timer"] and m == "start":
+                continue
+            if case["timer"] and m == "other":
+                same = int(u64s(fb).sum()) == int(u64s(ub).sum())
+                vs_model = model is None or int(u64s(fb).sum()) == int(u64s(model).sum())
+            else:
+                same = fb == ub
+                vs_model = model is None or fb == model
+            if not same:
+                k = int(np.argmax(u64s(fb) != u64s(ub)))
+                problems.append(f"{m}[{k}] fused {u64s(fb)[k]} unfused {u64s(ub)[k]}")
+            if not vs_model:
+                problems.append(f"{m}: fused differs from the model")
+        if fbuf != ubuf:
+            problems.append("buffers differ")
+        failed += bool(problems)
+        rows.append((name, "; ".join(problems) or "ok"))
+    lines = [f"Randomized fusion check on the GPU: {len(cases) - failed} of {len(cases)} cases "
+             "pass (`python3 tests/gpu/fuse_random.py DIR`)", "",
+             "| case | result |", "|---|---|"] + [f"| {n} | {r} |" for n, r in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        open(out, "w").write(text)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
