@@ -193,7 +193,7 @@ pub fn export_case(
     let timer = obj.programs.iter().any(|p| {
         p.insns.iter().any(|i| {
             matches!(i.kind(), Kind::Call(CallKind::Helper))
-                && bpf2ptx_runtime::is_helper(i64::from(i.imm), "get_globaltimer")
+                && bpf2ptx_runtime::is_helper(i.imm, "get_globaltimer")
         })
     });
     let doc = json!({
