@@ -6,8 +6,9 @@ random kernels, fused and unfused, give the same maps (and the same buffer).
 The cases are tests/tests/fuse.rs's (`random_probes_fused_and_unfused_give_the_same_maps`,
 which compares the two on the PTX model in CI); it writes them when asked:
 
-    BPF2PTX_FUSE_RANDOM_OUT=DIR cargo test -p bpf2ptx-tests --test fuse random_probes
+    BPF2PTX_FUSE_RANDOM_OUT=$PWD/DIR cargo test -p bpf2ptx-tests --test fuse random_probes
 
+(an absolute DIR: cargo runs the test in tests/)
 then, on the GPU machine (CuPy; the driver JITs each module):
 
     python3 tests/gpu/fuse_random.py DIR [OUT.md]

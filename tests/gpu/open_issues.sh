@@ -15,7 +15,8 @@
 #   fuse      issue 19: benches/gpu/fuse.sh (native / today / fused / twins)
 #   fuserandom issue 19: tests/gpu/fuse_random.py on gpu-carry/fuse-random (the cases of
 #             tests/tests/fuse.rs, written here before carrying: BPF2PTX_FUSE_RANDOM_OUT=
-#             gpu-carry/fuse-random cargo test -p bpf2ptx-tests --test fuse random_probes)
+#             $PWD/gpu-carry/fuse-random cargo test -p bpf2ptx-tests --test fuse random_probes;
+#             an absolute folder: cargo runs the test in tests/)
 #   build     issue 17: tests/gpu/build_integration.sh (CMake and Make examples)
 #   readme    issue 16: the README's trace example (vector add under warp_time), for real
 #   gpuoverhead issue 16: benches/gpu-trace/probe_overhead.py (kernel time: trace vs inject)
