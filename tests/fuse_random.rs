@@ -97,7 +97,7 @@ impl Gen {
     }
 
     fn statement(&mut self, depth: usize) {
-        let choice = self.r.below(if depth < 2 { 16 } else { 11 });
+        let choice = self.r.below(if depth < 2 { 20 } else { 11 });
         let v = 20 + self.r.below(20);
         let p = 1 + depth * 4 + self.r.below(4) as usize;
         match choice {

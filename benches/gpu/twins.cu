@@ -11,7 +11,9 @@
 //   p.mem(m0, space, kind, sz)  before each load / store
 //
 // on one instance `P p` per thread, so a policy can keep per-thread state in registers
-// (the fused twins: what `bpf2ptx inject`'s fusion does, written by hand, issue 19).
+// (the fused twins: what `bpf2ptx inject`'s fusion does, written by hand, issue 19; inject
+// accumulates only adds made in a loop, so on vecadd the accumulating twin shows what
+// fusion would cost there, and inject's mem_hist rows equal today's lowering).
 //
 // m0 / m1 are the probe's maps (u64 arrays the host allocates). "Naive" twins
 // add to one address with atomicAdd; "sharded" twins use the layout bpf2ptx

@@ -39,6 +39,24 @@ fn vecadd(n: u32, block: u32) -> App {
     }
 }
 
+/// The grid-stride vector add of tests/inject/loop/strided.cu over `n` floats: `grid`
+/// blocks of `block` threads, each thread adding every (grid x block)-th element, so its
+/// memory sites run in a loop.
+fn strided(n: u32, block: u32, grid: u32) -> App {
+    App {
+        ptx: std::fs::read_to_string(repo_root().join("tests/inject/loop/strided.ptx")).unwrap(),
+        kernel: "strided_add".into(),
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        buffers: vec![
+            (u64::from(n) * 4, float_bytes),
+            (u64::from(n) * 4, float_bytes),
+            (u64::from(n) * 4, |_| 0),
+        ],
+        scalars: vec![u64::from(n)],
+    }
+}
+
 /// The tiled matmul of `n` x `n` (a multiple of 16).
 fn matmul(n: u32) -> App {
     let bytes = u64::from(n * n) * 4;
@@ -72,6 +90,11 @@ fn mem_hist_fused_counts_what_unfused_counts() {
             "vecadd 600",
             vecadd(600, 256),
             vec![(key(1, 1, 4), 1200u64), (key(1, 2, 4), 600)],
+        ),
+        (
+            "strided 1000, 2 blocks of 96",
+            strided(1000, 96, 2),
+            vec![(key(1, 1, 4), 2000u64), (key(1, 2, 4), 1000)],
         ),
         (
             "matmul 32",
@@ -158,7 +181,7 @@ fn the_model_sees_a_broken_fusion() {
     }
     // Blocks of 48 threads: every second warp is partial, so the flushes take both paths
     // (a whole warp's sum, and each lane's own add).
-    let app = vecadd(600, 48);
+    let app = strided(1000, 48, 3);
     let (path, obj) = example_probe("mem_hist");
     let (woven, _) =
         bpf2ptx::inject::inject(&path, &app.ptx, "app.ptx", &Options::default()).unwrap();
@@ -288,6 +311,10 @@ fn random_probes_fused_and_unfused_give_the_same_maps() {
             }
         }
     }
+    eprintln!(
+        "{accumulated} accumulated, {forwarded} forwarded, {skipped} skipped, \
+         {flushed_early} flushed early"
+    );
     // The seeds exercise what they are for.
     assert!(accumulated >= 40, "{accumulated} seeds accumulated");
     assert!(forwarded >= 10, "{forwarded} seeds forwarded a load");
@@ -317,7 +344,7 @@ fn weave(path: &std::path::Path, app: &App, opts: &Options) -> String {
 #[test]
 fn a_map_a_probe_reads_is_not_accumulated() {
     let (path, obj) = inject_probe("fuse_reads");
-    let app = vecadd(600, 256);
+    let app = strided(1000, 96, 2);
     let fused = weave(&path, &app, &Options::default());
     assert!(
         !fused.contains("%bpf2ptx_acc_0_"),
@@ -342,11 +369,11 @@ fn a_map_a_probe_reads_is_not_accumulated() {
 #[test]
 fn a_ring_output_probe_is_not_fused_and_flushes_before_it() {
     let (path, obj) = inject_probe("fuse_ring");
-    let app = vecadd(600, 256);
+    let app = strided(1000, 96, 2);
     let fused = weave(&path, &app, &Options::default());
     // Before the kernel's `ret`: a flush, the ring probe's site block, and the flush of
     // the exit itself; the first flush ends right where the site block starts.
-    let kernel = &fused[fused.find(".entry _Z6vecAdd").unwrap()..];
+    let kernel = &fused[fused.find(".entry strided_add").unwrap()..];
     let ret = kernel.rfind("\tret;").unwrap();
     let site = kernel[..ret]
         .rfind(".reg .b64 %bpf2ptx_d<3>;")
@@ -373,8 +400,8 @@ fn a_ring_output_probe_is_not_fused_and_flushes_before_it() {
         fuse_check::words(&o.maps.iter().find(|m| m.0 == name).expect("the map").1)[0]
     };
     for o in [&a, &b] {
-        // 600 threads make 3 accesses each; 24 warps leave, one record each.
-        assert_eq!((word(o, "hits"), word(o, "sent")), (1800, 24));
+        // 1000 elements of 3 accesses each; 6 warps leave, one record each.
+        assert_eq!((word(o, "hits"), word(o, "sent")), (3000, 6));
     }
 }
 
@@ -384,7 +411,7 @@ fn a_ring_output_probe_is_not_fused_and_flushes_before_it() {
 #[test]
 fn live_and_host_maps_keep_the_unfused_lowering() {
     let (path, _) = example_probe("mem_hist");
-    let app = vecadd(600, 256);
+    let app = strided(1000, 96, 2);
     for place in ["live", "host"] {
         let maps = vec![format!("mem_hist={place}")];
         let with = |no_fuse| Options {
@@ -455,6 +482,36 @@ fn too_many_accumulators_keep_the_kernel_unfused() {
             .text;
         let b = fuse_check::run_text(&unfused, &obj, &app).unwrap();
         assert!(a == b, "slots & {mask}: fused and unfused differ");
+    }
+}
+
+/// Accumulating pays only where a site's adds repeat in a thread: a map none of whose
+/// accumulating sites is in a loop of the kernel keeps its atomics. vecadd's memory sites
+/// and any kernel's entry site run once per thread (the output is `--no-fuse`'s byte for
+/// byte); the same probes on kernels with loops accumulate the maps added to in them.
+#[test]
+fn adds_that_run_once_per_thread_stay_atomic() {
+    for (probe, app, accumulated) in [
+        ("mem_hist", vecadd(600, 256), false),
+        ("thread_counter", vecadd(600, 256), false),
+        ("thread_counter", matmul(32), false),
+        ("warp_counter", matmul(32), false),
+        ("mem_hist", matmul(32), true),
+        ("mem_hist", strided(1000, 96, 2), true),
+    ] {
+        let (path, obj) = example_probe(probe);
+        let name = format!("{probe} on {}", app.kernel);
+        let fused = weave(&path, &app, &Options::default());
+        let unfused = weave(&path, &app, &no_fuse());
+        assert_eq!(
+            fused.contains("add.u64 %bpf2ptx_acc_"),
+            accumulated,
+            "{name}"
+        );
+        assert_eq!(fused == unfused, !accumulated, "{name}");
+        let a = fuse_check::run_text(&fused, &obj, &app).unwrap();
+        let b = fuse_check::run_text(&unfused, &obj, &app).unwrap();
+        assert!(a == b, "{name}: fused and unfused differ");
     }
 }
 

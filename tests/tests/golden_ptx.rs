@@ -16,7 +16,8 @@
 //!   tests/inject/ptx/*.ptx and examples/apps/*.ptx (`app.<name>.counters.ptx`).
 //!
 //! - `fused/<name>.ptx`: `bpf2ptx inject PROBE --into APP -o OUT [OPTIONS]` for each row of
-//!   [`FUSED`]: the example probes and the fusion test probes on the example applications,
+//!   [`FUSED`]: the example probes and the fusion test probes on the example applications
+//!   and tests/inject/loop/strided.ptx,
 //!   fused (the default) and with the options that keep today's lowering (`--no-fuse`,
 //!   `--map NAME=live`), so what fusion inserts (accumulators, flushes, forwarded slots)
 //!   is reviewed in the diff of these files.
@@ -134,8 +135,9 @@ type FusedRow = (
     &'static [&'static str],
 );
 
-/// The fused goldens: register accumulation (mem_hist on the vector add and the tiled
-/// matmul, whose loop accumulates), forwarding (warp_time), a map a probe reads and a
+/// The fused goldens: register accumulation (mem_hist on the grid-stride vector add and
+/// the tiled matmul, whose loops accumulate; on the plain vector add, whose sites run once
+/// per thread, the adds stay atomics), forwarding (warp_time), a map a probe reads and a
 /// ring output next to fused adds (both stay unfused), and the same probe with fusion off
 /// and with its map live (both today's lowering).
 const FUSED: &[FusedRow] = &[
@@ -143,6 +145,13 @@ const FUSED: &[FusedRow] = &[
         "vecadd.mem_hist",
         "examples/probes/mem_hist.bpf.o",
         "examples/apps/vecadd.ptx",
+        false,
+        &[],
+    ),
+    (
+        "strided.mem_hist",
+        "examples/probes/mem_hist.bpf.o",
+        STRIDED,
         false,
         &[],
     ),
@@ -161,34 +170,37 @@ const FUSED: &[FusedRow] = &[
         &[],
     ),
     (
-        "vecadd.fuse_reads",
+        "strided.fuse_reads",
         "tests/inject/probes/fuse_reads.bpf.o",
-        "examples/apps/vecadd.ptx",
+        STRIDED,
         false,
         &[],
     ),
     (
-        "vecadd.fuse_ring",
+        "strided.fuse_ring",
         "tests/inject/probes/fuse_ring.bpf.o",
-        "examples/apps/vecadd.ptx",
+        STRIDED,
         false,
         &[],
     ),
     (
-        "vecadd.mem_hist.no-fuse",
+        "strided.mem_hist.no-fuse",
         "examples/probes/mem_hist.bpf.o",
-        "examples/apps/vecadd.ptx",
+        STRIDED,
         true,
         &[],
     ),
     (
-        "vecadd.mem_hist.live",
+        "strided.mem_hist.live",
         "examples/probes/mem_hist.bpf.o",
-        "examples/apps/vecadd.ptx",
+        STRIDED,
         false,
         &["mem_hist=live"],
     ),
 ];
+
+/// The grid-stride vector add (its memory sites in a loop).
+const STRIDED: &str = "tests/inject/loop/strided.ptx";
 
 /// `(golden file name, PTX)` for every row of [`FUSED`].
 fn fused() -> Vec<(String, String)> {

@@ -9,7 +9,8 @@ use crate::back::ptx;
 use crate::back::ptx::fuse;
 use crate::isa::table::Kind;
 use bpf2ptx_verifier::{Facts, KnownBytes, Regions, Rejected, Verified};
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use thiserror::Error;
 
@@ -32,6 +33,29 @@ pub enum BodyError {
         /// The backend error (names the program and instruction).
         source: ptx::Error,
     },
+}
+
+/// How much of fusion ([`fuse`]) the bodies of one kernel's sites get: the weaver decides
+/// per kernel, where the module's options allow fusion at all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fusion {
+    /// Today's lowering: every add an atomic at its site, nothing forwarded.
+    Off,
+    /// Fused, except that adds to the maps in `atomic` (indices) stay atomics at their
+    /// sites: the kernel would not gain by accumulating them.
+    On {
+        /// Maps whose adds are not accumulated in this kernel.
+        atomic: BTreeSet<u32>,
+    },
+}
+
+impl Fusion {
+    /// Everything fusion may do.
+    pub fn full() -> Self {
+        Fusion::On {
+            atomic: BTreeSet::new(),
+        }
+    }
 }
 
 /// Site bodies for the programs of one verified probe object, each verified and lowered
@@ -62,8 +86,8 @@ pub struct SiteBodies<'a> {
 /// them.
 struct Shape {
     mask: u128,
-    /// Whether the bodies are fused into their kernel.
-    fuse: bool,
+    /// How the bodies are fused into their kernel.
+    fusion: Fusion,
     /// `start..end` byte ranges into [`KnownBytes::bytes`].
     ranges: Vec<(usize, usize)>,
     bodies: HashMap<Vec<u8>, ptx::InlineBody>,
@@ -95,39 +119,51 @@ impl<'a> SiteBodies<'a> {
     }
 
     /// Program `k`'s body for a site with context `ctx`, fused into its kernel
-    /// ([`fuse::plan`]) when the options ask for it and `fuse` allows it (the weaver says
-    /// no for a kernel whose own registers could collide with fusion's).
+    /// ([`fuse::plan`]) as far as the options and `fusion` allow (the weaver says
+    /// [`Fusion::Off`] for a kernel whose own registers could collide with fusion's).
     pub fn get(
         &self,
         k: usize,
         ctx: &SiteContext,
-        fuse: bool,
+        fusion: &Fusion,
     ) -> Result<ptx::InlineBody, BodyError> {
         let known = known_bytes(ctx);
-        let fuse = fuse && self.opts.fuse;
+        let fusion = if self.opts.fuse { fusion } else { &Fusion::Off };
         let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
         let list = shapes.entry(k).or_default();
         for shape in list
             .iter()
-            .filter(|s| s.mask == known.mask && s.fuse == fuse)
+            .filter(|s| s.mask == known.mask && s.fusion == *fusion)
         {
             if let Some(body) = shape.bodies.get(&shape.key(&known)) {
                 return Ok(body.clone());
             }
         }
-        let eligible = fuse.then_some(&self.eligible);
-        let (body, facts) = site_body(self.verified, self.opts, k, known, eligible)?;
+        let eligible = match fusion {
+            Fusion::Off => None,
+            Fusion::On { atomic } if atomic.is_empty() => Some(Cow::Borrowed(&self.eligible)),
+            Fusion::On { atomic } => {
+                let mut e = self.eligible.clone();
+                for &m in atomic {
+                    if let Some(a) = e.accumulate.get_mut(m as usize) {
+                        *a = false;
+                    }
+                }
+                Some(Cow::Owned(e))
+            }
+        };
+        let (body, facts) = site_body(self.verified, self.opts, k, known, eligible.as_deref())?;
         if let Some(ranges) = ctx_reads(self.verified, k, &facts) {
             let at = match list
                 .iter()
-                .position(|s| s.mask == known.mask && s.ranges == ranges && s.fuse == fuse)
+                .position(|s| s.mask == known.mask && s.ranges == ranges && s.fusion == *fusion)
             {
                 Some(i) => i,
                 None => {
                     list.push(Shape {
                         mask: known.mask,
                         ranges,
-                        fuse,
+                        fusion: fusion.clone(),
                         bodies: HashMap::new(),
                     });
                     list.len() - 1
@@ -285,7 +321,8 @@ mod tests {
                         let e = f.then_some(&eligible);
                         let (own, _) =
                             site_body(&verified, &opts, k, known_bytes(ctx), e).expect("lowers");
-                        let cached = cache.get(k, ctx, f).expect("lowers");
+                        let fusion = if f { Fusion::full() } else { Fusion::Off };
+                        let cached = cache.get(k, ctx, &fusion).expect("lowers");
                         assert_eq!(own, cached, "{name}: program {}, fused {f}", p.name);
                         fused += usize::from(!own.accumulators.is_empty());
                         checked += 1;
@@ -320,7 +357,7 @@ mod tests {
         let ctxs = contexts(Point::Entry);
         for ctx in ctxs.iter().chain(ctxs.iter().rev()) {
             let (own, _) = site_body(&verified, &opts, k, known_bytes(ctx), None).expect("lowers");
-            assert_eq!(own, cache.get(k, ctx, false).expect("lowers"));
+            assert_eq!(own, cache.get(k, ctx, &Fusion::Off).expect("lowers"));
         }
         let shapes = cache.shapes.lock().expect("not poisoned");
         let shapes = &shapes[&k];

@@ -21,9 +21,10 @@
 
 use super::access::{self, mem_ctx};
 use super::attach::{Attach, Point, KERNEL_CTX_SIZE, MEM_CTX_SIZE};
-use super::bodies::{BodyError, SiteBodies};
+use super::bodies::{BodyError, Fusion, SiteBodies};
 use super::ptx::{
-    self, EditError, FunctionKind, Guard, ItemKind, Module, ParseError, StatementKind,
+    self, EditError, FunctionKind, Guard, ItemKind, Module, Operand, ParseError, Statement,
+    StatementKind,
 };
 use crate::back::ptx::fuse::{self, AccSlot, FwSlot};
 use crate::back::ptx::Granularity;
@@ -373,7 +374,11 @@ impl Weaver<'_> {
         // Fusion's registers are kernel-scope names under `%bpf2ptx_`: a kernel that
         // declares such a name itself (at any depth, where it would shadow ours) keeps the
         // unfused bodies.
-        let fuse = !declares_bpf2ptx_register(f.body());
+        let fusion = if declares_bpf2ptx_register(f.body()) {
+            Fusion::Off
+        } else {
+            Fusion::full()
+        };
         // First every site's bodies, so the accumulators of the whole kernel are known
         // before any flush is written.
         let mut blocks: Vec<SiteBlocks<'_>> = Vec::new();
@@ -404,7 +409,7 @@ impl Weaver<'_> {
                 };
                 let mut probes = Vec::new();
                 for (p, g) in list {
-                    probes.push((*p, *g, self.body(p, &ctx, line, fuse)?));
+                    probes.push((*p, *g, self.body(p, &ctx, line, &fusion)?));
                 }
                 self.sites.push(Site {
                     site: line,
@@ -440,15 +445,18 @@ impl Weaver<'_> {
             (acc, fw)
         };
         let (mut acc, mut fw) = collect(&blocks);
+        // Accumulating pays where a site's adds repeat in a thread: a map none of whose
+        // accumulating sites is in a loop keeps its atomics (ptxas combines a warp's
+        // atomics to one address into one, which costs no more than the flush).
+        let atomic = once_only_maps(f.body(), &blocks);
+        if !atomic.is_empty() {
+            self.refuse(&mut blocks, &Fusion::On { atomic })?;
+            (acc, fw) = collect(&blocks);
+        }
         // Past this many accumulators the kernel would trade occupancy (two registers each,
         // live through the whole kernel) for atomics: it keeps the unfused bodies.
         if acc.len() > fuse::MAX_ACCUMULATORS {
-            for b in &mut blocks {
-                let ctx = b.ctx;
-                for (p, _, body) in &mut b.probes {
-                    *body = self.body(p, &ctx, b.line, false)?;
-                }
-            }
+            self.refuse(&mut blocks, &Fusion::Off)?;
             (acc, fw) = collect(&blocks);
         }
         let acc: Vec<AccSlot> = acc.into_iter().collect();
@@ -534,14 +542,25 @@ impl Weaver<'_> {
         Ok(())
     }
 
+    /// Every body of `blocks` made again under `fusion`.
+    fn refuse(&self, blocks: &mut [SiteBlocks<'_>], fusion: &Fusion) -> Result<(), InjectError> {
+        for b in blocks {
+            let ctx = b.ctx;
+            for (p, _, body) in &mut b.probes {
+                *body = self.body(p, &ctx, b.line, fusion)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Probe `p`'s body for a site with context `ctx`, when bodies are inlined (fused into
-    /// the kernel where the options ask for it and `fuse` allows it).
+    /// the kernel as far as the options and `fusion` allow).
     fn body(
         &self,
         p: &Probe,
         ctx: &SiteContext,
         line: u32,
-        fuse: bool,
+        fusion: &Fusion,
     ) -> Result<Option<crate::back::ptx::InlineBody>, InjectError> {
         let Some(make) = self.bodies else {
             return Ok(None);
@@ -551,7 +570,7 @@ impl Weaver<'_> {
             .iter()
             .position(|q| std::ptr::eq(q, p))
             .expect("a probe of the list");
-        make.get(index, ctx, fuse)
+        make.get(index, ctx, fusion)
             .map(Some)
             .map_err(|source| InjectError::Body {
                 probe: p.symbol.clone(),
@@ -559,6 +578,66 @@ impl Weaver<'_> {
                 source: Box::new(source),
             })
     }
+}
+
+/// The maps the bodies of `blocks` accumulate whose every accumulating site runs at most
+/// once per thread: none lies in a loop of `body` ([`loop_spans`]).
+fn once_only_maps(body: &[Statement], blocks: &[SiteBlocks<'_>]) -> BTreeSet<u32> {
+    let spans = loop_spans(body);
+    let in_loop = |at: usize| match &spans {
+        Some(spans) => spans.iter().any(|&(from, to)| from <= at && at <= to),
+        None => true,
+    };
+    let mut accumulated = BTreeSet::new();
+    let mut looped = BTreeSet::new();
+    for b in blocks {
+        for (_, _, body) in &b.probes {
+            for a in body.iter().flat_map(|body| &body.accumulators) {
+                accumulated.insert(a.map);
+                if in_loop(b.at) {
+                    looped.insert(a.map);
+                }
+            }
+        }
+    }
+    accumulated.difference(&looped).copied().collect()
+}
+
+/// The statement spans `(target, branch)` of the backward branches of a kernel body, or
+/// `None` when it branches through a table (`brx.idx`), whose targets are not read here.
+///
+/// Every cycle of the body's control flow covers a statement `s` only inside one of these
+/// spans: follow the cycle from `s`; falling through moves forward, so the first step
+/// back to `s` or before it is a branch from `s` or later to a label at `s` or earlier.
+/// A statement in no span therefore runs at most once per thread.
+fn loop_spans(body: &[Statement]) -> Option<Vec<(usize, usize)>> {
+    let mut labels: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, st) in body.iter().enumerate() {
+        if let StatementKind::Label(name) = st.kind() {
+            labels.entry(name.as_str()).or_default().push(k);
+        }
+    }
+    let mut spans = Vec::new();
+    for (k, st) in body.iter().enumerate() {
+        let Some(i) = st.as_instruction() else {
+            continue;
+        };
+        match i.opcode.base.as_str() {
+            "brx" => return None,
+            "bra" => {}
+            _ => continue,
+        }
+        for op in &i.operands {
+            if let Operand::Symbol(target) = op {
+                for &at in labels.get(target.as_str()).into_iter().flatten() {
+                    if at <= k {
+                        spans.push((at, k));
+                    }
+                }
+            }
+        }
+    }
+    Some(spans)
 }
 
 /// One attach site's probes with their bodies, before the kernel's texts are made.

@@ -7,7 +7,9 @@
 //!   kernel, one per map word ([`AccSlot`]); the kernel adds the register to the word at
 //!   the thread's exits and before anything that could end the thread or make output
 //!   ([`flush_text`]). The maps are those only ever added to by every program of the
-//!   module ([`Eligible`]).
+//!   module ([`Eligible`]); in each kernel the weaver keeps a map's adds atomic when none
+//!   of its sites is in a loop (`inject/weave.rs`, `once_only_maps`): once per thread,
+//!   the atomic costs no more than the flush.
 //! - **Forwarding.** A value the one entry probe that writes a map stores to a slot that
 //!   only its own thread writes ([`FwSlot`]: keyed by the thread, or per thread or per
 //!   warp by the map's layout) is copied into a kernel register as it is stored; a later
