@@ -675,3 +675,32 @@ fn warp_time_log2_is_computed_in_32_bits() {
     let unfused = fuse_check::run(&path, &obj, &app, &no_fuse()).unwrap();
     assert!(fused == unfused, "fused and unfused differ");
 }
+
+/// A probe that hands a helper a pointer into its context (here a map key: the access's
+/// `size` field, bpf2ptx_mem_ctx offset 8) reads the site's real bytes: the site stores
+/// the context to the `.local` copy r1 points to (a helper's read counts as a context
+/// access in memory, `Facts::regions`), fused or not. vecadd's three accesses per thread
+/// are 4 bytes each, so all land in slot 4.
+#[test]
+fn a_helper_reading_the_context_gets_the_sites_bytes() {
+    let text = ".map m array 4 8 8\nr2 = r1\nr2 += 8\nr1 = map_idx(0) ll\ncall 1\n\
+                if r0 == 0 goto out\nr1 = 1\nlock *(u64 *)(r0 + 0) += r1\nout:\nr0 = 0\nexit\n";
+    let mut obj = bpf2ptx::load_bytes("ctx_key.s", text.as_bytes()).unwrap();
+    obj.programs[0].section = "gpu/mem/*".into();
+    for (app, n) in [(vecadd(600, 256), 1800u64), (strided(1000, 96, 2), 3000)] {
+        for opts in [Options::default(), no_fuse()] {
+            let woven = bpf2ptx::inject::inject_loaded(&obj, &app.ptx, "app.ptx", &opts)
+                .unwrap()
+                .woven
+                .text;
+            assert!(
+                woven.contains("st.local.u64 [bpf2ptx_ctx+8]"),
+                "the size is stored"
+            );
+            let run = fuse_check::run_text(&woven, &obj, &app).unwrap();
+            let mut want = [0u64; 8];
+            want[4] = n;
+            assert_eq!(fuse_check::words(&run.maps[0].1), want, "{}", app.kernel);
+        }
+    }
+}

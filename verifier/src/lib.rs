@@ -422,7 +422,8 @@ pub struct Facts {
     /// Bytes of stack the deepest call chain uses.
     pub stack_bytes: u32,
     /// Per instruction: the regions its memory access may touch (empty: not a memory
-    /// access).
+    /// access). A helper call has [`Regions::CTX`] when it reads the context's bytes
+    /// through a pointer argument (a map key or value pointing into the context).
     pub regions: Vec<Regions>,
     /// Per instruction: a division or modulo by a register that may be zero.
     pub divisor_may_be_zero: Vec<bool>,

@@ -8,7 +8,7 @@ use super::{same_on_every_path, Explorer, Step, MAX_STACK, R, RDONLY_PROG};
 use crate::message::stack_offset;
 use crate::scalar::Scalar;
 use crate::state::{Reg, Region, Slot, State};
-use crate::Rule;
+use crate::{Regions, Rule};
 use bpf2ptx_compiler::program::MapOrigin;
 use bpf2ptx_runtime::{Access, Arg, MapKind, Ret};
 
@@ -404,6 +404,11 @@ impl<'a> Explorer<'a> {
         name: &str,
     ) -> R<()> {
         let (r, o) = self.pointer_of(st, i, reg)?;
+        if r == Region::Ctx {
+            // The helper reads the context's bytes in memory (a key or value pointing into
+            // it): the backend must store the context there (`Facts::regions`).
+            self.facts.regions[i].insert(Regions::CTX);
+        }
         if let Region::MapValue { map } = r {
             // A helper reads or writes the value as bytes: no sharding.
             self.facts.map_only_adds[map as usize] = false;

@@ -447,14 +447,17 @@ pub fn inline_body(
     let cfg = Cfg::new(&obj.programs[pi]);
     f.lower(&cfg)?;
     // Context bytes are read from memory by any context access the body does not serve
-    // from registers: one in a subprogram, or at an offset not known on every path.
+    // from registers: one in a subprogram, at an offset not known on every path, or a
+    // helper's read through a pointer into the context (a map key there).
     let prog = &obj.programs[pi];
     let entry = cfg.funcs()[0].clone();
     let facts = v.facts(pi);
     let ctx_in_memory = (0..prog.insns.len()).any(|i| {
         let ctx = facts.regions.get(i).is_none_or(|r| r.touches(Regions::CTX));
-        let served = entry.contains(&i) && facts.ctx_offset.get(i).copied().flatten().is_some();
-        ctx && prog.insns[i].access().is_some() && !served
+        let served = entry.contains(&i)
+            && prog.insns[i].access().is_some()
+            && facts.ctx_offset.get(i).copied().flatten().is_some();
+        ctx && !served
     });
     Ok(InlineBody {
         text: f.out,
