@@ -23,38 +23,43 @@ fn float_bytes(k: usize) -> u8 {
     }
 }
 
-/// vecadd over `n` floats, `block` threads per block (the last block partly past `n`).
-fn vecadd(n: u32, block: u32) -> App {
+/// A kernel `(a, b, c, n)` adding `n` floats (`c = a + b`), from the PTX at `path`, on a
+/// grid of `grid` blocks of `block` threads.
+fn add_app(path: &str, kernel: &str, n: u32, block: u32, grid: u32) -> App {
+    let bytes = u64::from(n) * 4;
     App {
-        ptx: std::fs::read_to_string(repo_root().join("examples/apps/vecadd.ptx")).unwrap(),
-        kernel: "_Z6vecAddPKfS0_Pfi".into(),
-        grid: [n.div_ceil(block), 1, 1],
+        ptx: std::fs::read_to_string(repo_root().join(path)).unwrap(),
+        kernel: kernel.into(),
+        grid: [grid, 1, 1],
         block: [block, 1, 1],
-        buffers: vec![
-            (u64::from(n) * 4, float_bytes),
-            (u64::from(n) * 4, float_bytes),
-            (u64::from(n) * 4, |_| 0),
-        ],
+        buffers: vec![(bytes, float_bytes), (bytes, float_bytes), (bytes, |_| 0)],
         scalars: vec![u64::from(n)],
     }
+}
+
+/// vecadd over `n` floats, `block` threads per block (the last block partly past `n`).
+fn vecadd(n: u32, block: u32) -> App {
+    let grid = n.div_ceil(block);
+    add_app(
+        "examples/apps/vecadd.ptx",
+        "_Z6vecAddPKfS0_Pfi",
+        n,
+        block,
+        grid,
+    )
 }
 
 /// The grid-stride vector add of tests/inject/loop/strided.cu over `n` floats: `grid`
 /// blocks of `block` threads, each thread adding every (grid x block)-th element, so its
 /// memory sites run in a loop.
 fn strided(n: u32, block: u32, grid: u32) -> App {
-    App {
-        ptx: std::fs::read_to_string(repo_root().join("tests/inject/loop/strided.ptx")).unwrap(),
-        kernel: "strided_add".into(),
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        buffers: vec![
-            (u64::from(n) * 4, float_bytes),
-            (u64::from(n) * 4, float_bytes),
-            (u64::from(n) * 4, |_| 0),
-        ],
-        scalars: vec![u64::from(n)],
-    }
+    add_app(
+        "tests/inject/loop/strided.ptx",
+        "strided_add",
+        n,
+        block,
+        grid,
+    )
 }
 
 /// The tiled matmul of `n` x `n` (a multiple of 16).
