@@ -118,6 +118,8 @@ step_latprobe() {
 		benches/gpu-trace/probes/latency_part9.bpf.o -- /tmp/la 20 >"$OUT/latprobe.out" 2>"$OUT/latprobe.err"
 	local rc=$?
 	grep -A70 "t_read\|t_lookup\|t_whole" "$OUT/latprobe.txt" | grep -v "^\s*$" | head -60
+	# The span table the lookups walk: it should hold no key (variant 9 never inserts).
+	grep -A6 "spans" "$OUT/latprobe.txt" | tail -8
 	tail -4 "$OUT/latprobe.err"
 	echo "launch map in the JIT'd PTX (address word = pushed, device memory; descriptor = pinned):"
 	grep -rhoa "bpf2ptx_mapaddr_launch\|bpf2ptx_map_launch+24\]" /tmp/latprobe-cache | sort | uniq -c
