@@ -450,13 +450,13 @@ impl Weaver<'_> {
         // atomics to one address into one, which costs no more than the flush).
         let atomic = once_only_maps(f.body(), &blocks);
         if !atomic.is_empty() {
-            self.refuse(&mut blocks, &Fusion::On { atomic })?;
+            self.relower(&mut blocks, &Fusion::On { atomic })?;
             (acc, fw) = collect(&blocks);
         }
         // Past this many accumulators the kernel would trade occupancy (two registers each,
         // live through the whole kernel) for atomics: it keeps the unfused bodies.
         if acc.len() > fuse::MAX_ACCUMULATORS {
-            self.refuse(&mut blocks, &Fusion::Off)?;
+            self.relower(&mut blocks, &Fusion::Off)?;
             (acc, fw) = collect(&blocks);
         }
         let acc: Vec<AccSlot> = acc.into_iter().collect();
@@ -543,7 +543,7 @@ impl Weaver<'_> {
     }
 
     /// Every body of `blocks` made again under `fusion`.
-    fn refuse(&self, blocks: &mut [SiteBlocks<'_>], fusion: &Fusion) -> Result<(), InjectError> {
+    fn relower(&self, blocks: &mut [SiteBlocks<'_>], fusion: &Fusion) -> Result<(), InjectError> {
         for b in blocks {
             let ctx = b.ctx;
             for (p, _, body) in &mut b.probes {
