@@ -22,13 +22,17 @@ symbol). Checks: fused == unfused, map by map, and the buffers; and fused == the
 outcome (recorded by the test) for every map. Where a probe stores `%globaltimer` (the
 case's `timer`), the values it stores differ from run to run: `start` and `tstate`, where
 they are stored, are not compared, and `other`, whose keys may come from them, by its sum
-only. Exit 1 when a check
-fails, 77 when CuPy is missing.
+only. The cases run in child processes, a new one after a launch failure (which leaves
+the CUDA context unusable); the first three cases whose launch failed run again under
+compute-sanitizer memcheck, whose report is added to their row. Exit 1 when a check fails, 77 when CuPy is
+missing.
 """
 import glob
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 try:
@@ -117,7 +121,83 @@ def u64s(b):
     return np.frombuffer(b + bytes(-len(b) % 8), np.uint64)
 
 
+def check(path):
+    """One case (`seedNNN.json`): the fused and unfused modules launched and compared;
+    the problems found ([] when none). Raises when a launch fails."""
+    case = json.load(open(path))
+    base = path[:-len(".json")]
+    fused, fbuf = run(base + ".fused.ptx", case)
+    unfused, ubuf = run(base + ".unfused.ptx", case)
+    problems = []
+    for m, fb in fused.items():
+        ub = unfused.get(m)
+        model = bytes.fromhex(case["model"].get(m, "")) if m in case["model"] else None
+        if case["timer"] and m in ("start", "tstate"):
+            continue
+        if case["timer"] and m == "other":
+            same = int(u64s(fb).sum()) == int(u64s(ub).sum())
+            vs_model = model is None or int(u64s(fb).sum()) == int(u64s(model).sum())
+        else:
+            same = fb == ub
+            vs_model = model is None or fb == model
+        if not same:
+            k = int(np.argmax(u64s(fb) != u64s(ub)))
+            problems.append(f"{m}[{k}] fused {u64s(fb)[k]} unfused {u64s(ub)[k]}")
+        if not vs_model:
+            problems.append(f"{m}: fused differs from the model")
+    if fbuf != ubuf:
+        problems.append("buffers differ")
+    return problems
+
+
+def child(cases):
+    """Runs `cases` in order, one row per line ("name<TAB>result"), until a launch fails:
+    that leaves this process's CUDA context unusable, so it ends the child (exit 3)."""
+    for path in cases:
+        name = os.path.basename(path)[:-len(".json")]
+        try:
+            problems = check(path)
+        except Exception as e:  # noqa: BLE001 - the parent records it as the row
+            print(f"{name}\tlaunch failed: {e}", flush=True)
+            sys.exit(3)
+        print(f"{name}\t{'; '.join(problems) or 'ok'}", flush=True)
+
+
+def rows_of(cases, sanitize=False):
+    """{name: result} of `cases`, each child starting after the case whose launch failed
+    in the one before; under compute-sanitizer memcheck when `sanitize` (its report
+    lines are appended to a failed launch's row)."""
+    rows, rest = {}, list(cases)
+    while rest:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child"] + rest
+        if sanitize:
+            cmd = ["compute-sanitizer", "--tool", "memcheck", "--print-limit", "3"] + cmd
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+            out = r.stdout
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        done = [ln.split("\t", 1) for ln in out.splitlines() if "\t" in ln]
+        for name, result in done:
+            rows[name] = result
+        names = [os.path.basename(c)[:-len(".json")] for c in rest]
+        if not done:
+            # The child ended before its first row: that case is the culprit.
+            report = [ln.strip() for ln in out.splitlines() if "=========" in ln][:8]
+            rows[names[0]] = "child died: " + (" / ".join(report) or "no output")
+            done = [(names[0], "")]
+        elif sanitize and "launch failed" in done[-1][1]:
+            report = [ln.strip() for ln in out.splitlines()
+                      if "=========" in ln and ln.strip("= ")][:8]
+            rows[done[-1][0]] += " | memcheck: " + " / ".join(report)
+        rest = rest[names.index(done[-1][0]) + 1:]
+    return rows
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2:])
+        return
     if len(sys.argv) < 2:
         sys.exit("usage: fuse_random.py DIR [OUT.md]")
     d, out = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None
@@ -125,42 +205,17 @@ def main():
     if not cases:
         sys.exit(f"fuse_random.py: no cases in {d} (BPF2PTX_FUSE_RANDOM_OUT=DIR cargo test "
                  "-p bpf2ptx-tests --test fuse random_probes)")
-    rows, failed = [], 0
-    for path in cases:
-        case = json.load(open(path))
-        name = os.path.basename(path)[:-len(".json")]
-        base = path[:-len(".json")]
-        try:
-            fused, fbuf = run(base + ".fused.ptx", case)
-            unfused, ubuf = run(base + ".unfused.ptx", case)
-        except Exception as e:  # noqa: BLE001 - one case's failure is its row
-            rows.append((name, f"launch failed: {e}"))
-            failed += 1
-            continue
-        problems = []
-        for m, fb in fused.items():
-            ub = unfused.get(m)
-            model = bytes.fromhex(case["model"].get(m, "")) if m in case["model"] else None
-            if case["timer"] and m in ("start", "tstate"):
-                continue
-            if case["timer"] and m == "other":
-                same = int(u64s(fb).sum()) == int(u64s(ub).sum())
-                vs_model = model is None or int(u64s(fb).sum()) == int(u64s(model).sum())
-            else:
-                same = fb == ub
-                vs_model = model is None or fb == model
-            if not same:
-                k = int(np.argmax(u64s(fb) != u64s(ub)))
-                problems.append(f"{m}[{k}] fused {u64s(fb)[k]} unfused {u64s(ub)[k]}")
-            if not vs_model:
-                problems.append(f"{m}: fused differs from the model")
-        if fbuf != ubuf:
-            problems.append("buffers differ")
-        failed += bool(problems)
-        rows.append((name, "; ".join(problems) or "ok"))
+    rows = rows_of(cases)
+    # The first three cases whose launch failed, again under memcheck: where they fault.
+    crashed = [c for c in cases
+               if rows[os.path.basename(c)[:-len(".json")]].startswith("launch failed")][:3]
+    if crashed and shutil.which("compute-sanitizer"):
+        for name, result in rows_of(crashed, sanitize=True).items():
+            rows[name] += " | under memcheck: " + result
+    failed = sum(r != "ok" for r in rows.values())
     lines = [f"Randomized fusion check on the GPU: {len(cases) - failed} of {len(cases)} cases "
              "pass (`python3 tests/gpu/fuse_random.py DIR`)", "",
-             "| case | result |", "|---|---|"] + [f"| {n} | {r} |" for n, r in rows]
+             "| case | result |", "|---|---|"] + [f"| {n} | {r} |" for n, r in sorted(rows.items())]
     text = "\n".join(lines) + "\n"
     print(text)
     if out:

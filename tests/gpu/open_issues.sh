@@ -26,6 +26,9 @@
 #   latprobe  issue 16: the latency app under trace with latency_parts variant 9 (the probe
 #             times its own parts on the GPU; histograms of 1.024 us buckets printed),
 #             and whether the JIT'd PTX reads `launch` from device memory (pushed)
+#   lookup    issue 16: benches/gpu-trace/lookup_cost.py (latprobe's span lookup injected
+#             with --rebind-maps and launched without the interposer: module storage,
+#             a rebound table, one block)
 #   frame     issue 19: benches/gpu/frame_experiment.py (an unused .local context frame's
 #             cost: vecadd with the counters and mem_hist, with and without it)
 #   hostread  issue 16: benches/gpu-trace/hostread.cu (a kernel's read of mapped pinned host
@@ -123,16 +126,20 @@ step_latprobe() {
 	tail -4 "$OUT/latprobe.err"
 	echo "launch map in the JIT'd PTX (address word = pushed, device memory; descriptor = pinned):"
 	grep -rhoa "bpf2ptx_mapaddr_launch\|bpf2ptx_map_launch+24\]" /tmp/latprobe-cache | sort | uniq -c
+	# The JIT cache (the instrumented PTX in each key, the cubin after it): its SASS is
+	# what ran.
+	tar czf "$OUT/latprobe-cache.tgz" -C /tmp/latprobe-cache . 2>/dev/null
 	return $rc
 }
 step_fuserandom() {
-	timeout 120 python3 tests/gpu/fuse_random.py gpu-carry/fuse-random "$OUT/fuse-random.md" \
+	timeout 200 python3 tests/gpu/fuse_random.py gpu-carry/fuse-random "$OUT/fuse-random.md" \
 		>"$OUT/fuse-random.log" 2>&1
 	local rc=$?
 	head -3 "$OUT/fuse-random.log"
 	grep -v "| ok |" "$OUT/fuse-random.log" | tail -15
 	return $rc
 }
+step_lookup() { timeout 60 python3 benches/gpu-trace/lookup_cost.py 20 | tee "$OUT/lookup-cost.md"; }
 step_frame() { timeout 90 python3 benches/gpu/frame_experiment.py 30 5 | tee "$OUT/frame-experiment.md"; }
 step_hostread() { nvcc -O2 -arch=sm_90 benches/gpu-trace/hostread.cu -o /tmp/hostread && timeout 60 /tmp/hostread 30 | tee "$OUT/hostread.md"; }
 step_latency() { timeout 90 python3 tests/gpu/trace_latency.py "$OUT/trace-latency.md" >"$OUT/trace-latency.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-latency.log"; return $rc; }
@@ -165,7 +172,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [frame]=40 [fuserandom]=60 [latprobe]=30 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [frame]=40 [fuserandom]=100 [latprobe]=30 [lookup]=40 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do
