@@ -632,4 +632,17 @@ static __u64 (* const bpf2ptx_get_active_mask)(void) = (void *) 601;
  */
 static __u64 (* const bpf2ptx_clock64)(void) = (void *) 602;
 
+/*
+ * bpf2ptx_log2
+ *
+ * 	floor(log2(v)), 0 for v == 0: the bucket of a log2 histogram in one
+ * 	PTX bfind, where the usual shift-and-compare cascade takes about a dozen
+ * 	instructions at every site. A bpf2ptx helper; host programs (the
+ * 	interpreter) have it too.
+ *
+ * Returns
+ * 	0 to 63.
+ */
+static __u64 (* const bpf2ptx_log2)(__u64 v) = (void *) 603;
+
 #endif /* BPF2PTX_HELPERS_H */

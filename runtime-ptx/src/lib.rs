@@ -684,6 +684,16 @@ pub static HELPERS: &[Helper] = &[
         gpu: "%clock64: the SM's cycle counter (a bpf2ptx helper)",
         lowering: Lowering::Inline,
     },
+    Helper {
+        id: 603,
+        name: "log2",
+        args: &[Anything],
+        ret: Ret::Integer,
+        gpu: "floor(log2(v)) of the u64 in r1, 0 for v = 0: one bfind, where the shift \
+              cascade probes write for their log2 histograms costs a dozen instructions \
+              (a bpf2ptx helper)",
+        lowering: Lowering::Inline,
+    },
 ];
 
 /// Linux's `BPF_MAX_LOOPS` (8,388,608 = 2^23): the most iterations `bpf_loop` and a

@@ -1,5 +1,5 @@
 //! Calls out of the program: the helpers the interpreter knows (`ktime_get_ns`,
-//! `get_current_pid_tgid`, the array map helpers on storage an [`Env`](super::Env)
+//! `get_current_pid_tgid`, bpf2ptx's `log2`, the array map helpers on storage an [`Env`](super::Env)
 //! lends, `trace_printk`, `bpf_snprintf`), `bpf_loop`, and the numeric iterator kfuncs.
 //!
 //! Apart from the machine (`interp/mod.rs`) because each is one kernel function's
@@ -28,6 +28,8 @@ impl Machine<'_> {
                 .ok_or(InterpError::UnknownHelper { pc, helper: id }),
             1..=3 if self.mem.env.maps() => self.map_helper(pc, id),
             6 => self.trace_printk(pc),
+            // bpf2ptx's log2 (603): floor(log2(r1)), 0 for 0, as the GPU's bfind.
+            603 => Ok(self.regs[1].checked_ilog2().map_or(0, u64::from)),
             165 => self.snprintf(pc),
             helper => Err(InterpError::UnknownHelper { pc, helper }),
         }

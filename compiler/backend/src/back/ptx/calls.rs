@@ -102,6 +102,13 @@ impl FuncWriter<'_> {
             }
             // clock64: the SM's cycle counter.
             "clock64" => self.l("mov.u64 %r0, %clock64;"),
+            // log2: bfind gives the highest set bit's index, 0xffffffff (-1) for 0, which
+            // the signed max takes to 0. On a constant r1 ptxas folds both.
+            "log2" => {
+                self.l("bfind.u64 %w0, %r1;");
+                self.l("max.s32 %w0, %w0, 0;");
+                self.l("cvt.u64.u32 %r0, %w0;");
+            }
             // get_lane_id.
             "get_lane_id" => {
                 self.l("mov.u32 %w0, %laneid;");

@@ -393,8 +393,9 @@ struct Found {
     body: std::ops::Range<usize>,
 }
 
-/// Helpers that only read the thread's state and return it in r0 (no memory, no output):
-/// the timers, SM, lane, warp and thread ids, the active mask.
+/// Helpers that only read the thread's state or their register arguments and return in
+/// r0 (no memory, no output): the timers, SM, lane, warp and thread ids, the active mask,
+/// log2.
 const PURE_HELPERS: &[&str] = &[
     "ktime_get_ns",
     "get_smp_processor_id",
@@ -405,6 +406,7 @@ const PURE_HELPERS: &[&str] = &[
     "get_lane_id",
     "get_active_mask",
     "clock64",
+    "log2",
 ];
 /// Helpers that store the x, y, z of a launch dimension through r1, r2, r3.
 const XYZ_HELPERS: &[&str] = &[
