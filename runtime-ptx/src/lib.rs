@@ -227,6 +227,11 @@ pub enum Ret {
     RingbufRecordOrNull,
     /// The helper does not return: the probe's thread stops there.
     NoReturn,
+    /// floor(log2(r1)), 0 for r1 = 0: a scalar in 0..=63, the constant when r1 is one.
+    /// The verifier knows it so that a log2 bucket of a site's constant (a memory
+    /// access's size) stays a constant for the backend's fusion, as the shift cascade
+    /// it replaces did.
+    Log2,
 }
 
 /// One helper.
@@ -688,7 +693,7 @@ pub static HELPERS: &[Helper] = &[
         id: 603,
         name: "log2",
         args: &[Anything],
-        ret: Ret::Integer,
+        ret: Ret::Log2,
         gpu: "floor(log2(v)) of the u64 in r1, 0 for v = 0: one bfind, where the shift \
               cascade probes write for their log2 histograms costs a dozen instructions \
               (a bpf2ptx helper)",

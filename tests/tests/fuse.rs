@@ -644,8 +644,9 @@ fn a_forwarded_lookup_is_skipped_only_when_nothing_else_reads_it() {
     }
 }
 
-/// warp_time's `log2_u64` after its first step (`if (v >> 32) v >>= 32`) works on a value
-/// the verifier proved below 2^32 (`Facts::upper_zero`): in the woven exit body its
+/// The log2 cascade most published probes write (tests/inject/probes/log2_cascade.bpf.c,
+/// warp_time before it used `bpf2ptx_log2`), after its first step (`if (v >> 32) v >>=
+/// 32`), works on a value the verifier proved below 2^32 (`Facts::upper_zero`): in the woven exit body its
 /// compares and shifts are 32-bit (one SASS instruction each instead of two), and the
 /// first step's compares, on the full 64-bit difference against 2^32 and 2^32 - 1, are
 /// 32-bit compares of its high half (`Facts::jump_rhs_const`). The model gives the
@@ -653,7 +654,7 @@ fn a_forwarded_lookup_is_skipped_only_when_nothing_else_reads_it() {
 /// warp).
 #[test]
 fn warp_time_log2_is_computed_in_32_bits() {
-    let (path, obj) = example_probe("warp_time");
+    let (path, obj) = inject_probe("log2_cascade");
     let app = vecadd(600, 256);
     let woven = weave(&path, &app, &Options::default());
     let exit = &woven[last_site(&woven)..];

@@ -31,6 +31,11 @@ const RESULTS: &[(&str, &str, u64)] = &[
     ("sdiv32 by 0", "mov %r0, -7\nsdiv32 %r0, 0\nexit", 0),
     ("smod64 by 0 keeps dst", "mov %r0, -7\nsmod %r0, 0\nexit", -7i64 as u64),
     ("smod32 by 0 keeps low half", "mov %r0, -7\nsmod32 %r0, %r1\nexit", 0xffff_fff9),
+    // bpf2ptx_log2 (603): floor(log2), 0 for 0, as the GPU's bfind + max.
+    ("log2 of 0", "mov %r1, 0\ncall 603\nexit", 0),
+    ("log2 of 1", "mov %r1, 1\ncall 603\nexit", 0),
+    ("log2 of 4096", "mov %r1, 4096\ncall 603\nexit", 12),
+    ("log2 of 2^64 - 1", "mov %r1, -1\ncall 603\nexit", 63),
     // INT_MIN / -1 and INT_MIN % -1.
     ("sdiv64 min/-1", "lddw %r0, 0x8000000000000000\nsdiv %r0, -1\nexit", 1 << 63),
     ("smod64 min%-1", "lddw %r0, 0x8000000000000000\nsmod %r0, -1\nexit", 0),

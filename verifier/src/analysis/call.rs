@@ -345,6 +345,13 @@ impl<'a> Explorer<'a> {
         }
         let r0 = match h.ret {
             Ret::Integer => Reg::Scalar(Scalar::unknown()),
+            Ret::Log2 => Reg::Scalar(match &st.cur().regs[1] {
+                Reg::Scalar(x) => match x.as_const() {
+                    Some(c) => Scalar::constant(c.checked_ilog2().map_or(0, u64::from)),
+                    None => Scalar::range_u64(0, 63),
+                },
+                _ => Scalar::range_u64(0, 63),
+            }),
             Ret::Void => Reg::Uninit,
             Ret::MapValueOrNull => Reg::MapValueOrNull {
                 map: map_arg.expect("lookup takes a map"),

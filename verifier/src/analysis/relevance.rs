@@ -6,7 +6,7 @@ use bpf2ptx_compiler::cfg::Cfg;
 use bpf2ptx_compiler::isa::effect::{ARGS, R0};
 use bpf2ptx_compiler::isa::table::{AluOp, AtomicOp, CallKind, Kind, Src};
 use bpf2ptx_compiler::program::Program;
-use bpf2ptx_runtime::Arg;
+use bpf2ptx_runtime::{Arg, Ret};
 
 /// r0-r5: what a call defines or clobbers.
 const R0_5: u16 = R0 | ARGS;
@@ -109,12 +109,16 @@ pub(super) fn relevance(prog: &Program, cfg: &Cfg) -> Vec<u16> {
                 Kind::Ja | Kind::Gotol | Kind::MayGoto => out,
                 Kind::Call(CallKind::Helper) => {
                     let args = match bpf2ptx_runtime::helper(ins.imm) {
-                        Some(h) => h
-                            .args
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, a)| **a != Arg::Anything)
-                            .fold(0, |acc, (k, _)| acc | bit(k as u8 + 1)),
+                        Some(h) => {
+                            // A result computed from r1 (log2) carries r0's relevance.
+                            let from_r1 = h.ret == Ret::Log2 && out & R0 != 0;
+                            h.args
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, a)| **a != Arg::Anything)
+                                .fold(0, |acc, (k, _)| acc | bit(k as u8 + 1))
+                                | if from_r1 { bit(1) } else { 0 }
+                        }
                         None => R1_5,
                     };
                     (out & !R0_5) | args

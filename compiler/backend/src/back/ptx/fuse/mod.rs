@@ -590,6 +590,11 @@ fn analyse(obj: &Object, pi: usize, facts: &Facts) -> Option<Found> {
                 let r0 = match name {
                     "map_lookup_elem" => lookup(obj, &st),
                     "get_global_thread_id" => Val::Tid(Tid::Full),
+                    // A site's constant (mem_hist's access size) keeps its bucket known.
+                    "log2" => match st.regs[1] {
+                        Val::Const(c) => Val::Const(c.checked_ilog2().map_or(0, u64::from)),
+                        _ => Val::Unknown,
+                    },
                     n if PURE_HELPERS.contains(&n) => Val::Unknown,
                     n if XYZ_HELPERS.contains(&n) => {
                         for r in 1..=3 {
