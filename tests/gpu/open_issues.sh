@@ -23,9 +23,10 @@
 #   overhead  issue 16: benches/gpu-trace/launch_overhead.py (host cost per launch)
 #   latency   issue 16: tests/gpu/trace_latency.py (host program + GPU probe)
 #   latparts  issue 16: benches/gpu-trace/latency_parts.py (the app's latency per probe part)
-#   latprobe  issue 16: the latency app under trace with latency_parts variant 9 (the probe
-#             times its own parts on the GPU; histograms of 1.024 us buckets printed),
-#             and whether the JIT'd PTX reads `launch` from device memory (pushed)
+#   latprobe  issue 16: the latency app under trace with latency_parts variants 9 and 10
+#             (the probe times its own parts on the GPU; histograms of 1.024 us buckets
+#             printed; 10 looks up a constant key), and whether the JIT'd PTX reads
+#             `launch` from device memory (pushed)
 #   lookup    issue 16: benches/gpu-trace/lookup_cost.py (latprobe's span lookup injected
 #             with --rebind-maps and launched without the interposer: module storage,
 #             a rebound table, one block)
@@ -117,18 +118,23 @@ step_gpuoverhead() { timeout 110 python3 benches/gpu-trace/probe_overhead.py "$O
 step_latparts() { timeout 100 python3 benches/gpu-trace/latency_parts.py "$OUT/latency-parts.md" 2>&1 | tail -12; }
 step_latprobe() {
 	nvcc -O2 -arch=sm_90 examples/trace_latency/latency_app.cu -o /tmp/la || return 1
-	XDG_CACHE_HOME=/tmp/latprobe-cache timeout 60 "$BPF2PTX" trace --interval 60s -o "$OUT/latprobe.txt" \
-		benches/gpu-trace/probes/latency_part9.bpf.o -- /tmp/la 20 >"$OUT/latprobe.out" 2>"$OUT/latprobe.err"
-	local rc=$?
-	grep -A70 "t_read\|t_lookup\|t_whole" "$OUT/latprobe.txt" | grep -v "^\s*$" | head -60
-	# The span table the lookups walk: it should hold no key (variant 9 never inserts).
-	grep -A6 "spans" "$OUT/latprobe.txt" | tail -8
-	tail -4 "$OUT/latprobe.err"
+	local rc=0 part
+	# 9: the lookup's key from the pushed `launch` word; 10: a constant key.
+	for part in 9 10; do
+		XDG_CACHE_HOME=/tmp/latprobe-cache$part timeout 60 "$BPF2PTX" trace --interval 60s \
+			-o "$OUT/latprobe$part.txt" benches/gpu-trace/probes/latency_part$part.bpf.o \
+			-- /tmp/la 20 >"$OUT/latprobe$part.out" 2>"$OUT/latprobe$part.err" || rc=$?
+		echo "-- variant $part"
+		grep -A70 "t_read\|t_lookup\|t_whole" "$OUT/latprobe$part.txt" | grep -v "^\s*$" | head -45
+		# The span table the lookups walk: it should hold no key (nothing inserts).
+		grep -A2 "spans" "$OUT/latprobe$part.txt" | tail -3
+		tail -2 "$OUT/latprobe$part.err"
+	done
 	echo "launch map in the JIT'd PTX (address word = pushed, device memory; descriptor = pinned):"
-	grep -rhoa "bpf2ptx_mapaddr_launch\|bpf2ptx_map_launch+24\]" /tmp/latprobe-cache | sort | uniq -c
+	grep -rhoa "bpf2ptx_mapaddr_launch\|bpf2ptx_map_launch+24\]" /tmp/latprobe-cache9 | sort | uniq -c
 	# The JIT cache (the instrumented PTX in each key, the cubin after it): its SASS is
 	# what ran.
-	tar czf "$OUT/latprobe-cache.tgz" -C /tmp/latprobe-cache . 2>/dev/null
+	tar czf "$OUT/latprobe-cache.tgz" -C /tmp/latprobe-cache9 . 2>/dev/null
 	return $rc
 }
 step_fuserandom() {
@@ -172,7 +178,7 @@ step_readme() {
 }
 step_ddp() { timeout 150 python3 tests/gpu/trace_ddp.py "$OUT/trace-ddp.md" >"$OUT/trace-ddp.log" 2>&1; local rc=$?; tail -25 "$OUT/trace-ddp.log"; return $rc; }
 
-declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [frame]=40 [fuserandom]=100 [latprobe]=30 [lookup]=40 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
+declare -A EST=([sanitize]=45 [hash]=140 [hashall]=290 [fuse]=120 [overhead]=60 [latency]=50 [latparts]=60 [hostread]=15 [frame]=40 [fuserandom]=100 [latprobe]=45 [lookup]=40 [apps]=80 [build]=140 [triton]=120 [softmax]=80 [cub]=110 [compile]=140 [corpus]=250 [ddp]=120 [readme]=20 [gpuoverhead]=80 [torch]=100)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(sanitize hash fuse build readme gpuoverhead overhead latency apps torch triton softmax cub compile corpus ddp)
 for s in "${steps[@]}"; do

@@ -18,7 +18,10 @@
  *      every hash variant above also makes (its key) that costs?
  *   9  the probe times its own parts with %globaltimer into histograms of 1.024 us
  *      buckets, the last 63+ (arrays `t_read`, `t_lookup`, `t_whole`): reading the host time, a span lookup
- *      that misses, and the whole probe; printed by `bpf2ptx trace` at exit.
+ *      that misses, and the whole probe; printed by `bpf2ptx trace` at exit. (A branch on
+ *      the key ends `t_read`: the stamp after it waits for the load.)
+ *  10  9 with the lookup's key a constant (no read of `launch` before it): is it the
+ *      table's memory or the pushed word that the lookup waits for?
  */
 #include "../../../examples/probes/common.h"
 
@@ -56,7 +59,7 @@ struct {
 	__type(value, struct bpf2ptx_launch_span);
 } spans SEC(".maps");
 
-#if PART == 9
+#if PART >= 9
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 64);
@@ -112,12 +115,18 @@ int block_start(struct bpf2ptx_kernel_ctx *ctx)
 	__u64 key = l->host_ns;
 	if (c && now == 1 && bpf_map_lookup_elem(&spans, &key))
 		__sync_fetch_and_add(c, 1);
-#elif PART == 9
+#elif PART >= 9
 	__u64 t1, t2, t3, key;
 
 	t1 = bpf_get_globaltimer();
+#if PART == 9
 	key = l->host_ns + 1;
-	t2 = bpf_get_globaltimer() + (key & 0);
+#else
+	key = 0x5eed;
+#endif
+	if (c && key == 7)
+		__sync_fetch_and_add(c, 1);
+	t2 = bpf_get_globaltimer();
 	if (c && bpf_map_lookup_elem(&spans, &key))
 		__sync_fetch_and_add(c, 1);
 	t3 = bpf_get_globaltimer();
