@@ -7,14 +7,15 @@ times its own lookup with %globaltimer into 1.024 us buckets) is injected with
 `bpf2ptx inject --rebind-maps` (trace's lowering) into the app's PTX and launched here
 with CuPy, no interposer:
 
-  module     the spans table is the module's own storage (its address words as written)
-  rebound    the address words point at a fresh zeroed cudaMalloc'd table, as trace binds
-  1 block    `module` with one block per launch (no other block contends)
+  BIN, iters  the module BIN (each bpf2ptx named in BPF2PTX, colon-separated) made, the
+              app's kernel run with ITERS iterations of its arithmetic loop (0: the other
+              warps do not compute while the probe waits), 528 or 1 blocks
 
-    BPF2PTX=gpu-carry/bpf2ptx python3 benches/gpu-trace/lookup_cost.py [LAUNCHES]
+    BPF2PTX=gpu-carry/bpf2ptx[:OTHER] python3 benches/gpu-trace/lookup_cost.py [LAUNCHES]
 
 Per mode: the t_lookup and t_whole histograms over all launches (bucket: count), and the
 table's nonzero words after the runs (the probe never inserts: all should be zero).
+Variant 9's key comes from `launch`, here the module's zeroed storage.
 """
 import os
 import subprocess
@@ -52,43 +53,38 @@ def hist(v):
 def main():
     launches = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     tmp = tempfile.mkdtemp()
-    ptx, inst = os.path.join(tmp, "la.ptx"), os.path.join(tmp, "la9.ptx")
+    ptx = os.path.join(tmp, "la.ptx")
     subprocess.run(["nvcc", "-O2", "-arch=sm_90", "--ptx", APP, "-o", ptx], check=True)
-    subprocess.run([BPF2PTX, "inject", "--rebind-maps", PROBE, "--into", ptx, "-o", inst],
-                   check=True, stderr=subprocess.DEVNULL)
+    mods = []
+    for k, binary in enumerate(BPF2PTX.split(":")):
+        inst = os.path.join(tmp, f"la9.{k}.ptx")
+        subprocess.run([binary, "inject", "--rebind-maps", PROBE, "--into", ptx, "-o", inst],
+                       check=True, stderr=subprocess.DEVNULL)
+        mods.append((binary, inst))
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {launches} "
           f"launches of {KERNEL} per mode, probe {PROBE} injected with --rebind-maps")
-    print("| mode | grid | t_lookup (bucket us: blocks) | t_whole | nonzero table words |")
-    print("|---|---:|---|---|---:|")
-    for mode in ("module", "rebound", "1 block"):
-        mod = cp.RawModule(path=inst)
-        fn = mod.get_function(KERNEL)
-        addr = cp.ndarray((2,), cp.uint64, memptr=mod.get_global("bpf2ptx_mapaddr_spans"))
-        data_bytes = mod.get_global("bpf2ptx_mapdata_spans").mem.size
-        cnt_bytes = mod.get_global("bpf2ptx_mapcnt_spans").mem.size
-        keep = []
-        if mode == "rebound":
-            table = cp.zeros(data_bytes, cp.uint8)
-            counts = cp.zeros(cnt_bytes, cp.uint8)
-            keep = [table, counts]
-            addr[0] = table.data.ptr
-            addr[1] = counts.data.ptr
-            cp.cuda.Device().synchronize()
-        table_ptr = int(addr.get()[0])
-        grid = 1 if mode == "1 block" else 4 * sms
-        block = 256
-        x = cp.zeros(grid * block, cp.float32)
-        stamps = cp.zeros(2, cp.uint64)
-        for _ in range(launches):
-            stamps[0], stamps[1] = np.uint64(~0 & (2**64 - 1)), np.uint64(0)
-            fn((grid,), (block,), (x, np.int32(20000), stamps))
-            cp.cuda.Device().synchronize()
-        t_lookup = array_sum(mod, "t_lookup", 64)
-        t_whole = array_sum(mod, "t_whole", 64)
-        nonzero = int(cp.count_nonzero(words(table_ptr, data_bytes // 8)))
-        print(f"| {mode} | {grid} | {hist(t_lookup)} | {hist(t_whole)} | {nonzero} |")
-        del keep
+    print("| bpf2ptx | iters | grid | t_lookup (bucket us: blocks) | t_whole | nonzero table words |")
+    print("|---|---:|---:|---|---|---:|")
+    for binary, inst in mods:
+        for iters, grid in ((20000, 4 * sms), (0, 4 * sms), (20000, 1)):
+            mod = cp.RawModule(path=inst)
+            fn = mod.get_function(KERNEL)
+            addr = cp.ndarray((2,), cp.uint64, memptr=mod.get_global("bpf2ptx_mapaddr_spans"))
+            data_bytes = mod.get_global("bpf2ptx_mapdata_spans").mem.size
+            table_ptr = int(addr.get()[0])
+            block = 256
+            x = cp.zeros(grid * block, cp.float32)
+            stamps = cp.zeros(2, cp.uint64)
+            for _ in range(launches):
+                stamps[0], stamps[1] = np.uint64(2**64 - 1), np.uint64(0)
+                fn((grid,), (block,), (x, np.int32(iters), stamps))
+                cp.cuda.Device().synchronize()
+            t_lookup = array_sum(mod, "t_lookup", 64)
+            t_whole = array_sum(mod, "t_whole", 64)
+            nonzero = int(cp.count_nonzero(words(table_ptr, data_bytes // 8)))
+            print(f"| {binary} | {iters} | {grid} | {hist(t_lookup)} | {hist(t_whole)} "
+                  f"| {nonzero} |")
 
 
 if __name__ == "__main__":

@@ -412,28 +412,53 @@ pub fn inline_hash_lookup(
             "{counts}mov.u64 %hm_c, %hk1;\nld.global.u64 %hk1, [%hk1];\nsetp.ge.u64 %hq2, %hk1, {max_entries};\n\
              mad.wide.u32 %hk7, %hh0, {slot}, %hk2;\n\
              ld.global.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.global.b64 %hk8, [%hk7+8];\n\
-             and.b32 %hw3, %hw1, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n\
-             bra.uni {tag}loaded;\n",
+             and.b32 %hw3, %hw1, 0x80000000;\nsetp.eq.and.u32 %hq2, %hw3, 0, %hq2;\n",
+        ));
+    } else {
+        s.push_str(&format!(
+            "mad.wide.u32 %hk7, %hh0, {slot}, %hk2;\n\
+             ld.global.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.global.b64 %hk8, [%hk7+8];\n"
         ));
     }
-    // The home slot's header, read once: its meta word is the memo's lock and the walk's
-    // overflow count.
+    // The check of a slot whose key word matched, with acquire: the state, the key, the
+    // state again (a writer may have been between), on to `found`, else to `next`.
+    let check = |at: &str, next: &str| {
+        format!(
+            "{at}:\n\
+             ld.acquire.gpu.global.b32 %hw2, [%hk7];\nld.acquire.gpu.global.b64 %hk8, [%hk7+8];\n\
+             ld.relaxed.gpu.global.b32 %hw3, [%hk7];\nand.b32 %hw2, %hw2, %hw3;\nand.b32 %hw2, %hw2, 2;\n\
+             setp.ne.u32 %hq1, %hw2, 0;\nsetp.eq.and.u64 %hq1, %hk8, {word}, %hq1;\n\
+             @!%hq1 bra {next};\nbra.uni {tag}found;\n"
+        )
+    };
+    // The home slot, decided before the walk, its check included: its key (a hit) or its
+    // empty overflow count (a miss) settles most lookups, which then never enter the
+    // walk's loop. Why peel it: ptxas gives a loop a `YIELD`, and a thread that yields at
+    // a block's entry while the application's other warps compute waits for them
+    // (measured: ~50 us at every block entry of latency_app on an H100,
+    // benches/results/gpu-2026-12-07.md, session 17).
+    s.push_str(&format!(
+        "and.b32 %hw2, %hw0, 2;\nsetp.ne.u32 %hq1, %hw2, 0;\n\
+         setp.eq.and.u64 %hq1, %hk8, {word}, %hq1;\n@%hq1 bra {tag}hcheck;\n\
+         {tag}hnext:\n\
+         and.b32 %hw1, %hw1, 0x7fffffff;\nsetp.eq.u32 %hq1, %hw1, 0;\n@%hq1 bra {tag}miss;\n\
+         bra.uni {tag}advance;\n{hcheck}",
+        hcheck = check(&format!("{tag}hcheck"), &format!("{tag}hnext")),
+    ));
+    // The walk: the later slots, each decided the same way, at most the whole table.
     s.push_str(&format!(
         "{tag}probe:\n\
          mad.wide.u32 %hk7, %hh0, {slot}, %hk2;\n\
          ld.global.v2.b32 {{%hw0, %hw1}}, [%hk7];\nld.global.b64 %hk8, [%hk7+8];\n\
-         {tag}loaded:\n\
          and.b32 %hw2, %hw0, 2;\nsetp.ne.u32 %hq1, %hw2, 0;\n\
          setp.eq.and.u64 %hq1, %hk8, {word}, %hq1;\n@%hq1 bra {tag}check;\n\
          {tag}next:\n\
          and.b32 %hw1, %hw1, 0x7fffffff;\nsetp.eq.u32 %hq1, %hw1, 0;\n@%hq1 bra {tag}miss;\n\
+         {tag}advance:\n\
          setp.eq.u32 %hq1, %hh1, {mask};\n@%hq1 bra {tag}miss;\nadd.u32 %hh1, %hh1, 1;\n\
          add.u32 %hh0, %hh0, 1;\nand.b32 %hh0, %hh0, {mask};\nbra.uni {tag}probe;\n\
-         {tag}check:\n\
-         ld.acquire.gpu.global.b32 %hw2, [%hk7];\nld.acquire.gpu.global.b64 %hk8, [%hk7+8];\n\
-         ld.relaxed.gpu.global.b32 %hw3, [%hk7];\nand.b32 %hw2, %hw2, %hw3;\nand.b32 %hw2, %hw2, 2;\n\
-         setp.ne.u32 %hq1, %hw2, 0;\nsetp.eq.and.u64 %hq1, %hk8, {word}, %hq1;\n\
-         @!%hq1 bra {tag}next;\ncvta.global.u64 {out}, %hk7;\nadd.u64 {out}, {out}, {value_at};\n"
+         {check}{tag}found:\ncvta.global.u64 {out}, %hk7;\nadd.u64 {out}, {out}, {value_at};\n",
+        check = check(&format!("{tag}check"), &format!("{tag}next")),
     ));
     if lru {
         s.push_str(&format!(
