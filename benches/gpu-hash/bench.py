@@ -552,9 +552,18 @@ def case_overfull(ctx, part, lru):
     part.table("vecadd 2^20 with the insert probe (ms)",
                ["variant", "median ms", "n", "vs native", "vs 2^20 entries", "vs twin", "counts (first launch)",
                 "probe mean / max", "checks"], rows)
-    part.target(f"over-full {kind}: injected {small} entries / injected 2^20 entries",
-                ratio(med.get(vs[1].label), med.get(vs[2].label)), 2.0, "room for every key",
-                valid=vs[1].ok and vs[2].ok)
+    # Issue 12's 2x bound is the plain hash's (a refused insert is O(1) from the count);
+    # an LRU insert into a full table evicts, and what the issue asks of it is 4096 keys
+    # kept with no failure, which the checks above decide. Its ratio is reported.
+    if lru:
+        r = ratio(med.get(vs[1].label), med.get(vs[2].label))
+        if r is not None:
+            part.note(f"injected {small} entries / injected 2^20 entries = {r:.3f}x (every insert "
+                      "past 4096 evicts; the issue bounds the plain hash's cost, the LRU's keys)")
+    else:
+        part.target(f"over-full {kind}: injected {small} entries / injected 2^20 entries",
+                    ratio(med.get(vs[1].label), med.get(vs[2].label)), 2.0, "room for every key",
+                    valid=vs[1].ok and vs[2].ok)
     t = ratio(med.get(vs[3].label), med.get(vs[4].label))
     if t is not None:
         part.note(f"twin {small} entries / twin 2^20 entries = {t:.3f}x")
