@@ -421,14 +421,15 @@ pub fn inline_hash_lookup(
         ));
     }
     // The check of a slot whose key word matched, with acquire: the state, the key, the
-    // state again (a writer may have been between), on to `found`, else to `next`.
-    let check = |at: &str, next: &str| {
+    // state again (a writer may have been between), on to `found` (what follows, or a
+    // jump there), else to `next`.
+    let check = |at: &str, next: &str, then: &str| {
         format!(
             "{at}:\n\
              ld.acquire.gpu.global.b32 %hw2, [%hk7];\nld.acquire.gpu.global.b64 %hk8, [%hk7+8];\n\
              ld.relaxed.gpu.global.b32 %hw3, [%hk7];\nand.b32 %hw2, %hw2, %hw3;\nand.b32 %hw2, %hw2, 2;\n\
              setp.ne.u32 %hq1, %hw2, 0;\nsetp.eq.and.u64 %hq1, %hk8, {word}, %hq1;\n\
-             @!%hq1 bra {next};\nbra.uni {tag}found;\n"
+             @!%hq1 bra {next};\n{then}"
         )
     };
     // The home slot, decided before the walk, its check included: its key (a hit) or its
@@ -443,7 +444,11 @@ pub fn inline_hash_lookup(
          {tag}hnext:\n\
          and.b32 %hw1, %hw1, 0x7fffffff;\nsetp.eq.u32 %hq1, %hw1, 0;\n@%hq1 bra {tag}miss;\n\
          bra.uni {tag}advance;\n{hcheck}",
-        hcheck = check(&format!("{tag}hcheck"), &format!("{tag}hnext")),
+        hcheck = check(
+            &format!("{tag}hcheck"),
+            &format!("{tag}hnext"),
+            &format!("bra.uni {tag}found;\n")
+        ),
     ));
     // The walk: the later slots, each decided the same way, at most the whole table.
     s.push_str(&format!(
@@ -458,7 +463,7 @@ pub fn inline_hash_lookup(
          setp.eq.u32 %hq1, %hh1, {mask};\n@%hq1 bra {tag}miss;\nadd.u32 %hh1, %hh1, 1;\n\
          add.u32 %hh0, %hh0, 1;\nand.b32 %hh0, %hh0, {mask};\nbra.uni {tag}probe;\n\
          {check}{tag}found:\ncvta.global.u64 {out}, %hk7;\nadd.u64 {out}, {out}, {value_at};\n",
-        check = check(&format!("{tag}check"), &format!("{tag}next")),
+        check = check(&format!("{tag}check"), &format!("{tag}next"), ""),
     ));
     if lru {
         s.push_str(&format!(
