@@ -46,6 +46,15 @@ def array_sum(mod, name, entries):
     return total
 
 
+def array_zero(mod, name, entries):
+    """Zeroes a (sharded) array map: CuPy keeps one module per path, so each mode's
+    histograms start from zero only if cleared."""
+    w = cp.ndarray((8,), cp.uint64, memptr=mod.get_global(f"bpf2ptx_map_{name}")).get()
+    data, replicas, stride = int(w[3]), max(int(w[4]), 1), int(w[5])
+    for r in range(replicas):
+        words(data + r * stride, entries)[...] = 0
+
+
 def hist(v):
     return " ".join(f"{k}:{int(c)}" for k, c in enumerate(v) if c) or "-"
 
@@ -76,6 +85,8 @@ def main():
             block = 256
             x = cp.zeros(grid * block, cp.float32)
             stamps = cp.zeros(2, cp.uint64)
+            for name in ("t_read", "t_lookup", "t_whole"):
+                array_zero(mod, name, 64)
             for _ in range(launches):
                 stamps[0], stamps[1] = np.uint64(2**64 - 1), np.uint64(0)
                 fn((grid,), (block,), (x, np.int32(iters), stamps))
