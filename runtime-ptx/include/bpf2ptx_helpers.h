@@ -424,54 +424,13 @@ struct bpf2ptx_launch_ctx {
 /* The value of a map marked __attribute__((btf_decl_tag("bpf2ptx:launch_spans"))):
  * a hash map keyed by a launch's host_ns (__u64), whose entries `bpf2ptx trace
  * --trace-events` joins with its launch records (first block start, last block
- * end). The two functions below keep it: the earliest start and latest end seen. */
+ * end). bpf2ptx_launch_span_start/_end, at the end of this file, keep it: the
+ * earliest start and latest end seen. */
 struct bpf2ptx_launch_span {
 	__u64 first_block_ns;	/* globaltimer at the first block's start */
 	__u64 last_block_ns;	/* globaltimer at the last block's end */
 };
 
-#ifdef __BPF_HELPERS__ /* libbpf's bpf_helpers.h: bpf_map_lookup_elem and friends */
-/* Earliest `now` for launch `host_ns` in span map `spans` (at block entry). */
-static __always_inline void bpf2ptx_launch_span_start(void *spans, __u64 host_ns, __u64 now)
-{
-	struct bpf2ptx_launch_span init = { now, now }, *s;
-	__u64 old;
-
-	s = bpf_map_lookup_elem(spans, &host_ns);
-	if (!s) {
-		bpf_map_update_elem(spans, &host_ns, &init, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(spans, &host_ns);
-		if (!s)
-			return;
-	}
-#pragma unroll
-	for (int i = 0; i < 8; i++) {
-		old = s->first_block_ns;
-		if (old != 0 && old <= now)
-			break;
-		if (__sync_val_compare_and_swap(&s->first_block_ns, old, now) == old)
-			break;
-	}
-}
-
-/* Latest `now` for launch `host_ns` in span map `spans` (at block exit). */
-static __always_inline void bpf2ptx_launch_span_end(void *spans, __u64 host_ns, __u64 now)
-{
-	struct bpf2ptx_launch_span *s = bpf_map_lookup_elem(spans, &host_ns);
-	__u64 old;
-
-	if (!s)
-		return;
-#pragma unroll
-	for (int i = 0; i < 8; i++) {
-		old = s->last_block_ns;
-		if (old >= now)
-			break;
-		if (__sync_val_compare_and_swap(&s->last_block_ns, old, now) == old)
-			break;
-	}
-}
-#endif
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -644,5 +603,63 @@ static __u64 (* const bpf2ptx_clock64)(void) = (void *) 602;
  * 	0 to 63.
  */
 static __u64 (* const bpf2ptx_log2)(__u64 v) = (void *) 603;
+
+/* ---- launch spans (need the helpers above) ---------------------------- */
+
+#ifdef __BPF_HELPERS__ /* libbpf's bpf_helpers.h: bpf_map_lookup_elem and friends */
+/* Earliest `now` for launch `host_ns` in span map `spans` (at block entry). */
+static __always_inline void bpf2ptx_launch_span_start(void *spans, __u64 host_ns, __u64 now)
+{
+	struct bpf2ptx_launch_span init = { now, now }, *s;
+	__u64 old;
+
+	s = bpf_map_lookup_elem(spans, &host_ns);
+	if (!s) {
+		/* Only the grid's first block (0, 0, 0), which the hardware dispatches
+		 * first, inserts the launch. Why: every other block of the launch would
+		 * otherwise miss at once and call the map's update on the one key, and
+		 * a thread that waits at its block's entry (the update's lock, its
+		 * loops) waits for the application's computing warps: ~55 us per block
+		 * on an H100 (benches/results/gpu-2026-12-07.md, session 17). A block
+		 * that starts before block 0 has inserted records no start: the first
+		 * start is block 0's or an earlier one recorded after it. */
+		__u64 bx, by, bz;
+
+		bpf_get_block_idx(&bx, &by, &bz);
+		if (bx | by | bz)
+			return;
+		bpf_map_update_elem(spans, &host_ns, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(spans, &host_ns);
+		if (!s)
+			return;
+	}
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		old = s->first_block_ns;
+		if (old != 0 && old <= now)
+			break;
+		if (__sync_val_compare_and_swap(&s->first_block_ns, old, now) == old)
+			break;
+	}
+}
+
+/* Latest `now` for launch `host_ns` in span map `spans` (at block exit). */
+static __always_inline void bpf2ptx_launch_span_end(void *spans, __u64 host_ns, __u64 now)
+{
+	struct bpf2ptx_launch_span *s = bpf_map_lookup_elem(spans, &host_ns);
+	__u64 old;
+
+	if (!s)
+		return;
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		old = s->last_block_ns;
+		if (old >= now)
+			break;
+		if (__sync_val_compare_and_swap(&s->last_block_ns, old, now) == old)
+			break;
+	}
+}
+#endif
 
 #endif /* BPF2PTX_HELPERS_H */

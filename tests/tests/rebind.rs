@@ -324,3 +324,54 @@ fn rebound_modules_assemble() {
         }
     }
 }
+
+/// The live `(key, first_block_ns, last_block_ns)` entries of a `bpf2ptx:launch_spans`
+/// map (a hash map of `__u64` keys and `struct bpf2ptx_launch_span` values) in the
+/// module's own storage: slots whose state word has bit 1 (live, specs/abi.md).
+fn spans(m: &Model, name: &str, max_entries: u32) -> Vec<(u64, u64, u64)> {
+    let (data, _) = m
+        .symbol(&ptx::map_data_symbol(name))
+        .expect("the map's storage");
+    let size = bpf2ptx_runtime::maps::hash_slot_size(8, 16);
+    (0..bpf2ptx_runtime::maps::hash_slots(max_entries))
+        .map(|k| data + k * size)
+        .filter(|&at| word(m, at) & 2 != 0)
+        .map(|at| (word(m, at + 8), word(m, at + 16), word(m, at + 24)))
+        .collect()
+}
+
+/// `bpf2ptx_launch_span_start` inserts a launch's span from the grid's first block only
+/// (a crowd of blocks inserting one key at their entry waits on the map's update, and a
+/// block's wait at entry delays the application: benches/results/gpu-2026-12-07.md,
+/// session 17). latency_parts variant 6 keys each block's span apart (launch time +
+/// global thread id / 256): over 4 blocks of 256 only block 0's key is inserted; the
+/// trace_latency example (one key per launch) gets its span, block 0's start within it.
+#[test]
+fn launch_spans_are_inserted_by_the_first_block_only() {
+    let app = vecadd(1024, 256, "_Z6vecAddPKfS0_Pfi");
+    for (probes, keys) in [
+        ("benches/gpu-trace/probes/latency_part6.bpf.o", 1),
+        ("examples/probes/trace_latency.bpf.o", 1),
+    ] {
+        let path = repo_root().join(probes);
+        let (woven, _) = bpf2ptx::inject::inject(&path, &app.ptx, "app.ptx", &Options::default())
+            .unwrap_or_else(|e| panic!("{probes}: {e}"));
+        let mut m = Model::new(&woven.text).unwrap_or_else(|e| panic!("{probes}: {e}"));
+        let mut args = Vec::new();
+        for (bytes, fill) in &app.buffers {
+            let at = m.alloc(*bytes);
+            m.write(at, &(0..*bytes as usize).map(fill).collect::<Vec<u8>>());
+            args.push(at);
+        }
+        args.extend(&app.scalars);
+        m.launch(&app.kernel, app.grid, app.block, &args, 200_000_000)
+            .unwrap_or_else(|e| panic!("{probes}: {e}"));
+        let live = spans(&m, "spans", 4096);
+        assert_eq!(live.len(), keys, "{probes}: {live:?}");
+        // The launch's time is 0 (the module's own `launch`, which no host wrote), so
+        // block 0's key is 0 in both probes.
+        let (key, first, last) = live[0];
+        assert_eq!(key, 0, "{probes}");
+        assert!(first != 0 && first <= last, "{probes}: {live:?}");
+    }
+}

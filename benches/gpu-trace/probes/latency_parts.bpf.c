@@ -10,7 +10,9 @@
  *   4  1, and only the span's update (BPF_NOEXIST, every block the same key);
  *   5  1, and only a lookup of the span (it is never inserted: every lookup misses);
  *   6  2 with a key of each block's own (the launch time plus the global thread id
- *      / 256): no crowd on one key;
+ *      / 256): no crowd on one key (before session 17; since then
+ *      bpf2ptx_launch_span_start inserts from block 0 only, so the other blocks'
+ *      keys are never inserted and they only look up);
  *   7  1, and a lookup of the span that never runs (behind a test of the time that
  *      is never true): the hash map is in the module and bound, not used.
  *   8  1, and a read of `launch`'s host time (the value the host program wrote, in
