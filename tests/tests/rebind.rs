@@ -35,6 +35,20 @@ fn vecadd(n: u32, block: u32, kernel: &str) -> App {
     }
 }
 
+/// Runs `app`'s launch on `m`: its buffers allocated and filled, its scalars after them
+/// (`what` names the probes in a failure).
+fn launch(m: &mut Model, app: &App, what: &str) {
+    let mut args = Vec::new();
+    for (bytes, fill) in &app.buffers {
+        let at = m.alloc(*bytes);
+        m.write(at, &(0..*bytes as usize).map(fill).collect::<Vec<u8>>());
+        args.push(at);
+    }
+    args.extend(&app.scalars);
+    m.launch(&app.kernel, app.grid, app.block, &args, 200_000_000)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
 fn word(m: &Model, at: u64) -> u64 {
     u64::from_le_bytes(m.read(at, 8).try_into().expect("8 bytes"))
 }
@@ -177,15 +191,7 @@ fn run(probes: &str, app: &App, opts: &Options, rebind: bool) -> (Vec<(String, V
             m.write(d + desc::AUX, &threads.to_le_bytes());
         }
     }
-    let mut args = Vec::new();
-    for (bytes, fill) in &app.buffers {
-        let at = m.alloc(*bytes);
-        m.write(at, &(0..*bytes as usize).map(fill).collect::<Vec<u8>>());
-        args.push(at);
-    }
-    args.extend(&app.scalars);
-    m.launch(&app.kernel, app.grid, app.block, &args, 200_000_000)
-        .unwrap_or_else(|e| panic!("{probes}: {e}"));
+    launch(&mut m, app, probes);
     let untouched = own
         .iter()
         .zip(&before)
@@ -357,15 +363,7 @@ fn launch_spans_are_inserted_by_the_first_block_only() {
         let (woven, _) = bpf2ptx::inject::inject(&path, &app.ptx, "app.ptx", &Options::default())
             .unwrap_or_else(|e| panic!("{probes}: {e}"));
         let mut m = Model::new(&woven.text).unwrap_or_else(|e| panic!("{probes}: {e}"));
-        let mut args = Vec::new();
-        for (bytes, fill) in &app.buffers {
-            let at = m.alloc(*bytes);
-            m.write(at, &(0..*bytes as usize).map(fill).collect::<Vec<u8>>());
-            args.push(at);
-        }
-        args.extend(&app.scalars);
-        m.launch(&app.kernel, app.grid, app.block, &args, 200_000_000)
-            .unwrap_or_else(|e| panic!("{probes}: {e}"));
+        launch(&mut m, &app, probes);
         let live = spans(&m, "spans", 4096);
         assert_eq!(live.len(), keys, "{probes}: {live:?}");
         // The launch's time is 0 (the module's own `launch`, which no host wrote), so
