@@ -19,9 +19,11 @@ per-thread array gets storage for the launch through descriptor words 3 and 4, a
 binds it; each map is read as a host reads it (arrays through descriptor words 3-5, sharded
 ones summed over their replicas; per-unit arrays their bound storage; global data its
 symbol). Checks: fused == unfused, map by map, and the buffers (a failure); and fused == the
-model's outcome (recorded by the test) for every map, reported as a `model:` row where it
-differs (the model runs one schedule; a probe reading a word other threads add to, or a
-`.warp`/`.block` program whose groups are the lanes the hardware converged, sees it). Where a probe stores `%globaltimer` (the
+model's outcome (recorded by the test) for every map, reported as a `model:` row with the
+first differing word where it differs (not a failure of fusion: the model runs one
+schedule, and a probe reading a word other threads add to, or a `.warp`/`.block` program
+whose groups are the lanes the hardware converged, can see the schedule; a row there is
+a case to look into, the model or the probe). Where a probe stores `%globaltimer` (the
 case's `timer`), the values it stores differ from run to run: `start` and `tstate`, where
 they are stored, are not compared, and `other`, whose keys may come from them, by its sum
 only. A generated kernel's `trap` runs as `exit`, as in the model (on a GPU it would
@@ -160,10 +162,10 @@ def check(path):
             notes.append(f"{m}[{k}] GPU {u64s(fb)[k]} model {u64s(model)[k] if len(model) else '-'}")
     if fbuf != ubuf:
         problems.append("buffers differ")
-    # Where the GPU (fused and unfused alike) differs from the model: the model runs one
-    # schedule, and some probes see the schedule (a `Reader` reads a word of `other` that
-    # other threads add to; `.warp` and `.block` programs run once per group of lanes the
-    # hardware converged). A note, not a failure of fusion.
+    # Where the GPU (fused and unfused alike) differs from the model: a note, not a
+    # failure of fusion. The model runs one schedule, and some probes can see the
+    # schedule (a `Reader` reads a word of `other` that other threads add to; `.warp` and
+    # `.block` programs run once per group of lanes the hardware converged).
     if notes and not problems:
         return ["model: " + "; ".join(notes)]
     return problems
