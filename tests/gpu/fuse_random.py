@@ -238,7 +238,7 @@ def main():
     lines = [f"Randomized fusion check on the GPU: {len(cases) - failed} of {len(cases)} cases "
              "pass (`python3 tests/gpu/fuse_random.py DIR`): fused == unfused, maps and buffer; "
              f"the GPU's maps equal the model's in {len(cases) - failed - model} (the rest: "
-             "`model:` rows, where a probe sees the schedule)", "",
+             "`model:` rows)", "",
              "| case | result |", "|---|---|"] + [f"| {n} | {r} |" for n, r in sorted(rows.items())]
     text = "\n".join(lines) + "\n"
     print(text)
