@@ -754,6 +754,13 @@ impl Kfunc {
     }
 }
 
+/// What helper 603 (`bpf2ptx_log2`) returns for `v`: floor(log2(v)), 0 for 0, as the
+/// GPU's `bfind` and `max` give it. The one definition the verifier (a constant's
+/// result), fusion's analysis and the host interpreter all use.
+pub fn log2(v: u64) -> u64 {
+    v.checked_ilog2().map_or(0, u64::from)
+}
+
 /// The helper with id `id`, if the runtime has it.
 pub fn helper(id: i64) -> Option<&'static Helper> {
     HELPERS.iter().find(|h| i64::from(h.id) == id)

@@ -29,7 +29,7 @@ impl Machine<'_> {
             1..=3 if self.mem.env.maps() => self.map_helper(pc, id),
             6 => self.trace_printk(pc),
             // bpf2ptx's log2 (603): floor(log2(r1)), 0 for 0, as the GPU's bfind.
-            603 => Ok(self.regs[1].checked_ilog2().map_or(0, u64::from)),
+            603 => Ok(bpf2ptx_runtime::log2(self.regs[1])),
             165 => self.snprintf(pc),
             helper => Err(InterpError::UnknownHelper { pc, helper }),
         }

@@ -347,7 +347,7 @@ impl<'a> Explorer<'a> {
             Ret::Integer => Reg::Scalar(Scalar::unknown()),
             Ret::Log2 => Reg::Scalar(match &st.cur().regs[1] {
                 Reg::Scalar(x) => match x.as_const() {
-                    Some(c) => Scalar::constant(c.checked_ilog2().map_or(0, u64::from)),
+                    Some(c) => Scalar::constant(bpf2ptx_runtime::log2(c)),
                     None => Scalar::range_u64(0, 63),
                 },
                 _ => Scalar::range_u64(0, 63),

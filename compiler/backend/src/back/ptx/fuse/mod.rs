@@ -592,7 +592,7 @@ fn analyse(obj: &Object, pi: usize, facts: &Facts) -> Option<Found> {
                     "get_global_thread_id" => Val::Tid(Tid::Full),
                     // A site's constant (mem_hist's access size) keeps its bucket known.
                     "log2" => match st.regs[1] {
-                        Val::Const(c) => Val::Const(c.checked_ilog2().map_or(0, u64::from)),
+                        Val::Const(c) => Val::Const(bpf2ptx_runtime::log2(c)),
                         _ => Val::Unknown,
                     },
                     n if PURE_HELPERS.contains(&n) => Val::Unknown,
